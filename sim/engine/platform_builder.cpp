@@ -1,0 +1,117 @@
+#include "engine/platform_builder.hpp"
+
+#include <map>
+#include <string>
+
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+#include "topology/topology_graph.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace trainsim::engine {
+
+using simgrid::kernel::routing::NetPoint;
+
+Seconds Platform::route_latency(int src_rank, int dst_rank) const {
+  const int sn = src_rank / ranks_per_node, dn = dst_rank / ranks_per_node;
+  const int sl = src_rank % ranks_per_node, dl = dst_rank % ranks_per_node;
+  if (sn == dn) return intra_latency[sl][dl];
+  return gateway_latency[sl] + fabric_latency + gateway_latency[dl];
+}
+
+void configure_exact_timing(sg4::Engine& e) {
+  e.set_config("network/model:CM02");
+  e.set_config("network/crosstraffic:0");
+  e.set_config("network/TCP-gamma:0");
+}
+
+namespace {
+
+struct BuiltLink {
+  sg4::Link* link;
+  bool split;
+};
+
+std::vector<sg4::LinkInRoute> to_route(const std::vector<topology::Hop>& hops,
+                                       const std::vector<BuiltLink>& links) {
+  std::vector<sg4::LinkInRoute> out;
+  for (const auto& h : hops) {
+    const BuiltLink& l = links[h.link_index];
+    if (!l.split) {
+      out.emplace_back(l.link);
+    } else {
+      out.emplace_back(l.link, h.forward ? sg4::LinkInRoute::Direction::UP
+                                         : sg4::LinkInRoute::Direction::DOWN);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Platform build_platform(const topology::Topology& topo, int nodes) {
+  Platform p;
+  p.nodes = nodes;
+  const auto accs = topo.accelerators();
+  const std::string gw_id = topo.gateway();
+  p.ranks_per_node = static_cast<int>(accs.size());
+  p.fabric_latency = topo.fabric.latency;
+
+  const topology::NodeGraph graph(topo);
+  p.intra_latency.assign(accs.size(), std::vector<Seconds>(accs.size(), 0));
+  for (std::size_t i = 0; i < accs.size(); ++i) {
+    p.gateway_latency.push_back(graph.route_latency(accs[i], gw_id));
+    for (std::size_t j = 0; j < accs.size(); ++j)
+      p.intra_latency[i][j] = graph.route_latency(accs[i], accs[j]);
+  }
+  // Routes inside a node, computed once on the graph and replayed for every node.
+  std::map<std::pair<std::string, std::string>, std::vector<topology::Hop>> routes;
+  std::vector<std::string> endpoints = accs;
+  endpoints.push_back(gw_id);
+  for (const auto& a : endpoints)
+    for (const auto& b : endpoints)
+      if (a != b) routes[{a, b}] = graph.route(a, b);
+
+  auto* fabric = sg4::create_star_zone("fabric");
+  for (int n = 0; n < nodes; ++n) {
+    const std::string prefix = "n" + std::to_string(n) + ".";
+    auto* zone = sg4::create_full_zone("node" + std::to_string(n));
+    zone->set_parent(fabric);
+    std::map<std::string, NetPoint*> netpoint;
+    for (const auto& v : topo.vertices) {
+      if (v.kind == topology::VertexKind::accelerator) {
+        auto* h = zone->create_host(prefix + v.id, p.host_speed);
+        netpoint[v.id] = h->get_netpoint();
+        p.rank_host.push_back(h);
+      } else {
+        netpoint[v.id] = zone->create_router(prefix + v.id);
+      }
+    }
+    std::vector<BuiltLink> links;
+    for (const auto& l : topo.links) {
+      if (l.sharing == topology::Sharing::split_duplex) {
+        auto* link = zone->create_split_duplex_link(prefix + l.id, l.bandwidth);
+        link->set_latency(0)->seal();
+        links.push_back({link, true});
+      } else {
+        auto* link = zone->create_link(prefix + l.id, l.bandwidth);
+        link->set_latency(0)->seal();
+        links.push_back({link, false});
+      }
+    }
+    for (const auto& [ends, hops] : routes)
+      zone->add_route(netpoint[ends.first], netpoint[ends.second], nullptr, nullptr,
+                      to_route(hops, links), false);
+    zone->seal();
+    auto* uplink = fabric->create_split_duplex_link(prefix + "uplink", topo.fabric.uplink_bandwidth);
+    uplink->set_latency(0)->seal();
+    fabric->add_route(zone->get_netpoint(), nullptr, netpoint[gw_id], nullptr,
+                      {sg4::LinkInRoute(uplink, sg4::LinkInRoute::Direction::UP)}, true);
+  }
+  fabric->seal();
+  return p;
+}
+
+}  // namespace trainsim::engine

@@ -1,0 +1,37 @@
+#pragma once
+// Topology -> SimGrid platform. The fabric is a star zone; each node is a full zone holding its
+// accelerators (hosts), its switches/CPU/NICs (routers) and its links, with routes computed on
+// the node's Boost.Graph. Links are created with zero latency: latency is added analytically per
+// algorithm step (SIMGRID-NOTES.md: CM02 weights sharing by RTT otherwise), so bandwidth sharing
+// is plain max-min.
+#include <vector>
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+
+#include "topology/topology.hpp"
+
+namespace trainsim::engine {
+
+struct Platform {
+  int nodes = 0;
+  int ranks_per_node = 0;
+  std::vector<simgrid::s4u::Host*> rank_host;  ///< global rank -> its accelerator's host
+  /// One-way latency of the route between two local accelerators of a node, and from each
+  /// local accelerator to the node's gateway.
+  std::vector<std::vector<Seconds>> intra_latency;
+  std::vector<Seconds> gateway_latency;
+  Seconds fabric_latency = 0;
+  /// Host speed in FLOP/s; a compute task of d seconds is an Exec of d * host_speed.
+  double host_speed = 1e9;
+
+  [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
+};
+
+/// Sets the exact-timing network model options. Call after the Engine exists and before any zone.
+void configure_exact_timing(simgrid::s4u::Engine& e);
+
+/// Builds `nodes` copies of the topology's node under one fabric star zone.
+[[nodiscard]] Platform build_platform(const topology::Topology& topo, int nodes);
+
+}  // namespace trainsim::engine

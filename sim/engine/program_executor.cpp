@@ -1,0 +1,138 @@
+#include "engine/program_executor.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Mutex.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
+
+#include "core/error.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace trainsim::engine {
+
+namespace {
+
+using program::TaskKind;
+
+class Executor {
+public:
+  Executor(const program::Program& prog, const Platform& platform,
+           const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
+           bool record)
+      : prog_(prog), platform_(platform), record_(record) {
+    for (const auto& c : prog.collectives) {
+      plans_.push_back(plan(c));
+      arrived_.push_back(0);
+      released_.push_back(sg4::Semaphore::create(0));
+    }
+    for (const auto& rp : prog.ranks) {
+      std::vector<std::vector<char>> done;
+      for (const auto& s : rp.streams) {
+        done.emplace_back(s.tasks.size(), 0);
+        total_tasks_ += s.tasks.size();
+      }
+      done_.push_back(std::move(done));
+      rank_mutex_.push_back(sg4::Mutex::create());
+      rank_cv_.push_back(sg4::ConditionVariable::create());
+    }
+  }
+
+  ExecutionResult run() {
+    for (const auto& rp : prog_.ranks)
+      for (std::size_t s = 0; s < rp.streams.size(); ++s) {
+        const int rank = rp.rank;
+        const int stream = static_cast<int>(s);
+        sg4::Actor::create("r" + std::to_string(rank) + "." + rp.streams[s].name,
+                           platform_.rank_host[rank], [this, rank, stream] { run_stream(rank, stream); });
+      }
+    sg4::Engine::get_instance()->run();
+    result_.completed = finished_tasks_ == total_tasks_;
+    return std::move(result_);
+  }
+
+private:
+  static Seconds now() { return sg4::Engine::get_clock(); }
+
+  [[nodiscard]] bool deps_done(int rank, const program::Task& t) const {
+    return std::all_of(t.deps.begin(), t.deps.end(),
+                       [&](const program::TaskRef& d) { return done_[rank][d.stream][d.index] != 0; });
+  }
+
+  void run_stream(int rank, int stream) {
+    const auto& tasks = prog_.ranks[rank].streams[stream].tasks;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const auto& t = tasks[i];
+      if (!deps_done(rank, t)) {
+        std::unique_lock<sg4::Mutex> lock(*rank_mutex_[rank]);
+        while (!deps_done(rank, t)) rank_cv_[rank]->wait(lock);
+      }
+      const Seconds start = now();
+      if (t.kind == TaskKind::compute) {
+        if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
+      } else {
+        run_collective(t.collective);
+      }
+      done_[rank][stream][i] = 1;
+      ++finished_tasks_;
+      if (record_) result_.records.push_back({rank, stream, static_cast<int>(i), start, now()});
+      result_.makespan = std::max(result_.makespan, now());
+      rank_cv_[rank]->notify_all();
+    }
+  }
+
+  /// The last member to arrive runs the collective's phases; the others wait to be released.
+  void run_collective(int c) {
+    const int members = static_cast<int>(prog_.collectives[c].group.size());
+    if (++arrived_[c] < members) {
+      released_[c]->acquire();
+      return;
+    }
+    for (const auto& ph : plans_[c].phases) {
+      std::vector<sg4::CommPtr> flows;
+      Seconds hop = 0;
+      for (const auto& f : ph.flows) {
+        hop = std::max(hop, platform_.route_latency(f.src, f.dst));
+        if (f.bytes <= 0) continue;
+        flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[f.src],
+                                                platform_.rank_host[f.dst],
+                                                static_cast<uint64_t>(f.bytes)));
+      }
+      for (auto& comm : flows) comm->wait();
+      const Seconds latency = ph.steps * (ph.step_latency + hop);
+      if (latency > 0) sg4::this_actor::sleep_for(latency);
+    }
+    for (int i = 1; i < members; ++i) released_[c]->release();
+  }
+
+  const program::Program& prog_;
+  const Platform& platform_;
+  bool record_;
+  std::vector<collective::CollectivePlan> plans_;
+  std::vector<int> arrived_;
+  std::vector<sg4::SemaphorePtr> released_;
+  std::vector<std::vector<std::vector<char>>> done_;
+  std::vector<sg4::MutexPtr> rank_mutex_;
+  std::vector<sg4::ConditionVariablePtr> rank_cv_;
+  std::size_t total_tasks_ = 0;
+  std::size_t finished_tasks_ = 0;
+  ExecutionResult result_;
+};
+
+}  // namespace
+
+ExecutionResult execute_program(
+    const program::Program& prog, const Platform& platform,
+    const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
+    bool record) {
+  Executor ex(prog, platform, plan, record);
+  return ex.run();
+}
+
+}  // namespace trainsim::engine

@@ -1,0 +1,41 @@
+#pragma once
+// Runs per-rank programs on a SimGrid platform: one actor per (rank, stream) walks its tasks in
+// order. Compute tasks are Execs on the rank's host; a collective starts when the last member
+// arrives, which then runs the plan's phases of flows (host-to-host Comms started together, so
+// they contend on the platform's links), each followed by its analytic step latency, and
+// releases the other members. (SimGrid 3.32 fires s4u completion signals only for activities
+// somebody waits on, so completion callbacks cannot drive the program.)
+#include <functional>
+#include <vector>
+
+#include "collective/collective_plan.hpp"
+#include "engine/platform_builder.hpp"
+#include "program/program.hpp"
+
+namespace trainsim::engine {
+
+/// When one task ran, for traces and breakdowns.
+struct TaskRecord {
+  int rank = 0;
+  int stream = 0;
+  int index = 0;
+  Seconds start = 0;
+  Seconds end = 0;
+};
+
+struct ExecutionResult {
+  Seconds makespan = 0;             ///< simulated time when the last task ended
+  bool completed = false;           ///< false when some task never ran (a deadlock)
+  std::vector<TaskRecord> records;  ///< every task, when recording was asked for
+};
+
+
+/// Executes `prog` on `platform`. Must be called once per process, after build_platform, with
+/// the Engine already created. `plan` is asked once per collective call.
+[[nodiscard]] ExecutionResult execute_program(const program::Program& prog,
+                                              const Platform& platform,
+                                              const std::function<collective::CollectivePlan(
+                                                  const program::CollectiveCall&)>& plan,
+                                              bool record);
+
+}  // namespace trainsim::engine

@@ -1,0 +1,44 @@
+#include "model/compute_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainsim::model {
+
+double tile_utilisation(double m, double n, double tile) {
+  if (tile <= 0 || m <= 0 || n <= 0) return 1.0;
+  const double pm = std::ceil(m / tile) * tile;
+  const double pn = std::ceil(n / tile) * tile;
+  return (m * n) / (pm * pn);
+}
+
+Seconds op_duration(const Operation& op, const DeviceProfile& dev) {
+  const Seconds memory = op.bytes / (dev.memory_bandwidth * dev.memory_efficiency);
+  Seconds arithmetic = 0;
+  if (op.kind == OpKind::gemm) {
+    const double eff = dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile);
+    arithmetic = op.flops / (dev.peak_bf16 * eff);
+  } else {
+    arithmetic = op.flops / dev.peak_fp32;
+  }
+  return std::max(arithmetic, memory) + dev.launch_overhead;
+}
+
+Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev) {
+  Seconds total = 0;
+  for (const auto& op : ops) total += op_duration(op, dev);
+  return total;
+}
+
+Operation optimizer_step_op(double params) {
+  // Per parameter: read fp32 gradient (4), read+write fp32 master (8), both moments (16),
+  // write the bf16 working copy (2).
+  return make_elementwise("optimizer_step", 30.0 * params, 12.0 * params);
+}
+
+Operation gradient_accumulation_op(double params) {
+  // Read the bf16 gradient (2), read and write the fp32 accumulator (8).
+  return make_elementwise("grad_accumulate", 10.0 * params, params);
+}
+
+}  // namespace trainsim::model

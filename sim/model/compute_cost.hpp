@@ -1,0 +1,25 @@
+#pragma once
+// Operation -> duration on a device: a roofline (the slower of arithmetic and memory traffic)
+// with achieved efficiencies, tile quantization of GEMM outputs, and a per-kernel launch cost.
+#include <vector>
+
+#include "model/device_profile.hpp"
+#include "model/operation.hpp"
+
+namespace trainsim::model {
+
+/// Fraction of the GEMM's tiles that do useful work: m*n / (ceil(m/T)T * ceil(n/T)T).
+[[nodiscard]] double tile_utilisation(double m, double n, double tile);
+
+/// Seconds one operation takes on `dev` in bf16.
+[[nodiscard]] Seconds op_duration(const Operation& op, const DeviceProfile& dev);
+/// Sum of op_duration over a list (kernels of one stream run back to back).
+[[nodiscard]] Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev);
+
+/// The optimizer step over `params` parameters held by this rank (Adam-family, fp32 master
+/// weights and two fp32 moments, bf16 working copy): a memory-bound sweep.
+[[nodiscard]] Operation optimizer_step_op(double params);
+/// Adding a micro-batch's bf16 gradients into the fp32 accumulation buffer.
+[[nodiscard]] Operation gradient_accumulation_op(double params);
+
+}  // namespace trainsim::model

@@ -1,0 +1,29 @@
+#pragma once
+// One kernel-level operation of a training step, described by its shape and traffic, not its
+// duration: compute_cost.hpp turns it into seconds for a given device.
+#include <string>
+
+#include "core/units.hpp"
+
+namespace trainsim::model {
+
+enum class OpKind {
+  gemm,         ///< dense matrix multiply (m x k) * (k x n), `batch` independent ones
+  elementwise,  ///< memory-bound: layer norm, GELU, softmax, dropout, residual add, optimizer
+};
+
+struct Operation {
+  std::string name;
+  OpKind kind = OpKind::elementwise;
+  double m = 0, n = 0, k = 0, batch = 1;  ///< GEMM shape (ignored for elementwise)
+  Flops flops = 0;                        ///< arithmetic work
+  Bytes bytes = 0;                        ///< device-memory traffic (reads + writes)
+};
+
+/// A GEMM of shape (m x k) x (k x n), `batch` times, in a dtype of `elem` bytes.
+[[nodiscard]] Operation make_gemm(std::string name, double m, double n, double k, double batch,
+                                  double elem);
+/// A memory-bound operation moving `bytes` with `flops` of arithmetic.
+[[nodiscard]] Operation make_elementwise(std::string name, Bytes bytes, Flops flops = 0);
+
+}  // namespace trainsim::model

@@ -1,0 +1,153 @@
+#include "program/data_parallel_schedule.hpp"
+
+#include <numeric>
+
+#include "core/error.hpp"
+#include "model/compute_cost.hpp"
+
+namespace trainsim::program {
+
+namespace {
+
+using model::ops_duration;
+
+/// A slice of the backward pass whose gradients complete together, and its size.
+struct BackwardSegment {
+  Seconds duration = 0;
+  double params = 0;
+};
+
+/// Durations of the pieces of one micro-batch on one rank.
+struct MicroBatchCost {
+  Seconds forward = 0;
+  std::vector<Seconds> layer_backward;  ///< last layer first, each with its accumulation
+  Seconds head_backward = 0;            ///< runs first in backward
+  Seconds embedding_backward = 0;       ///< runs last in backward
+  double layer_params = 0;
+  double head_params = 0;
+  double embedding_params = 0;
+};
+
+MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::DeviceProfile& dev,
+                                long micro_batch, bool accumulate) {
+  MicroBatchCost c;
+  const auto emb = model::embedding_forward_ops(s, micro_batch);
+  const auto layer_f = model::layer_forward_ops(s, micro_batch);
+  const auto head_f = model::head_forward_ops(s, micro_batch);
+  const double layers = static_cast<double>(s.layers);
+  c.forward = ops_duration(emb, dev) + layers * ops_duration(layer_f, dev) + ops_duration(head_f, dev);
+  c.layer_params = model::parameters_per_layer(s);
+  c.embedding_params = static_cast<double>(s.vocab + s.seq_len) * static_cast<double>(s.hidden);
+  c.head_params = model::parameter_count(s) - layers * c.layer_params - c.embedding_params;
+  auto with_accumulation = [&](Seconds t, double params) {
+    return accumulate ? t + model::op_duration(model::gradient_accumulation_op(params), dev) : t;
+  };
+  const Seconds layer_b = ops_duration(model::backward_of(layer_f), dev);
+  c.layer_backward.assign(static_cast<std::size_t>(s.layers), with_accumulation(layer_b, c.layer_params));
+  c.head_backward = with_accumulation(ops_duration(model::backward_of(head_f), dev), c.head_params);
+  c.embedding_backward =
+      with_accumulation(ops_duration(model::backward_of(emb), dev), c.embedding_params);
+  return c;
+}
+
+/// Splits the backward pass into buckets of at least `bucket_params` parameters, in the order
+/// gradients become ready (head, last layer ... first layer, embedding), as DDP's and
+/// DeepSpeed's bucketing do. The last bucket takes what is left.
+std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_params) {
+  std::vector<BackwardSegment> out(1);
+  auto add = [&](Seconds t, double p) {
+    out.back().duration += t;
+    out.back().params += p;
+    if (bucket_params > 0 && out.back().params >= bucket_params) out.emplace_back();
+  };
+  add(c.head_backward, c.head_params);
+  for (Seconds t : c.layer_backward) add(t, c.layer_params);
+  add(c.embedding_backward, c.embedding_params);
+  if (out.back().params == 0 && out.size() > 1) {
+    out[out.size() - 2].duration += out.back().duration;
+    out.pop_back();
+  }
+  return out;
+}
+
+}  // namespace
+
+Program build_data_parallel(const model::TransformerSpec& spec, const model::DeviceProfile& dev,
+                            const DataParallelConfig& cfg) {
+  TRAINSIM_CHECK(cfg.world >= 1 && cfg.ranks_per_node >= 1, "bad world size");
+  TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
+  const bool accumulate = cfg.accumulation > 1;
+  const MicroBatchCost cost = micro_batch_cost(spec, dev, cfg.micro_batch, accumulate);
+  const auto segments = bucketize(cost, cfg.bucket_elements);
+  Seconds full_backward = 0;
+  for (const auto& s : segments) full_backward += s.duration;
+  const double total_params = model::parameter_count(spec);
+
+  Program prog;
+  prog.samples_per_step = cfg.micro_batch * cfg.accumulation * cfg.world;
+  std::vector<int> everyone(static_cast<std::size_t>(cfg.world));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  const bool zero1 = cfg.kind == DataParallelKind::zero1;
+  for (std::size_t b = 0; b < segments.size(); ++b) {
+    CollectiveCall call;
+    call.name = "grad bucket " + std::to_string(b);
+    call.op = zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce;
+    call.size = segments[b].params * cfg.gradient_bytes;
+    call.group = everyone;
+    prog.collectives.push_back(call);
+  }
+  const int gather = static_cast<int>(prog.collectives.size());
+  if (zero1) {
+    CollectiveCall call;
+    call.name = "parameter all-gather";
+    call.op = collective::Op::all_gather;
+    call.size = total_params * cfg.parameter_bytes;
+    call.group = everyone;
+    prog.collectives.push_back(call);
+  }
+
+  const double optimizer_params = zero1 ? total_params / cfg.world : total_params;
+  const Seconds optimizer = model::op_duration(model::optimizer_step_op(optimizer_params), dev);
+
+  for (int r = 0; r < cfg.world; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    rp.streams.resize(2);
+    Stream& comp = rp.streams[0];
+    Stream& comm = rp.streams[1];
+    comp.name = "compute";
+    comp.kind = StreamKind::compute;
+    comm.name = "communication";
+    comm.kind = StreamKind::communication;
+    for (long mb = 0; mb < cfg.accumulation; ++mb) {
+      const std::string tag = " mb" + std::to_string(mb);
+      comp.tasks.push_back({"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}});
+      if (mb + 1 < cfg.accumulation) {
+        comp.tasks.push_back(
+            {"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}});
+        continue;
+      }
+      // The last micro-batch: each bucket's reduction starts when its gradients are ready.
+      for (std::size_t b = 0; b < segments.size(); ++b) {
+        comp.tasks.push_back({"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
+                              Phase::backward, segments[b].duration, -1, {}});
+        const TaskRef ready{0, static_cast<int>(comp.tasks.size()) - 1};
+        comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective,
+                              Phase::gradient_sync, 0, static_cast<int>(b), {ready}});
+      }
+    }
+    std::vector<TaskRef> reduced;
+    for (std::size_t i = 0; i < comm.tasks.size(); ++i) reduced.push_back({1, static_cast<int>(i)});
+    comp.tasks.push_back({zero1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
+                          Phase::optimizer, optimizer, -1, reduced});
+    if (zero1) {
+      const TaskRef stepped{0, static_cast<int>(comp.tasks.size()) - 1};
+      comm.tasks.push_back({"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0,
+                            gather, {stepped}});
+    }
+    prog.ranks.push_back(std::move(rp));
+  }
+  return prog;
+}
+
+}  // namespace trainsim::program

@@ -1,0 +1,33 @@
+#pragma once
+// Data-parallel schedules with gradient accumulation:
+//  - ddp: SMDDP / PyTorch DDP. Gradients of the last micro-batch are all-reduced in buckets as
+//    the backward pass produces them (earlier micro-batches accumulate locally, no_sync); the
+//    optimizer updates all parameters once every bucket is reduced.
+//  - zero1: DeepSpeed ZeRO stage 1. At the accumulation boundary gradient buckets are
+//    reduce-scattered as the last backward produces them; each rank's optimizer updates only its
+//    1/dp shard; the updated parameters are all-gathered before the next step.
+#include "model/device_profile.hpp"
+#include "model/transformer.hpp"
+#include "program/program.hpp"
+
+namespace trainsim::program {
+
+enum class DataParallelKind { ddp, zero1 };
+
+struct DataParallelConfig {
+  DataParallelKind kind = DataParallelKind::ddp;
+  int world = 1;                  ///< data-parallel ranks (all accelerators)
+  int ranks_per_node = 1;
+  long micro_batch = 1;           ///< sequences per rank per micro-batch
+  long accumulation = 1;          ///< micro-batches per optimizer step
+  double bucket_elements = 0;     ///< gradient elements per bucket
+  double gradient_bytes = 2;      ///< bytes per gradient element on the wire
+  double parameter_bytes = 2;     ///< bytes per parameter element all-gathered (zero1)
+};
+
+/// Builds every rank's program for one optimizer step.
+[[nodiscard]] Program build_data_parallel(const model::TransformerSpec& spec,
+                                          const model::DeviceProfile& device,
+                                          const DataParallelConfig& cfg);
+
+}  // namespace trainsim::program

@@ -1,0 +1,66 @@
+#pragma once
+// Per-rank programs: the plain data a schedule emits and the engine executes. Each rank has
+// streams (compute, communication) that run their tasks in order; a task also waits for the
+// tasks it depends on (on other streams of the same rank). A collective task appears on the
+// communication stream of every member of its group and starts when all of them reach it.
+#include <string>
+#include <vector>
+
+#include "collective/collective_plan.hpp"
+#include "core/units.hpp"
+
+namespace trainsim::program {
+
+enum class TaskKind { compute, collective };
+enum class StreamKind { compute, communication };
+
+/// Coarse category for traces and time breakdowns.
+enum class Phase { forward, backward, optimizer, gradient_sync, parameter_sync, other };
+[[nodiscard]] const char* phase_name(Phase p);
+
+struct TaskRef {
+  int stream = 0;  ///< index into RankProgram::streams
+  int index = 0;   ///< index into Stream::tasks
+  bool operator==(const TaskRef& o) const { return stream == o.stream && index == o.index; }
+};
+
+struct Task {
+  std::string name;
+  TaskKind kind = TaskKind::compute;
+  Phase phase = Phase::other;
+  Seconds duration = 0;      ///< compute tasks
+  int collective = -1;       ///< collective tasks: index into Program::collectives
+  std::vector<TaskRef> deps; ///< tasks of the same rank that must finish first
+};
+
+struct Stream {
+  std::string name;
+  StreamKind kind = StreamKind::compute;
+  std::vector<Task> tasks;
+};
+
+struct RankProgram {
+  int rank = 0;
+  std::vector<Stream> streams;
+};
+
+struct CollectiveCall {
+  std::string name;
+  collective::Op op = collective::Op::all_reduce;
+  Bytes size = 0;          ///< nccl-tests S (see collective_plan.hpp)
+  std::vector<int> group;  ///< global ranks
+};
+
+struct Program {
+  std::vector<RankProgram> ranks;
+  std::vector<CollectiveCall> collectives;
+  long samples_per_step = 0;  ///< sequences processed by the whole job in one step
+};
+
+/// Checks structural invariants: dependency and collective indices in range, each collective's
+/// task present exactly once on the communication stream of each group member, collectives
+/// appearing in the same relative order on every member (otherwise the job would deadlock).
+/// Throws InvariantError with the first problem.
+void validate(const Program& p);
+
+}  // namespace trainsim::program

@@ -1,0 +1,159 @@
+#include "report/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace trainsim::report {
+
+std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
+  std::vector<Row> rows;
+  if (results.empty()) return rows;
+  const auto& base = results.front();
+  const double base_pa = base.samples_per_s / base.accelerators;
+  const double base_ref_pa =
+      base.point.reference_samples_per_s ? *base.point.reference_samples_per_s / base.accelerators : 0;
+  for (const auto& r : results) {
+    Row row;
+    row.result = &r;
+    row.per_accelerator = r.samples_per_s / r.accelerators;
+    row.scaling_efficiency = base_pa > 0 ? row.per_accelerator / base_pa : 0;
+    if (r.point.reference_samples_per_s) {
+      row.has_reference = true;
+      const double ref = *r.point.reference_samples_per_s;
+      row.reference_per_accelerator = ref / r.accelerators;
+      row.reference_efficiency = base_ref_pa > 0 ? row.reference_per_accelerator / base_ref_pa : 0;
+      row.error_pct = 100.0 * (r.samples_per_s - ref) / ref;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// Thousands separators as the source prints them ("1,379.76").
+std::string with_commas(double v) {
+  std::string s = fmt("%.2f", v);
+  const auto dot = s.find('.');
+  for (long i = static_cast<long>(dot) - 3; i > (s[0] == '-' ? 1 : 0); i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+}  // namespace
+
+void write_table(std::ostream& os, const scenario::Scenario& s,
+                 const std::vector<scenario::PointResult>& results) {
+  const auto rows = make_rows(results);
+  os << s.title << "\n";
+  os << "topology " << s.topology.name << ", model " << s.model.name << ", reference: "
+     << s.reference_source << "\n\n";
+  os << std::left << std::setw(10) << "instances" << std::right << std::setw(13) << "accelerators"
+     << std::setw(12) << "seq/s" << std::setw(12) << "reference" << std::setw(9) << "error"
+     << std::setw(12) << "seq/s/acc" << std::setw(12) << "reference" << std::setw(12)
+     << "scaling" << std::setw(12) << "reference" << std::setw(11) << "step (s)" << "  "
+     << "fitted" << "\n";
+  double sum_abs = 0;
+  int n_unfitted = 0;
+  double max_abs = 0;
+  for (const auto& row : rows) {
+    const auto& r = *row.result;
+    os << std::left << std::setw(10) << r.point.nodes << std::right << std::setw(13)
+       << r.accelerators << std::setw(12) << with_commas(r.samples_per_s);
+    if (row.has_reference) {
+      os << std::setw(12) << with_commas(*r.point.reference_samples_per_s) << std::setw(9)
+         << fmt("%+.1f%%", row.error_pct);
+    } else {
+      os << std::setw(12) << "-" << std::setw(9) << "-";
+    }
+    os << std::setw(12) << fmt("%.2f", row.per_accelerator);
+    os << std::setw(12) << (row.has_reference ? fmt("%.2f", row.reference_per_accelerator) : "-");
+    os << std::setw(12) << fmt("%.2f%%", 100 * row.scaling_efficiency);
+    os << std::setw(12) << (row.has_reference ? fmt("%.2f%%", 100 * row.reference_efficiency) : "-");
+    os << std::setw(11) << fmt("%.4f", r.step_time) << "  " << (r.point.fitted ? "yes" : "no");
+    if (!r.completed) os << "  (DEADLOCK: not every task ran)";
+    os << "\n";
+    if (row.has_reference && !r.point.fitted) {
+      sum_abs += std::fabs(row.error_pct);
+      max_abs = std::max(max_abs, std::fabs(row.error_pct));
+      ++n_unfitted;
+    }
+  }
+  if (n_unfitted > 0)
+    os << "\nnon-fitted rows: " << n_unfitted << ", mean |error| " << fmt("%.1f%%", sum_abs / n_unfitted)
+       << ", max |error| " << fmt("%.1f%%", max_abs) << "\n";
+  bool any_fitted = false;
+  for (const auto& r : results) any_fitted = any_fitted || r.point.fitted;
+  if (any_fitted) {
+    os << "fitted rows were used to fit:";
+    for (const auto& f : s.device.fitted) os << "\n  " << s.device.file << " " << f.json_path;
+    for (const auto& f : s.collectives.fitted) os << "\n  " << s.collectives.file << " " << f;
+    os << "\n";
+  }
+}
+
+void write_json(std::ostream& os, const scenario::Scenario& s,
+                const std::vector<scenario::PointResult>& results, bool wall_time) {
+  const auto rows = make_rows(results);
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const auto& row : rows) {
+    const auto& r = *row.result;
+    nlohmann::ordered_json p;
+    p["label"] = r.point.label;
+    p["nodes"] = r.point.nodes;
+    p["accelerators"] = r.accelerators;
+    p["samples_per_s"] = r.samples_per_s;
+    p["samples_per_s_per_accelerator"] = row.per_accelerator;
+    p["scaling_efficiency"] = row.scaling_efficiency;
+    p["step_time_s"] = r.step_time;
+    p["completed"] = r.completed;
+    p["sim_wall_s"] = wall_time ? nlohmann::ordered_json(r.sim_wall_s) : nlohmann::ordered_json();
+    p["fitted"] = r.point.fitted;
+    if (row.has_reference) {
+      p["reference_samples_per_s"] = *r.point.reference_samples_per_s;
+      p["reference_scaling_efficiency"] = row.reference_efficiency;
+      p["error_pct"] = row.error_pct;
+    }
+    points.push_back(p);
+  }
+  nlohmann::ordered_json doc;
+  doc["scenario"] = s.name;
+  doc["title"] = s.title;
+  doc["topology"] = s.topology.name;
+  doc["model"] = s.model.name;
+  doc["reference_source"] = s.reference_source;
+  doc["points"] = points;
+  os << doc.dump(2) << "\n";
+}
+
+void write_csv(std::ostream& os, const scenario::Scenario& s,
+               const std::vector<scenario::PointResult>& results, bool wall_time) {
+  (void)s;
+  const auto rows = make_rows(results);
+  os << "label,nodes,accelerators,samples_per_s,samples_per_s_per_accelerator,scaling_efficiency,"
+        "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s\n";
+  for (const auto& row : rows) {
+    const auto& r = *row.result;
+    os << '"' << r.point.label << '"' << ',' << r.point.nodes << ',' << r.accelerators << ','
+       << fmt("%.6g", r.samples_per_s) << ',' << fmt("%.6g", row.per_accelerator) << ','
+       << fmt("%.6g", row.scaling_efficiency) << ',' << fmt("%.9g", r.step_time) << ',';
+    if (row.has_reference)
+      os << fmt("%.6g", *r.point.reference_samples_per_s) << ',' << fmt("%.4f", row.error_pct);
+    else
+      os << ',';
+    os << ',' << (r.point.fitted ? "true" : "false") << ',';
+    if (wall_time) os << fmt("%.6f", r.sim_wall_s);
+    os << "\n";
+  }
+}
+
+}  // namespace trainsim::report

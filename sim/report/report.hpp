@@ -1,0 +1,32 @@
+#pragma once
+// Scenario results as the source's table (prediction beside reference, with errors), as JSON
+// for tools and as CSV. Output depends only on the results, so identical inputs give identical
+// bytes (sim_wall_s, the one measured quantity, is only in JSON and CSV unless suppressed).
+#include <ostream>
+#include <vector>
+
+#include "scenario/point_runner.hpp"
+
+namespace trainsim::report {
+
+struct Row {
+  const scenario::PointResult* result;
+  double per_accelerator = 0;
+  double scaling_efficiency = 0;  ///< per-accelerator throughput relative to the first point
+  double reference_per_accelerator = 0;
+  double reference_efficiency = 0;
+  double error_pct = 0;  ///< (predicted - reference) / reference
+  bool has_reference = false;
+};
+
+[[nodiscard]] std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results);
+
+void write_table(std::ostream& os, const scenario::Scenario& s,
+                 const std::vector<scenario::PointResult>& results);
+/// `wall_time`: include sim_wall_s (false writes null, for byte-identical output).
+void write_json(std::ostream& os, const scenario::Scenario& s,
+                const std::vector<scenario::PointResult>& results, bool wall_time);
+void write_csv(std::ostream& os, const scenario::Scenario& s,
+               const std::vector<scenario::PointResult>& results, bool wall_time);
+
+}  // namespace trainsim::report

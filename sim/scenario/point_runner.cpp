@@ -1,0 +1,126 @@
+#include "scenario/point_runner.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <xbt/log.h>
+
+#include "core/error.hpp"
+#include "engine/platform_builder.hpp"
+#include "engine/program_executor.hpp"
+#include "program/data_parallel_schedule.hpp"
+
+namespace trainsim::scenario {
+
+PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  xbt_log_control_set("root.thresh:critical");
+  int argc = 1;
+  char name[] = "trainsim";
+  char* argv[] = {name, nullptr};
+  simgrid::s4u::Engine e(&argc, argv);
+  engine::configure_exact_timing(e);
+  const auto platform = engine::build_platform(s.topology, p.nodes);
+  const auto cfg = training_for(s, p);
+  const auto prog = program::build_data_parallel(s.model, s.device, cfg);
+  const collective::RankLayout layout{cfg.ranks_per_node};
+  const auto result = engine::execute_program(
+      prog, platform,
+      [&](const program::CollectiveCall& c) {
+        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives);
+      },
+      trace);
+  PointResult r;
+  r.point = p;
+  r.accelerators = cfg.world;
+  r.completed = result.completed;
+  r.step_time = result.makespan;
+  r.samples_per_s = result.makespan > 0 ? static_cast<double>(prog.samples_per_step) / result.makespan : 0;
+  for (const auto& rec : result.records) {
+    const auto& st = prog.ranks[rec.rank].streams[rec.stream];
+    const auto& t = st.tasks[rec.index];
+    r.spans.push_back({rec.rank, rec.stream, t.name, program::phase_name(t.phase), st.name,
+                       rec.start, rec.end});
+  }
+  r.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return r;
+}
+
+namespace {
+
+nlohmann::json to_json(const PointResult& r) {
+  nlohmann::json spans = nlohmann::json::array();
+  for (const auto& sp : r.spans)
+    spans.push_back({sp.rank, sp.stream, sp.name, sp.phase, sp.stream_name, sp.start, sp.end});
+  return {{"accelerators", r.accelerators}, {"completed", r.completed},
+          {"step_time", r.step_time},       {"samples_per_s", r.samples_per_s},
+          {"sim_wall_s", r.sim_wall_s},     {"spans", spans}};
+}
+
+PointResult from_json(const nlohmann::json& j, const Point& p) {
+  PointResult r;
+  r.point = p;
+  r.accelerators = j.at("accelerators").get<int>();
+  r.completed = j.at("completed").get<bool>();
+  r.step_time = j.at("step_time").get<double>();
+  r.samples_per_s = j.at("samples_per_s").get<double>();
+  r.sim_wall_s = j.at("sim_wall_s").get<double>();
+  for (const auto& sp : j.at("spans"))
+    r.spans.push_back({sp[0].get<int>(), sp[1].get<int>(), sp[2].get<std::string>(),
+                       sp[3].get<std::string>(), sp[4].get<std::string>(), sp[5].get<double>(),
+                       sp[6].get<double>()});
+  return r;
+}
+
+}  // namespace
+
+PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork() failed");
+  if (pid == 0) {
+    close(fds[0]);
+    int code = 0;
+    std::string out;
+    try {
+      out = to_json(simulate_point_in_process(s, p, trace)).dump();
+    } catch (const std::exception& e) {
+      out = nlohmann::json{{"error", e.what()}}.dump();
+      code = 1;
+    }
+    const char* data = out.data();
+    std::size_t left = out.size();
+    while (left > 0) {
+      const ssize_t n = write(fds[1], data, left);
+      if (n <= 0) break;
+      data += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    close(fds[1]);
+    _exit(code);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (text.empty())
+    throw std::runtime_error("simulation of point \"" + p.label + "\" crashed (status " +
+                             std::to_string(status) + ")");
+  const auto j = nlohmann::json::parse(text);
+  if (j.contains("error"))
+    throw std::runtime_error("simulation of point \"" + p.label + "\" failed: " +
+                             j.at("error").get<std::string>());
+  return from_json(j, p);
+}
+
+}  // namespace trainsim::scenario

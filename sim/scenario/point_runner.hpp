@@ -1,0 +1,36 @@
+#pragma once
+// Simulates one scenario point. SimGrid allows one Engine per process, so each point runs in a
+// forked child that sends its result back through a pipe; the parent stays SimGrid-free.
+#include <string>
+#include <vector>
+
+#include "engine/program_executor.hpp"
+#include "scenario/scenario.hpp"
+
+namespace trainsim::scenario {
+
+struct TaskSpan {
+  int rank, stream;
+  std::string name;
+  std::string phase;
+  std::string stream_name;
+  Seconds start, end;
+};
+
+struct PointResult {
+  Point point;
+  int accelerators = 0;
+  bool completed = false;
+  Seconds step_time = 0;
+  double samples_per_s = 0;
+  double sim_wall_s = 0;  ///< the simulator's own wall time for this point
+  std::vector<TaskSpan> spans;  ///< filled when tracing
+};
+
+/// Simulates `p` in this process (creates the SimGrid Engine: once per process only).
+[[nodiscard]] PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace);
+
+/// Simulates `p` in a forked child process and returns its result.
+[[nodiscard]] PointResult simulate_point(const Scenario& s, const Point& p, bool trace);
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,44 @@
+#pragma once
+// A scenario: a topology, a model, a training configuration and the points (node counts) to
+// simulate, with the published reference for each point where one exists. Loaded from
+// scenarios/*.json (schema_version 1); cross-file checks happen here, before anything is built.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collective/collective_calibration.hpp"
+#include "model/device_profile.hpp"
+#include "model/transformer.hpp"
+#include "program/data_parallel_schedule.hpp"
+#include "topology/topology.hpp"
+
+namespace trainsim::scenario {
+
+struct Point {
+  std::string label;  ///< e.g. "8 instances"
+  int nodes = 1;
+  std::optional<double> reference_samples_per_s;
+  bool fitted = false;  ///< named in a calibration's "fitted" rows
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::string title;
+  std::string reference_source;
+  std::vector<std::string> assumptions;
+  topology::Topology topology;
+  model::DeviceProfile device;
+  collective::CollectiveCalibration collectives;
+  model::TransformerSpec model;
+  program::DataParallelConfig training;  ///< world and ranks_per_node set per point
+  std::vector<Point> points;
+};
+
+/// Loads a scenario and everything it references; ConfigError on any bad input.
+[[nodiscard]] Scenario load_scenario(const std::string& path);
+
+/// The training configuration for one point (world size from its node count).
+[[nodiscard]] program::DataParallelConfig training_for(const Scenario& s, const Point& p);
+
+}  // namespace trainsim::scenario
