@@ -56,8 +56,8 @@ std::string write_temp(const json& doc) {
   const fs::path dir = fs::temp_directory_path() / "trainsim_topology_test";
   fs::create_directories(dir);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path file =
-      dir / (std::string(info->name()) + "_" + std::to_string(counter++) + ".json");
+  const fs::path file = dir / (std::string(info->test_suite_name()) + "." + info->name() + "_" +
+                               std::to_string(counter++) + ".json");
   std::ofstream(file) << doc.dump(2);
   return file.string();
 }
