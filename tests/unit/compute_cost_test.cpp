@@ -1,1 +1,170 @@
+// Operation -> seconds (model/compute_cost.hpp): the roofline with efficiencies, tile
+// quantization and launch overhead; device profiles loaded from topologies/devices/*.json.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "model/compute_cost.hpp"
+#include "model/device_profile.hpp"
+#include "model/transformer.hpp"
+
+namespace trainsim::model {
+namespace {
+
+/// Round numbers so every expectation below can be written out by hand.
+DeviceProfile test_device() {
+  DeviceProfile d;
+  d.name = "test";
+  d.peak_bf16 = 100e12;
+  d.peak_fp32 = 10e12;
+  d.memory_bandwidth = 1e12;
+  d.gemm_efficiency = 0.5;
+  d.gemm_tile = 0;
+  d.memory_efficiency = 0.8;
+  d.launch_overhead = 5e-6;
+  return d;
+}
+
+constexpr double kRel = 1e-12;
+
+TEST(TileUtilisation, PartialTilesCostFullOnes) {
+  // 1600 = 3 x 512 + 64: padded to 4 tiles = 2048 in each dimension.
+  EXPECT_DOUBLE_EQ(tile_utilisation(1600, 1600, 512), (1600.0 * 1600) / (2048.0 * 2048));
+  EXPECT_DOUBLE_EQ(tile_utilisation(1024, 1024, 128), 1.0);
+  EXPECT_DOUBLE_EQ(tile_utilisation(100, 1024, 128), 100.0 / 128);
+  EXPECT_DOUBLE_EQ(tile_utilisation(1600, 1600, 0), 1.0);  // tile 0: quantization off
+}
+
+TEST(OpDuration, LargeGemmIsComputeBoundAtPeakTimesEfficiency) {
+  const DeviceProfile d = test_device();
+  const Operation g = make_gemm("g", 4096, 4096, 4096, 1, 2);
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  const double compute = flops / (100e12 * 0.5);                // 2.75 ms
+  const double memory = 2.0 * 3 * 4096 * 4096 / (1e12 * 0.8);   // 0.13 ms
+  ASSERT_GT(compute, memory);
+  EXPECT_NEAR(op_duration(g, d), compute + 5e-6, kRel * compute);
+}
+
+TEST(OpDuration, TileQuantizationLowersGemmEfficiency) {
+  DeviceProfile d = test_device();
+  d.gemm_tile = 512;
+  const Operation g = make_gemm("g", 1600, 1600, 8192, 1, 2);
+  const double eff = 0.5 * (1600.0 * 1600) / (2048.0 * 2048);
+  const double expected = 2.0 * 1600 * 1600 * 8192 / (100e12 * eff) + 5e-6;
+  EXPECT_NEAR(op_duration(g, d), expected, kRel * expected);
+}
+
+TEST(OpDuration, ElementwiseIsMemoryBound) {
+  const DeviceProfile d = test_device();
+  const Operation e = make_elementwise("e", 1e9, 1e9);  // 1 GB moved, 1 GFLOP
+  const double memory = 1e9 / (1e12 * 0.8);             // 1.25 ms
+  ASSERT_GT(memory, 1e9 / 10e12);                       // against 0.1 ms of fp32 arithmetic
+  EXPECT_NEAR(op_duration(e, d), memory + 5e-6, kRel * memory);
+}
+
+TEST(OpDuration, ArithmeticHeavyElementwiseRunsAtFp32Peak) {
+  const DeviceProfile d = test_device();
+  const Operation e = make_elementwise("e", 1e6, 1e12);
+  EXPECT_NEAR(op_duration(e, d), 1e12 / 10e12 + 5e-6, kRel);
+}
+
+TEST(OpDuration, EmptyOperationCostsTheLaunch) {
+  EXPECT_DOUBLE_EQ(op_duration(make_elementwise("nothing", 0), test_device()), 5e-6);
+}
+
+TEST(OpsDuration, SumsTheOperations) {
+  const DeviceProfile d = test_device();
+  const std::vector<Operation> ops = {make_elementwise("a", 8e8), make_elementwise("b", 1.6e9)};
+  EXPECT_NEAR(ops_duration(ops, d), (8e8 + 1.6e9) / 0.8e12 + 2 * 5e-6, kRel);
+}
+
+TEST(OptimizerStep, AdamTraffic) {
+  const Operation op = optimizer_step_op(1e6);
+  // 4 (fp32 grad) + 8 (fp32 master read+write) + 16 (two fp32 moments) + 2 (bf16 copy) bytes.
+  EXPECT_DOUBLE_EQ(op.bytes, 30e6);
+  EXPECT_DOUBLE_EQ(op.flops, 12e6);
+  EXPECT_NEAR(op_duration(op, test_device()), 30e6 / 0.8e12 + 5e-6, kRel);
+}
+
+TEST(GradientAccumulation, Traffic) {
+  const Operation op = gradient_accumulation_op(1e6);
+  EXPECT_DOUBLE_EQ(op.bytes, 10e6);  // bf16 gradient read (2) + fp32 accumulator read+write (8)
+  EXPECT_DOUBLE_EQ(op.flops, 1e6);
+}
+
+// ---- Device profiles -------------------------------------------------------------------------
+
+TEST(DeviceProfileLoader, A100Datasheet) {
+  const DeviceProfile d = load_device_profile("topologies/devices/a100-40gb.json");
+  EXPECT_EQ(d.file, "topologies/devices/a100-40gb.json");
+  EXPECT_DOUBLE_EQ(d.peak_bf16, 312e12);
+  EXPECT_DOUBLE_EQ(d.peak_fp32, 19.5e12);
+  EXPECT_DOUBLE_EQ(d.memory_bandwidth, 1555e9);
+  EXPECT_GT(d.gemm_efficiency, 0);
+  EXPECT_LE(d.gemm_efficiency, 1);
+  EXPECT_TRUE(d.fitted.empty());
+}
+
+TEST(DeviceProfileLoader, Gaudi1NamesItsFittedParameters) {
+  const DeviceProfile d = load_device_profile("topologies/devices/gaudi1.json");
+  EXPECT_GT(d.peak_bf16, 0);
+  EXPECT_GT(d.gemm_efficiency, 0);
+  EXPECT_LE(d.gemm_efficiency, 1);
+  ASSERT_FALSE(d.fitted.empty());
+  bool gemm_fitted_to_1_instance = false;
+  for (const auto& f : d.fitted)
+    for (const auto& row : f.rows)
+      gemm_fitted_to_1_instance |=
+          f.json_path == "/gemm_efficiency" && row == "dl1-bert-large-zero1#1 instance";
+  EXPECT_TRUE(gemm_fitted_to_1_instance);
+}
+
+/// gaudi1.json with one value replaced, written to a temporary file.
+std::string gaudi_with(const std::string& pointer, const nlohmann::json& value) {
+  nlohmann::json doc = read_json_file("topologies/devices/gaudi1.json");
+  doc[nlohmann::json::json_pointer(pointer)] = value;
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  const std::string file = testing::TempDir() + "device_" + info->name() + ".json";
+  std::ofstream(file) << doc.dump(2);
+  return file;
+}
+
+ConfigError load_error(const std::string& file) {
+  try {
+    (void)load_device_profile(file);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  ADD_FAILURE() << file << " loaded, expected a ConfigError";
+  return ConfigError("", "", "");
+}
+
+TEST(DeviceProfileLoader, RejectsGemmEfficiencyAboveOne) {
+  const std::string file = gaudi_with("/gemm_efficiency/value", 1.5);
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.file(), file);
+  EXPECT_EQ(e.json_path(), "/gemm_efficiency");
+  EXPECT_NE(std::string(e.what()).find("(0, 1]"), std::string::npos) << e.what();
+}
+
+TEST(DeviceProfileLoader, RejectsAValueWithoutSource) {
+  const ConfigError e = load_error(gaudi_with("/peak_bf16/source", ""));
+  EXPECT_EQ(e.json_path(), "/peak_bf16/source");
+}
+
+TEST(DeviceProfileLoader, RejectsABadUnit) {
+  const ConfigError e = load_error(gaudi_with("/memory_bandwidth/value", "1TB"));
+  EXPECT_EQ(e.json_path(), "/memory_bandwidth/value");
+  EXPECT_NE(std::string(e.what()).find("bad unit"), std::string::npos) << e.what();
+}
+
+TEST(DeviceProfileLoader, RejectsAnUnknownKey) {
+  EXPECT_EQ(load_error(gaudi_with("/peak_fp16", "1TFLOPS")).json_path(), "/peak_fp16");
+}
+
+}  // namespace
+}  // namespace trainsim::model
