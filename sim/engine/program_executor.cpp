@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Mutex.hpp>
-#include <simgrid/s4u/Semaphore.hpp>
 
 #include "core/error.hpp"
 
@@ -29,8 +30,21 @@ public:
       : prog_(prog), platform_(platform), record_(record) {
     for (const auto& c : prog.collectives) {
       plans_.push_back(plan(c));
-      arrived_.push_back(0);
-      released_.push_back(sg4::Semaphore::create(0));
+      const auto members = static_cast<unsigned>(c.group.size());
+      CollectiveState st;
+      st.arrival = sg4::Barrier::create(members);
+      for (const auto& ph : plans_.back().phases) {
+        st.phase_end.push_back(sg4::Barrier::create(members));
+        std::unordered_map<int, std::vector<std::size_t>> by_src;
+        Seconds hop = 0;
+        for (std::size_t f = 0; f < ph.flows.size(); ++f) {
+          by_src[ph.flows[f].src].push_back(f);
+          hop = std::max(hop, platform.route_latency(ph.flows[f].src, ph.flows[f].dst));
+        }
+        st.flows_by_src.push_back(std::move(by_src));
+        st.latency.push_back(ph.steps * (ph.step_latency + hop));
+      }
+      collectives_.push_back(std::move(st));
     }
     for (const auto& rp : prog.ranks) {
       std::vector<std::vector<char>> done;
@@ -77,7 +91,7 @@ private:
       if (t.kind == TaskKind::compute) {
         if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
       } else {
-        run_collective(t.collective);
+        run_collective(t.collective, rank);
       }
       done_[rank][stream][i] = 1;
       ++finished_tasks_;
@@ -87,36 +101,43 @@ private:
     }
   }
 
-  /// The last member to arrive runs the collective's phases; the others wait to be released.
-  void run_collective(int c) {
-    const int members = static_cast<int>(prog_.collectives[c].group.size());
-    if (++arrived_[c] < members) {
-      released_[c]->acquire();
-      return;
-    }
-    for (const auto& ph : plans_[c].phases) {
+  /// Every member waits for the others, then, phase by phase, sends its own flows, waits for
+  /// them, meets the others at the phase's end and pays the phase's step latency. Each actor
+  /// starting only its own flows keeps SimGrid's per-actor activity lists short.
+  void run_collective(int c, int rank) {
+    auto& st = collectives_[c];
+    st.arrival->wait();
+    const auto& phases = plans_[c].phases;
+    for (std::size_t p = 0; p < phases.size(); ++p) {
       std::vector<sg4::CommPtr> flows;
-      Seconds hop = 0;
-      for (const auto& f : ph.flows) {
-        hop = std::max(hop, platform_.route_latency(f.src, f.dst));
-        if (f.bytes <= 0) continue;
-        flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[f.src],
-                                                platform_.rank_host[f.dst],
-                                                static_cast<uint64_t>(f.bytes)));
+      auto it = st.flows_by_src[p].find(rank);
+      if (it != st.flows_by_src[p].end()) {
+        for (std::size_t f : it->second) {
+          const auto& flow = phases[p].flows[f];
+          if (flow.bytes <= 0) continue;
+          flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[flow.src],
+                                                  platform_.rank_host[flow.dst],
+                                                  static_cast<uint64_t>(flow.bytes)));
+        }
       }
       for (auto& comm : flows) comm->wait();
-      const Seconds latency = ph.steps * (ph.step_latency + hop);
-      if (latency > 0) sg4::this_actor::sleep_for(latency);
+      st.phase_end[p]->wait();
+      if (st.latency[p] > 0) sg4::this_actor::sleep_for(st.latency[p]);
     }
-    for (int i = 1; i < members; ++i) released_[c]->release();
   }
+
+  struct CollectiveState {
+    sg4::BarrierPtr arrival;
+    std::vector<sg4::BarrierPtr> phase_end;
+    std::vector<std::unordered_map<int, std::vector<std::size_t>>> flows_by_src;
+    std::vector<Seconds> latency;
+  };
 
   const program::Program& prog_;
   const Platform& platform_;
   bool record_;
   std::vector<collective::CollectivePlan> plans_;
-  std::vector<int> arrived_;
-  std::vector<sg4::SemaphorePtr> released_;
+  std::vector<CollectiveState> collectives_;
   std::vector<std::vector<std::vector<char>>> done_;
   std::vector<sg4::MutexPtr> rank_mutex_;
   std::vector<sg4::ConditionVariablePtr> rank_cv_;

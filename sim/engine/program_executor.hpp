@@ -1,9 +1,8 @@
 #pragma once
 // Runs per-rank programs on a SimGrid platform: one actor per (rank, stream) walks its tasks in
-// order. Compute tasks are Execs on the rank's host; a collective starts when the last member
-// arrives, which then runs the plan's phases of flows (host-to-host Comms started together, so
-// they contend on the platform's links), each followed by its analytic step latency, and
-// releases the other members. (SimGrid 3.32 fires s4u completion signals only for activities
+// order. Compute tasks are Execs on the rank's host; a collective starts when every member has
+// arrived, then runs the plan's phases of flows (host-to-host Comms started together, so they
+// contend on the platform's links), each followed by its analytic step latency. (SimGrid 3.32 fires s4u completion signals only for activities
 // somebody waits on, so completion callbacks cannot drive the program.)
 #include <functional>
 #include <vector>
