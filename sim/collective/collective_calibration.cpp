@@ -37,7 +37,10 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
   if (root.has("fitted")) {
     for (auto& f : root.object_array("fitted")) {
       std::string line = f.string("parameter") + " fitted to";
-      for (const auto& r : f.string_array("rows")) line += " " + r;
+      for (const auto& r : f.string_array("rows")) {
+        line += " " + r;
+        c.fitted_rows.push_back(r);
+      }
       line += " (" + f.string("method") + ")";
       f.finish();
       c.fitted.push_back(line);

@@ -23,7 +23,8 @@ struct CollectiveCalibration {
   std::string file;
   LevelCalibration intra_node;
   LevelCalibration inter_node;
-  std::vector<std::string> fitted;  ///< JSON paths of fitted values, with the rows, as text
+  std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
+  std::vector<std::string> fitted_rows;  ///< every "scenario#label" row used to fit a value
 };
 
 /// Loads a calibration file; ConfigError on bad input.

@@ -100,8 +100,8 @@ double JsonObject::quantity_impl(const std::string& key, Dimension d, bool allow
     fail(key, std::string("bad unit or number in ") + v.dump() + ": expected " +
                   dimension_name(d) + " such as " + dimension_examples(d));
   if (*parsed < 0 || (!allow_zero && *parsed == 0))
-    fail(key, std::string("expected ") + (allow_zero ? "a non-negative " : "a positive ") +
-                  dimension_name(d) + ", got " + v.dump());
+    fail(key, std::string("expected a ") + (allow_zero ? "non-negative" : "positive") + " value (" +
+                  dimension_name(d) + "), got " + v.dump());
   return *parsed;
 }
 

@@ -1,6 +1,7 @@
 #include "core/units.hpp"
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,11 +73,30 @@ const char* dimension_examples(Dimension d) {
 }
 
 std::optional<double> parse_quantity(const std::string& text, Dimension d) {
-  if (text.empty()) return std::nullopt;
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  const double value = std::strtod(begin, &end);
-  if (end == begin || !std::isfinite(value)) return std::nullopt;
+  // Plain decimal numbers only ("1.5", "-2", "5e8"): strtod alone would also take hex
+  // ("0x10GB"), "inf" and "+", so the number's extent is scanned here first. Negative values
+  // parse; whether they make sense is the caller's call.
+  std::size_t i = (!text.empty() && text[0] == '-') ? 1 : 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i > from;
+  };
+  bool any = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    any = digits() || any;
+  }
+  if (!any) return std::nullopt;
+  if (i + 1 < text.size() && (text[i] == 'e' || text[i] == 'E') &&
+      (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '-' || text[i + 1] == '+')) {
+    const std::size_t mark = i++;
+    if (text[i] == '-' || text[i] == '+') ++i;
+    if (!digits()) i = mark;
+  }
+  const double value = std::strtod(text.substr(0, i).c_str(), nullptr);
+  if (!std::isfinite(value)) return std::nullopt;
+  const char* end = text.c_str() + i;
   std::string unit(end);
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   std::optional<double> factor;

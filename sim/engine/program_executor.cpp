@@ -38,6 +38,9 @@ public:
         std::unordered_map<int, std::vector<std::size_t>> by_src;
         Seconds hop = 0;
         for (std::size_t f = 0; f < ph.flows.size(); ++f) {
+          // Each member starts the flows it sends: a sender outside the group would never run.
+          TRAINSIM_CHECK(std::find(c.group.begin(), c.group.end(), ph.flows[f].src) != c.group.end(),
+                         "collective " + c.name + " has a flow from a rank outside its group");
           by_src[ph.flows[f].src].push_back(f);
           hop = std::max(hop, platform.route_latency(ph.flows[f].src, ph.flows[f].dst));
         }

@@ -50,7 +50,7 @@ program::DataParallelConfig read_training(JsonObject o) {
   if (t.bucket_elements <= 0) o.fail("bucket_elements", "expected a positive number of elements");
   t.gradient_bytes = dtype_bytes(o, "gradient_dtype", "bf16");
   t.parameter_bytes = dtype_bytes(o, "parameter_dtype", "bf16");
-  o.choice_or("precision", {"bf16"}, "bf16");
+  (void)o.choice_or("precision", {"bf16"}, "bf16");  // only bf16 mixed precision so far
   o.allow("note");
   o.finish();
   return t;
@@ -91,16 +91,15 @@ Scenario load_scenario(const std::string& path) {
     ref.finish();
   }
 
-  // Rows named as fitting inputs in the device or collective calibration.
+  // Rows named as fitting inputs in the device or collective calibration ("scenario#label").
   std::vector<std::string> fitted_rows;
   for (const auto& f : s.device.fitted)
     fitted_rows.insert(fitted_rows.end(), f.rows.begin(), f.rows.end());
-  for (const auto& line : s.collectives.fitted) fitted_rows.push_back(line);
+  fitted_rows.insert(fitted_rows.end(), s.collectives.fitted_rows.begin(),
+                     s.collectives.fitted_rows.end());
   auto is_fitted = [&](const std::string& label) {
     const std::string key = s.name + "#" + label;
-    for (const auto& r : fitted_rows)
-      if (r.find(key) != std::string::npos) return true;
-    return false;
+    return std::find(fitted_rows.begin(), fitted_rows.end(), key) != fitted_rows.end();
   };
 
   const int per_node = static_cast<int>(s.topology.accelerators().size());

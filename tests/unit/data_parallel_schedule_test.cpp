@@ -1,1 +1,247 @@
+// Data-parallel programs (program/data_parallel_schedule.hpp) and program::validate, no SimGrid:
+// the tasks and dependencies of DDP and ZeRO-1 for a small model on a hand-made device.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "model/compute_cost.hpp"
+#include "program/data_parallel_schedule.hpp"
+#include "program/program.hpp"
+
+namespace trainsim::program {
+namespace {
+
+using collective::Op;
+
+model::TransformerSpec small_model() {
+  return {"small", 4, 64, 4, 256, 1000, 32, false};
+}
+
+model::DeviceProfile small_device() {
+  model::DeviceProfile d;
+  d.name = "test";
+  d.peak_bf16 = 100e12;
+  d.peak_fp32 = 10e12;
+  d.memory_bandwidth = 1e12;
+  d.gemm_efficiency = 0.5;
+  d.memory_efficiency = 0.8;
+  d.launch_overhead = 5e-6;
+  return d;
+}
+
+DataParallelConfig config(DataParallelKind kind, double bucket_elements = 1e12) {
+  DataParallelConfig c;
+  c.kind = kind;
+  c.world = 4;
+  c.ranks_per_node = 2;
+  c.micro_batch = 2;
+  c.accumulation = 3;
+  c.bucket_elements = bucket_elements;
+  c.gradient_bytes = 4;
+  c.parameter_bytes = 2;
+  return c;
+}
+
+Program build(const DataParallelConfig& c) {
+  return build_data_parallel(small_model(), small_device(), c);
+}
+
+int count_phase(const Stream& s, Phase p) {
+  int n = 0;
+  for (const auto& t : s.tasks) n += t.phase == p ? 1 : 0;
+  return n;
+}
+
+int optimizer_index(const Stream& compute) {
+  for (std::size_t i = 0; i < compute.tasks.size(); ++i)
+    if (compute.tasks[i].phase == Phase::optimizer) return static_cast<int>(i);
+  return -1;
+}
+
+int gradient_collectives(const Program& p) {
+  int n = 0;
+  for (const auto& c : p.collectives) n += c.name.rfind("grad bucket", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+TEST(DataParallel, EveryRankHasAComputeAndACommunicationStream) {
+  const Program p = build(config(DataParallelKind::zero1));
+  ASSERT_EQ(p.ranks.size(), 4u);
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    EXPECT_EQ(p.ranks[r].rank, static_cast<int>(r));
+    ASSERT_EQ(p.ranks[r].streams.size(), 2u);
+    EXPECT_EQ(p.ranks[r].streams[0].kind, StreamKind::compute);
+    EXPECT_EQ(p.ranks[r].streams[1].kind, StreamKind::communication);
+  }
+}
+
+TEST(DataParallel, OneForwardAndOneBackwardPerMicroBatch) {
+  const Program p = build(config(DataParallelKind::ddp, 60000));
+  const int buckets = gradient_collectives(p);
+  ASSERT_GT(buckets, 1);
+  for (const auto& rp : p.ranks) {
+    const Stream& comp = rp.streams[0];
+    EXPECT_EQ(count_phase(comp, Phase::forward), 3);
+    // Micro-batches 0 and 1 run one backward task each; the last one runs one per bucket.
+    EXPECT_EQ(count_phase(comp, Phase::backward), 2 + buckets);
+    EXPECT_EQ(count_phase(comp, Phase::optimizer), 1);
+    // An accumulating backward lasts as long as the last micro-batch's buckets together.
+    Seconds last = 0;
+    for (const auto& t : comp.tasks)
+      if (t.name.rfind("backward mb2 bucket", 0) == 0) last += t.duration;
+    for (const auto& t : comp.tasks) {
+      if (t.name == "backward mb0" || t.name == "backward mb1") {
+        EXPECT_NEAR(t.duration, last, 1e-12 * last);
+      }
+    }
+  }
+}
+
+TEST(DataParallel, SamplesPerStep) {
+  EXPECT_EQ(build(config(DataParallelKind::ddp)).samples_per_step, 2 * 3 * 4);  // mb x accum x world
+}
+
+TEST(DataParallel, Zero1ReduceScattersBucketsAndGathersAfterTheOptimizer) {
+  const Program p = build(config(DataParallelKind::zero1, 60000));
+  const int buckets = gradient_collectives(p);
+  ASSERT_EQ(p.collectives.size(), static_cast<std::size_t>(buckets + 1));
+  Bytes gradient_bytes = 0;
+  for (int b = 0; b < buckets; ++b) {
+    EXPECT_EQ(p.collectives[b].op, Op::reduce_scatter);
+    EXPECT_EQ(p.collectives[b].group, (std::vector<int>{0, 1, 2, 3}));
+    gradient_bytes += p.collectives[b].size;
+  }
+  const double params = model::parameter_count(small_model());
+  EXPECT_NEAR(gradient_bytes, 4 * params, 1e-9 * params);  // fp32 gradients, every parameter once
+  const CollectiveCall& gather = p.collectives.back();
+  EXPECT_EQ(gather.op, Op::all_gather);
+  EXPECT_DOUBLE_EQ(gather.size, 2 * params);  // bf16 parameters
+
+  for (const auto& rp : p.ranks) {
+    const Stream& comm = rp.streams[1];
+    ASSERT_EQ(comm.tasks.size(), static_cast<std::size_t>(buckets + 1));
+    const Task& g = comm.tasks.back();
+    EXPECT_EQ(g.collective, buckets);
+    EXPECT_EQ(g.phase, Phase::parameter_sync);
+    EXPECT_EQ(g.deps, (std::vector<TaskRef>{{0, optimizer_index(rp.streams[0])}}));
+  }
+}
+
+TEST(DataParallel, Zero1OptimizerUpdatesOneShard) {
+  const Program p = build(config(DataParallelKind::zero1));
+  const double shard = model::parameter_count(small_model()) / 4;
+  const Stream& comp = p.ranks[0].streams[0];
+  EXPECT_DOUBLE_EQ(comp.tasks[optimizer_index(comp)].duration,
+                   model::op_duration(model::optimizer_step_op(shard), small_device()));
+}
+
+TEST(DataParallel, DdpAllReducesAndNeverGathers) {
+  const Program p = build(config(DataParallelKind::ddp, 60000));
+  ASSERT_GT(p.collectives.size(), 1u);
+  for (const auto& c : p.collectives) EXPECT_EQ(c.op, Op::all_reduce) << c.name;
+  for (const auto& rp : p.ranks)
+    for (const auto& t : rp.streams[1].tasks) EXPECT_EQ(t.phase, Phase::gradient_sync);
+  const Stream& comp = p.ranks[0].streams[0];
+  EXPECT_DOUBLE_EQ(comp.tasks[optimizer_index(comp)].duration,
+                   model::op_duration(
+                       model::optimizer_step_op(model::parameter_count(small_model())),
+                       small_device()));
+}
+
+TEST(DataParallel, BucketCountShrinksAsBucketsGrow) {
+  // One parameter per bucket: the head's few parameters, each of the 4 layers and the embedding
+  // each close a bucket (4 + 2); past the whole model there is one bucket.
+  const double layer = model::parameters_per_layer(small_model());
+  int previous = gradient_collectives(build(config(DataParallelKind::ddp, 1)));
+  EXPECT_EQ(previous, 4 + 2);
+  for (double elements : {layer, 2 * layer, 3 * layer, 1e12}) {
+    const int buckets = gradient_collectives(build(config(DataParallelKind::ddp, elements)));
+    EXPECT_LE(buckets, previous) << elements;
+    previous = buckets;
+  }
+  EXPECT_EQ(previous, 1);
+}
+
+TEST(DataParallel, EachBucketWaitsForItsBackwardAndTheOptimizerForEveryBucket) {
+  for (auto kind : {DataParallelKind::ddp, DataParallelKind::zero1}) {
+    const Program p = build(config(kind, 60000));
+    const int buckets = gradient_collectives(p);
+    for (const auto& rp : p.ranks) {
+      const Stream& comp = rp.streams[0];
+      const Stream& comm = rp.streams[1];
+      std::vector<TaskRef> gradient_tasks;
+      for (int b = 0; b < buckets; ++b) {
+        const Task& t = comm.tasks[b];
+        EXPECT_EQ(t.collective, b);
+        ASSERT_EQ(t.deps.size(), 1u);
+        EXPECT_EQ(t.deps[0].stream, 0);
+        EXPECT_EQ(comp.tasks[t.deps[0].index].name, "backward mb2 bucket " + std::to_string(b));
+        gradient_tasks.push_back({1, b});
+      }
+      EXPECT_EQ(comp.tasks[optimizer_index(comp)].deps, gradient_tasks);
+    }
+  }
+}
+
+TEST(DataParallel, ProgramsValidate) {
+  for (auto kind : {DataParallelKind::ddp, DataParallelKind::zero1})
+    for (double bucket : {1.0, 60000.0, 1e12}) {
+      DataParallelConfig c = config(kind, bucket);
+      EXPECT_NO_THROW(validate(build(c)));
+      c.accumulation = 1;
+      EXPECT_NO_THROW(validate(build(c)));
+    }
+}
+
+// ---- validate() on hand-made programs --------------------------------------------------------
+
+/// Two ranks, each with a communication stream running the given collectives in order.
+Program two_ranks(const std::vector<int>& order0, const std::vector<int>& order1) {
+  Program p;
+  p.collectives = {{"a", Op::all_reduce, 1e6, {0, 1}}, {"b", Op::all_reduce, 1e6, {0, 1}}};
+  for (const auto* order : {&order0, &order1}) {
+    RankProgram rp;
+    rp.rank = static_cast<int>(p.ranks.size());
+    rp.streams.push_back({"communication", StreamKind::communication, {}});
+    for (int c : *order)
+      rp.streams[0].tasks.push_back({"c", TaskKind::collective, Phase::gradient_sync, 0, c, {}});
+    p.ranks.push_back(rp);
+  }
+  return p;
+}
+
+TEST(Validate, SameOrderOnEveryRankPasses) { EXPECT_NO_THROW(validate(two_ranks({0, 1}, {0, 1}))); }
+
+TEST(Validate, DifferentOrdersWouldDeadlock) {
+  try {
+    validate(two_ranks({0, 1}, {1, 0}));
+    ADD_FAILURE() << "expected an InvariantError";
+  } catch (const InvariantError& e) {
+    EXPECT_NE(std::string(e.what()).find("different orders"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Validate, CollectiveMissingOnAMember) {
+  EXPECT_THROW(validate(two_ranks({0, 1}, {0})), InvariantError);
+}
+
+TEST(Validate, CollectiveTwiceOnARank) {
+  EXPECT_THROW(validate(two_ranks({0, 1, 1}, {0, 1})), InvariantError);
+}
+
+TEST(Validate, DependencyOutOfRange) {
+  Program p = two_ranks({0, 1}, {0, 1});
+  p.ranks[1].streams[0].tasks[1].deps = {{0, 5}};
+  EXPECT_THROW(validate(p), InvariantError);
+  p.ranks[1].streams[0].tasks[1].deps = {{3, 0}};
+  EXPECT_THROW(validate(p), InvariantError);
+}
+
+TEST(Validate, UnknownCollective) {
+  EXPECT_THROW(validate(two_ranks({0, 1, 2}, {0, 1, 2})), InvariantError);
+}
+
+}  // namespace
+}  // namespace trainsim::program

@@ -1,1 +1,191 @@
+// Programs run on a SimGrid platform built from topologies/dl1.24xlarge.json (engine/). SimGrid
+// allows one Engine per process: ctest runs each TEST in its own process, and a test that finds
+// an Engine already made in its process (the binary run by hand) skips instead of crashing.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <simgrid/s4u/Engine.hpp>
+#include <xbt/log.h>
+
+#include "collective/collective_calibration.hpp"
+#include "collective/collective_plan.hpp"
+#include "engine/platform_builder.hpp"
+#include "engine/program_executor.hpp"
+#include "program/program.hpp"
+#include "topology/topology.hpp"
+
+namespace trainsim::engine {
+namespace {
+
+using collective::CollectivePlan;
+using program::CollectiveCall;
+using program::Phase;
+using program::Program;
+using program::RankProgram;
+using program::StreamKind;
+using program::Task;
+using program::TaskKind;
+
+constexpr double kEfaPort = 100e9 / 8;  // efaK--uplink, the narrowest link on the way out: B/s
+constexpr double kRoceLink = 100e9 / 8;  // one link of the hpu mesh, per direction: B/s
+
+class EngineTest : public testing::Test {
+protected:
+  void SetUp() override {
+    static bool engine_made = false;
+    if (engine_made) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own "
+                                     "(--gtest_filter), as ctest does";
+    engine_made = true;
+    xbt_log_control_set("root.thresh:critical");
+    int argc = 1;
+    char name[] = "engine_test";
+    char* argv[] = {name, nullptr};
+    engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+    configure_exact_timing(*engine_);
+    topology_ = topology::load_topology("topologies/dl1.24xlarge.json");
+    platform_ = build_platform(topology_, 2);
+  }
+
+  ExecutionResult run(const Program& p,
+                      const std::function<CollectivePlan(const CollectiveCall&)>& plan) {
+    return execute_program(p, platform_, plan, true);
+  }
+
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+  topology::Topology topology_;
+  Platform platform_;
+};
+
+Task compute(const std::string& name, Seconds d) {
+  return {name, TaskKind::compute, Phase::forward, d, -1, {}};
+}
+
+Task collective_task(int c) {
+  return {"collective " + std::to_string(c), TaskKind::collective, Phase::gradient_sync, 0, c, {}};
+}
+
+/// Ranks 0..n-1, each with one stream of the given tasks.
+Program one_stream_each(int n, const std::vector<Task>& tasks) {
+  Program p;
+  for (int r = 0; r < n; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    rp.streams.push_back({"s", StreamKind::communication, tasks});
+    p.ranks.push_back(rp);
+  }
+  return p;
+}
+
+CollectivePlan no_plan(const CollectiveCall&) { return {}; }
+
+TEST_F(EngineTest, PlatformHasTwoNodesOfEight) {
+  EXPECT_EQ(platform_.nodes, 2);
+  EXPECT_EQ(platform_.ranks_per_node, 8);
+  EXPECT_EQ(platform_.rank_host.size(), 16u);
+  EXPECT_NEAR(platform_.route_latency(0, 5), 1e-6, 1e-15);  // one mesh link
+  // hpu0 -> uplink (2+2+1 us) on both sides and the fabric's 10 us.
+  EXPECT_NEAR(platform_.route_latency(0, 8), 5e-6 + 10e-6 + 5e-6, 1e-15);
+}
+
+TEST_F(EngineTest, SingleComputeTask) {
+  const ExecutionResult r = run(one_stream_each(1, {compute("c", 1.5)}), no_plan);
+  EXPECT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 1.5, 1e-9 * 1.5);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.records[0].start, 0.0);
+  EXPECT_NEAR(r.records[0].end, 1.5, 1e-9 * 1.5);
+}
+
+TEST_F(EngineTest, ATaskWaitsForItsDependencyOnAnotherStream) {
+  Program p = one_stream_each(1, {compute("a", 1.0)});
+  Task waits = compute("b", 0.5);
+  waits.deps = {{0, 0}};  // b, on stream 1, waits for a, on stream 0
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {waits}});
+  const ExecutionResult r = run(p, no_plan);
+  EXPECT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 1.0 + 0.5, 1e-9);
+}
+
+TEST_F(EngineTest, ComputeStreamsOfOneRankShareItsAccelerator) {
+  // Both streams' Execs run on the rank's one host, so two 1 s tasks at once end at 2 s.
+  Program p = one_stream_each(1, {compute("a", 1.0)});
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {compute("b", 1.0)}});
+  const ExecutionResult r = run(p, no_plan);
+  EXPECT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 2.0, 1e-9);
+}
+
+TEST_F(EngineTest, IntraNodeAllReduceMatchesThePlanByHand) {
+  const auto cal = collective::load_collective_calibration(topology_.calibration_file);
+  ASSERT_EQ(cal.intra_node.algorithm, collective::Algorithm::direct)
+      << "the expectation below is written for the direct algorithm";
+  const double eff = cal.intra_node.bandwidth_efficiency;
+  const Seconds step = cal.intra_node.step_latency;
+  const Bytes s = 80e6;
+
+  Program p = one_stream_each(8, {collective_task(0)});
+  p.collectives = {{"all_reduce", collective::Op::all_reduce, s, {0, 1, 2, 3, 4, 5, 6, 7}}};
+  const ExecutionResult r = run(p, [&](const CollectiveCall& c) {
+    return collective::plan_collective(c.op, c.size, c.group, collective::RankLayout{8}, cal);
+  });
+  ASSERT_TRUE(r.completed);
+  // Direct all-reduce: each of the 56 ordered pairs has its own mesh link direction and sends
+  // 2 x S/8 / efficiency bytes at the RoCE link rate, then 2 steps of (step latency + 1 us link).
+  const Seconds expected = (2 * s / 8 / eff) / kRoceLink + 2 * (step + 1e-6);
+  EXPECT_NEAR(r.makespan, expected, 1e-6 * expected);
+  ASSERT_EQ(r.records.size(), 8u);
+  for (const auto& rec : r.records) EXPECT_NEAR(rec.end, expected, 1e-6 * expected);
+}
+
+TEST_F(EngineTest, FlowsSharingAnEfaPortTakeTwiceAsLong) {
+  const Bytes b = 1e9;
+  auto one_phase = [](std::vector<collective::Flow> flows) {
+    collective::Phase ph;
+    ph.flows = std::move(flows);
+    return CollectivePlan{{ph}};
+  };
+  // Ranks 0, 1 and 2 run three hand-planned "collectives" one after another (each member starts
+  // the flows it sends): hpu0 -> node 1 alone; hpu0 and hpu1 at once, which both leave through
+  // pcie_switch0 and efa0; hpu0 and hpu2 at once, through efa0 and efa1, separate ports that the
+  // 400 Gbps node uplink carries together.
+  const std::vector<CollectivePlan> plans = {one_phase({{0, 8, b}}),
+                                             one_phase({{0, 8, b}, {1, 9, b}}),
+                                             one_phase({{0, 8, b}, {2, 10, b}})};
+  Program p = one_stream_each(3, {collective_task(0), collective_task(1), collective_task(2)});
+  for (int c = 0; c < 3; ++c)
+    p.collectives.push_back({"flows " + std::to_string(c), collective::Op::all_reduce, b, {0, 1, 2}});
+  std::size_t asked = 0;  // execute_program asks for each call's plan once, in order
+  const ExecutionResult r = run(p, [&](const CollectiveCall&) { return plans.at(asked++); });
+  ASSERT_TRUE(r.completed);
+  std::vector<Seconds> took(3);
+  for (const auto& rec : r.records)
+    if (rec.rank == 0) took.at(static_cast<std::size_t>(rec.index)) = rec.end - rec.start;
+  const Seconds one = b / kEfaPort;  // 80 ms
+  EXPECT_NEAR(took[0], one, 1e-6 * one);
+  EXPECT_NEAR(took[1], 2 * one, 1e-6 * one);  // max-min sharing halves each flow's rate
+  EXPECT_NEAR(took[2], one, 1e-6 * one);
+}
+
+TEST_F(EngineTest, UnreachedCollectiveIsADeadlockNotAHang) {
+  alarm(60);  // a hang kills the test instead of stalling ctest
+  // Collective 0's group is {0, 1} but only rank 0 issues it.
+  Program p = one_stream_each(1, {compute("before", 0.5), collective_task(0), compute("after", 1)});
+  RankProgram other;
+  other.rank = 1;
+  other.streams.push_back({"s", StreamKind::compute, {compute("busy", 2.0)}});
+  p.ranks.push_back(other);
+  p.collectives = {{"never", collective::Op::all_reduce, 1e6, {0, 1}}};
+  const ExecutionResult r = run(p, no_plan);
+  alarm(0);
+  EXPECT_FALSE(r.completed);
+  EXPECT_NEAR(r.makespan, 2.0, 1e-9);  // rank 1's task still ran
+  EXPECT_EQ(r.records.size(), 2u);     // "before" and "busy"; "after" never ran
+}
+
+}  // namespace
+}  // namespace trainsim::engine

@@ -1,1 +1,240 @@
+// Scenario loading (scenario/scenario.hpp): the shipped scenarios, and errors on temporary
+// copies of dl1-bert-large-zero1.json, each checked for the file and JSON path it names.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "scenario/point_runner.hpp"
+#include "scenario/scenario.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kBertLarge = "scenarios/dl1-bert-large-zero1.json";
+const std::string kBert15b = "scenarios/dl1-bert-1.5b-zero1.json";
+
+std::string absolute(const std::string& repo_path) { return fs::absolute(repo_path).string(); }
+
+/// A temporary file named after the running test.
+std::string temp_file(const std::string& kind) {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  return testing::TempDir() + "scenario_test_" + info->name() + "_" + kind + ".json";
+}
+
+std::string write(const json& doc, const std::string& file) {
+  std::ofstream(file) << doc.dump(2);
+  return file;
+}
+
+/// dl1-bert-large-zero1.json with its topology named by absolute path, so it loads from /tmp.
+json bert_large_doc() {
+  json doc = read_json_file(kBertLarge);
+  doc["topology"] = absolute("topologies/dl1.24xlarge.json");
+  return doc;
+}
+
+ConfigError load_error(const std::string& file) {
+  try {
+    (void)load_scenario(file);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  ADD_FAILURE() << file << " loaded, expected a ConfigError";
+  return ConfigError("", "", "");
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Whether a fitted entry of the scenario's device profile or collective calibration names
+/// "<scenario>#<label>" as one of its rows.
+bool named_as_fitted(const Scenario& s, const std::string& label) {
+  const std::string row = s.name + "#" + label;
+  for (const auto& f : s.device.fitted)
+    for (const auto& r : f.rows)
+      if (r == row) return true;
+  for (const auto& line : s.collectives.fitted)
+    if (contains(line + " ", " " + row + " ")) return true;
+  return false;
+}
+
+// ---- Shipped scenarios -----------------------------------------------------------------------
+
+TEST(ShippedScenario, BertLarge) {
+  const Scenario s = load_scenario(kBertLarge);
+  EXPECT_EQ(s.name, "dl1-bert-large-zero1");
+  EXPECT_EQ(s.topology.name, "dl1.24xlarge");
+  EXPECT_EQ(s.topology.file, "topologies/dl1.24xlarge.json");  // resolved against scenarios/
+  EXPECT_EQ(s.model.layers, 24);
+  EXPECT_EQ(s.model.hidden, 1024);
+  EXPECT_EQ(s.model.heads, 16);
+  EXPECT_TRUE(s.model.mlm_head);
+  EXPECT_EQ(s.training.kind, program::DataParallelKind::zero1);
+  EXPECT_EQ(s.training.micro_batch, 64);
+  EXPECT_EQ(s.training.accumulation, 16);
+  EXPECT_DOUBLE_EQ(s.training.bucket_elements, 5e8);
+  EXPECT_DOUBLE_EQ(s.training.gradient_bytes, 4);   // fp32
+  EXPECT_DOUBLE_EQ(s.training.parameter_bytes, 2);  // bf16
+  EXPECT_FALSE(s.assumptions.empty());
+
+  const std::vector<int> nodes = {1, 2, 4, 8};
+  const std::vector<double> reference = {1379.76, 2705.57, 5291.58, 9977.54};
+  const std::vector<std::string> labels = {"1 instance", "2 instances", "4 instances",
+                                           "8 instances"};
+  ASSERT_EQ(s.points.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(s.points[i].nodes, nodes[i]);
+    EXPECT_EQ(s.points[i].label, labels[i]);
+    ASSERT_TRUE(s.points[i].reference_samples_per_s);
+    EXPECT_DOUBLE_EQ(*s.points[i].reference_samples_per_s, reference[i]);
+    EXPECT_EQ(s.points[i].fitted, named_as_fitted(s, labels[i])) << labels[i];
+  }
+  // topologies/devices/gaudi1.json fits /gemm_efficiency to the 1-instance row.
+  EXPECT_TRUE(s.points[0].fitted);
+}
+
+TEST(ShippedScenario, Bert1_5B) {
+  const Scenario s = load_scenario(kBert15b);
+  EXPECT_EQ(s.name, "dl1-bert-1.5b-zero1");
+  EXPECT_EQ(s.model.layers, 48);
+  EXPECT_EQ(s.model.hidden, 1600);
+  EXPECT_EQ(s.model.heads, 25);
+  EXPECT_EQ(s.model.ffn_hidden, 6400);
+  EXPECT_EQ(s.training.micro_batch, 16);
+  EXPECT_EQ(s.training.accumulation, 24);
+  const std::vector<int> nodes = {1, 8, 16};
+  const std::vector<double> reference = {276.66, 1883.63, 3659.15};
+  ASSERT_EQ(s.points.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.points[i].nodes, nodes[i]);
+    EXPECT_DOUBLE_EQ(*s.points[i].reference_samples_per_s, reference[i]);
+    EXPECT_EQ(s.points[i].fitted, named_as_fitted(s, s.points[i].label)) << s.points[i].label;
+  }
+}
+
+TEST(ShippedScenario, EveryScenarioLoads) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const Scenario s = load_scenario(entry.path().string());
+    EXPECT_EQ(s.name, entry.path().stem().string()) << "a scenario's name is its file name";
+    EXPECT_FALSE(s.points.empty());
+    ++count;
+  }
+  EXPECT_GE(count, 2);
+}
+
+TEST(TrainingFor, WorldIsNodesTimesAccelerators) {
+  const Scenario s = load_scenario(kBertLarge);
+  const program::DataParallelConfig t = training_for(s, s.points[3]);
+  EXPECT_EQ(t.ranks_per_node, 8);
+  EXPECT_EQ(t.world, 8 * 8);
+  EXPECT_EQ(t.micro_batch, 64);
+}
+
+TEST(SimulatePoint, RunsInAChildProcessAndReportsThroughput) {
+  const Scenario s = load_scenario(kBertLarge);
+  for (int run = 0; run < 2; ++run) {  // no Engine is left in this process: a second run works
+    const PointResult r = simulate_point(s, s.points[0], false);
+    EXPECT_TRUE(r.completed);
+    EXPECT_EQ(r.accelerators, 8);
+    EXPECT_GT(r.step_time, 0);
+    // One step processes micro-batch 64 x accumulation 16 x 8 accelerators sequences.
+    EXPECT_NEAR(r.samples_per_s * r.step_time, 64.0 * 16 * 8, 1e-9 * 8192);
+    EXPECT_TRUE(r.spans.empty());
+  }
+}
+
+// ---- Errors ----------------------------------------------------------------------------------
+
+TEST(ScenarioErrors, UnknownKey) {
+  json doc = bert_large_doc();
+  doc["training"]["bogus"] = 1;
+  const std::string file = write(doc, temp_file("scenario"));
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.file(), file);
+  EXPECT_EQ(e.json_path(), "/training/bogus");
+  EXPECT_TRUE(contains(e.what(), "unknown key \"bogus\"")) << e.what();
+}
+
+TEST(ScenarioErrors, MissingTopologyFile) {
+  json doc = bert_large_doc();
+  doc["topology"] = "no-such-topology.json";
+  const std::string file = write(doc, temp_file("scenario"));
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.file(), file);
+  EXPECT_EQ(e.json_path(), "/topology");
+  EXPECT_TRUE(contains(e.what(), "topology file not found")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "no-such-topology.json")) << e.what();
+}
+
+TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
+  // Scenarios carry no units themselves; their topology does, and its error names that file.
+  json topo = read_json_file("topologies/dl1.24xlarge.json");
+  topo["node"]["links"][0]["bandwidth"] = "100Gbit";
+  topo["accelerator"]["device"] = absolute("topologies/devices/gaudi1.json");
+  topo["collective_calibration"] = absolute("topologies/calibration/dl1-hccl.json");
+  const std::string topo_file = write(topo, temp_file("topology"));
+  json doc = bert_large_doc();
+  doc["topology"] = topo_file;
+  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  EXPECT_EQ(e.file(), topo_file);
+  EXPECT_EQ(e.json_path(), "/node/links/0/bandwidth");
+  EXPECT_TRUE(contains(e.what(), "bad unit")) << e.what();
+}
+
+TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
+  json doc = bert_large_doc();
+  doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
+  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  EXPECT_EQ(e.json_path(), "/points/0/data_parallel_degree");
+  EXPECT_TRUE(contains(e.what(), "degree 16 does not match the 8 accelerators")) << e.what();
+
+  doc["points"][0]["data_parallel_degree"] = 8;
+  doc["points"][3]["data_parallel_degree"] = 64;  // 8 nodes x 8
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("matching"))));
+}
+
+TEST(ScenarioErrors, HeadsMustDivideHidden) {
+  json doc = bert_large_doc();
+  doc["model"]["heads"] = 15;  // 1024 / 15 is not an integer
+  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  EXPECT_EQ(e.json_path(), "/model/heads");
+  EXPECT_TRUE(contains(e.what(), "divisible")) << e.what();
+}
+
+TEST(ScenarioErrors, OtherBadValues) {
+  auto path_of_error = [](const json& doc) {
+    return load_error(write(doc, temp_file("scenario"))).json_path();
+  };
+  json doc = bert_large_doc();
+  doc["training"]["gradient_dtype"] = "int8";
+  EXPECT_EQ(path_of_error(doc), "/training/gradient_dtype");
+  doc = bert_large_doc();
+  doc["training"]["bucket_elements"] = 0;
+  EXPECT_EQ(path_of_error(doc), "/training/bucket_elements");
+  doc = bert_large_doc();
+  doc["points"][1]["reference_samples_per_s"] = -1;
+  EXPECT_EQ(path_of_error(doc), "/points/1/reference_samples_per_s");
+  doc = bert_large_doc();
+  doc["points"] = json::array();
+  EXPECT_EQ(path_of_error(doc), "/points");
+  doc = bert_large_doc();
+  doc["schema_version"] = 2;
+  EXPECT_EQ(path_of_error(doc), "/schema_version");
+  doc = bert_large_doc();
+  doc["model"].erase("layers");
+  EXPECT_EQ(path_of_error(doc), "/model/layers");
+}
+
+}  // namespace
+}  // namespace trainsim::scenario
