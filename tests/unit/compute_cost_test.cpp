@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/fixtures.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
 #include "model/compute_cost.hpp"
@@ -15,19 +16,7 @@
 namespace trainsim::model {
 namespace {
 
-/// Round numbers so every expectation below can be written out by hand.
-DeviceProfile test_device() {
-  DeviceProfile d;
-  d.name = "test";
-  d.peak_bf16 = 100e12;
-  d.peak_fp32 = 10e12;
-  d.memory_bandwidth = 1e12;
-  d.gemm_efficiency = 0.5;
-  d.gemm_tile = 0;
-  d.memory_efficiency = 0.8;
-  d.launch_overhead = 5e-6;
-  return d;
-}
+DeviceProfile test_device() { return testing_support::round_number_device(); }
 
 constexpr double kRel = 1e-12;
 
@@ -134,13 +123,7 @@ std::string gaudi_with(const std::string& pointer, const nlohmann::json& value) 
 }
 
 ConfigError load_error(const std::string& file) {
-  try {
-    (void)load_device_profile(file);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << file << " loaded, expected a ConfigError";
-  return ConfigError("", "", "");
+  return testing_support::config_error_of([](const std::string& f) { return load_device_profile(f); }, file);
 }
 
 TEST(DeviceProfileLoader, RejectsGemmEfficiencyAboveOne) {

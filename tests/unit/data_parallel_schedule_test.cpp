@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fixtures.hpp"
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
 #include "program/data_parallel_schedule.hpp"
@@ -19,17 +20,7 @@ model::TransformerSpec small_model() {
   return {"small", 4, 64, 4, 256, 1000, 32, false};
 }
 
-model::DeviceProfile small_device() {
-  model::DeviceProfile d;
-  d.name = "test";
-  d.peak_bf16 = 100e12;
-  d.peak_fp32 = 10e12;
-  d.memory_bandwidth = 1e12;
-  d.gemm_efficiency = 0.5;
-  d.memory_efficiency = 0.8;
-  d.launch_overhead = 5e-6;
-  return d;
-}
+model::DeviceProfile small_device() { return testing_support::round_number_device(); }
 
 DataParallelConfig config(DataParallelKind kind, double bucket_elements = 1e12) {
   DataParallelConfig c;

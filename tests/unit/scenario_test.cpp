@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fixtures.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
 #include "scenario/point_runner.hpp"
@@ -42,13 +43,7 @@ json bert_large_doc() {
 }
 
 ConfigError load_error(const std::string& file) {
-  try {
-    (void)load_scenario(file);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  ADD_FAILURE() << file << " loaded, expected a ConfigError";
-  return ConfigError("", "", "");
+  return testing_support::config_error_of([](const std::string& f) { return load_scenario(f); }, file);
 }
 
 bool contains(const std::string& text, const std::string& part) {
