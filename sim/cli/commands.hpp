@@ -1,0 +1,41 @@
+// The trainsim subcommands. Each lives in its own file; main.cpp only dispatches and maps
+// errors to exit codes (0 success, 1 simulation failure, 2 bad input or usage).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainsim::cli {
+
+// Bad command-line usage: main prints the message and the usage text, and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Walks an argument list; `value` takes the argument after a flag or throws UsageError.
+class ArgCursor {
+ public:
+  explicit ArgCursor(const std::vector<std::string>& args) : args_(args) {}
+  bool done() const { return i_ >= args_.size(); }
+  const std::string& next() { return args_[i_++]; }
+  const std::string& value(const std::string& flag) {
+    if (done()) throw UsageError(flag + " needs a value");
+    return next();
+  }
+
+ private:
+  const std::vector<std::string>& args_;
+  std::size_t i_ = 0;
+};
+
+struct Command {
+  const char* name;
+  const char* usage;  // one or more lines, shown by `trainsim help`
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int run_command(const std::vector<std::string>& args);
+extern const char* const kRunUsage;
+
+}  // namespace trainsim::cli
