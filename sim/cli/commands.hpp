@@ -37,5 +37,7 @@ struct Command {
 
 int run_command(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
+int collective_command(const std::vector<std::string>& args);
+extern const char* const kCollectiveUsage;
 
 }  // namespace trainsim::cli
