@@ -27,7 +27,7 @@ const char* const kCollectiveUsage =
     "  --compare a trainsim.collective_measurements/1 file (validate/README.md): adds measured\n"
     "            busbw, error per point, fitted points, geometric-mean error per size band; with\n"
     "            no --op/--nodes/--sizes it simulates exactly the file's rows\n"
-    "  --algo    ring|tree|nvls, --proto LL|LL128|Simple: force the choice (NCCL_ALGO, NCCL_PROTO)\n";
+    "  --algo    ring|tree|nvls|nvls_tree, --proto LL|LL128|Simple: force the choice (NCCL_ALGO, NCCL_PROTO)\n";
 
 namespace {
 
@@ -119,7 +119,8 @@ collective::Algorithm parse_algorithm(const std::string& a) {
   if (a == "ring") return collective::Algorithm::ring;
   if (a == "tree") return collective::Algorithm::tree;
   if (a == "nvls") return collective::Algorithm::nvls;
-  throw UsageError("--algo must be ring, tree or nvls, not \"" + a + "\"");
+  if (a == "nvls_tree") return collective::Algorithm::nvls_tree;
+  throw UsageError("--algo must be ring, tree, nvls or nvls_tree, not \"" + a + "\"");
 }
 
 collective::Protocol parse_protocol(const std::string& p) {

@@ -12,6 +12,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::direct: return "direct";
     case Algorithm::tree: return "tree";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::nvls_tree: return "nvls_tree";
     case Algorithm::pairwise: return "pairwise";
   }
   return "?";
@@ -32,10 +33,17 @@ bool FabricLevel::allows(Algorithm a) const {
   return false;
 }
 
+bool FabricLevel::allows(Protocol p) const {
+  for (Protocol x : protocols)
+    if (x == p) return true;
+  return false;
+}
+
 double FabricLevel::efficiency(Algorithm a) const {
   switch (a) {
     case Algorithm::tree: return tree_efficiency;
     case Algorithm::nvls: return nvls_efficiency;
+    case Algorithm::nvls_tree: return 0;  // per level: nvls inside the node, tree across
     default: return ring_efficiency;  // ring, pairwise and point-to-point share the link path
   }
 }
@@ -112,11 +120,26 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   f.file = path;
   f.name = root.string("name");
   root.allow("description");
+  root.allow("protocols_source");
   for (const auto& a : root.string_array("algorithms")) {
     if (a == "ring") f.algorithms.push_back(Algorithm::ring);
     else if (a == "tree") f.algorithms.push_back(Algorithm::tree);
     else if (a == "nvls") f.algorithms.push_back(Algorithm::nvls);
     else root.fail("algorithms", "unknown algorithm \"" + a + "\"; expected ring, tree or nvls");
+  }
+  if (root.has("protocols")) {
+    for (const auto& name : root.string_array("protocols")) {
+      bool known = false;
+      for (Protocol p : kProtocols)
+        if (name == protocol_name(p)) {
+          f.protocols.push_back(p);
+          known = true;
+        }
+      if (!known) root.fail("protocols", "unknown protocol \"" + name + "\"; expected LL, LL128 or Simple");
+    }
+    if (!f.allows(Protocol::simple)) root.fail("protocols", "Simple must be allowed");
+  } else {
+    f.protocols.assign(kProtocols.begin(), kProtocols.end());
   }
   {
     JsonObject e = root.object("efficiency");
@@ -141,6 +164,13 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   {
     JsonObject s = root.object("simple_chunk");
     f.simple_chunk = s.quantity("value", Dimension::bytes);
+    require_source(s);
+    s.finish();
+  }
+  f.tree_chunk = f.simple_chunk;
+  if (root.has("tree_chunk")) {
+    JsonObject s = root.object("tree_chunk");
+    f.tree_chunk = s.quantity("value", Dimension::bytes);
     require_source(s);
     s.finish();
   }

@@ -16,10 +16,11 @@
 
 namespace trainsim::collective {
 
-/// direct and hierarchical belong to schema 1; the rest are NCCL's (tree = double binary tree
-/// across nodes with a chain inside each node; nvls = NVSwitch-local reduction, NVLink SHARP;
-/// pairwise = all-to-all and point-to-point exchanges).
-enum class Algorithm { ring, direct, tree, nvls, pairwise };
+/// direct belongs to schema 1; the rest are NCCL's (tree = double binary tree across nodes with
+/// a chain inside each node; nvls = NVSwitch-local reduction, NVLink SHARP; nvls_tree = NVLS
+/// inside each node and the double binary tree across nodes; pairwise = all-to-all and
+/// point-to-point exchanges).
+enum class Algorithm { ring, direct, tree, nvls, nvls_tree, pairwise };
 [[nodiscard]] const char* algorithm_name(Algorithm a);
 
 enum class Protocol { ll, ll128, simple };
@@ -45,15 +46,18 @@ struct FabricLevel {
   std::string name;
   std::string file;
   std::vector<Algorithm> algorithms;  ///< those the tuner may use on this level
+  std::vector<Protocol> protocols;    ///< those NCCL enables on this level (default: all three)
   /// Achieved fraction of the link bandwidth per algorithm, in (0, 1]; 0 = not usable.
   double ring_efficiency = 0;
   double tree_efficiency = 0;
   double nvls_efficiency = 0;
   std::array<Seconds, 3> step_latency{};  ///< per ring/tree step, by Protocol (NCCL hwLat)
   Seconds nvls_latency = 0;               ///< per NVLS call, on top of the protocol's base latency
-  Bytes simple_chunk = 0;                 ///< Simple's pipeline chunk on this level
+  Bytes simple_chunk = 0;                 ///< Simple's pipeline chunk on this level (ring)
+  Bytes tree_chunk = 0;                   ///< the same for tree algorithms (default: simple_chunk)
 
   [[nodiscard]] bool allows(Algorithm a) const;
+  [[nodiscard]] bool allows(Protocol p) const;
   [[nodiscard]] double efficiency(Algorithm a) const;
 };
 

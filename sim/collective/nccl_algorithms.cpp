@@ -89,6 +89,27 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
   return s;
 }
 
+namespace {
+
+/// The double binary tree's inter-node flows: lane l (of max(k, 2)) runs on position l % k of
+/// every node, on tree l % 2, carrying S / lanes up to the parent and back down.
+void add_tree_flows(Bytes size, const GroupShape& g, FlowSum& sum) {
+  const int nodes = g.node_count(), k = g.per_node();
+  const int lanes = std::max(k, 2);
+  const Bytes lane_bytes = size / lanes;
+  for (int l = 0; l < lanes; ++l) {
+    const int p = l % k, t = l % 2;
+    for (int m = 0; m < nodes; ++m) {
+      const int parent = tree_parent(t, m, nodes);
+      if (parent < 0) continue;
+      sum.add(g.nodes[m][p], g.nodes[parent][p], lane_bytes, true);  // reduce up the tree
+      sum.add(g.nodes[parent][p], g.nodes[m][p], lane_bytes, true);  // broadcast down the tree
+    }
+  }
+}
+
+}  // namespace
+
 Schedule tree_schedule(Bytes size, const GroupShape& g) {
   Schedule s;
   s.algorithm = Algorithm::tree;
@@ -98,7 +119,7 @@ Schedule tree_schedule(Bytes size, const GroupShape& g) {
   const Bytes lane_bytes = size / lanes;
   FlowSum sum;
   for (int l = 0; l < lanes; ++l) {
-    const int p = l % k, t = l % 2;
+    const int p = l % k;
     for (int m = 0; m < nodes; ++m) {
       const auto& here = g.nodes[m];
       for (int i = 0; i + 1 < k; ++i) {
@@ -106,12 +127,9 @@ Schedule tree_schedule(Bytes size, const GroupShape& g) {
         sum.add(b, a, lane_bytes, false);  // reduce up the chain
         sum.add(a, b, lane_bytes, false);  // broadcast down the chain
       }
-      const int parent = tree_parent(t, m, nodes);
-      if (parent < 0) continue;
-      sum.add(here[p], g.nodes[parent][p], lane_bytes, true);  // reduce up the tree
-      sum.add(g.nodes[parent][p], here[p], lane_bytes, true);  // broadcast down the tree
     }
   }
+  add_tree_flows(size, g, sum);
   s.flows = sum.flows();
   const int depth = ceil_log2(nodes);
   s.intra_steps = 2 * (k - 1);
@@ -137,6 +155,26 @@ Schedule nvls_schedule(Bytes size, const GroupShape& g) {
   s.flows = sum.flows();
   s.pipeline_depth = 2;  // into the switch, out of it
   s.pipeline_unit = size;
+  s.units_per_lane = 1;
+  return s;
+}
+
+Schedule nvls_tree_schedule(Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::nvls_tree;
+  const int nodes = g.node_count(), k = g.per_node();
+  TRAINSIM_CHECK(nodes >= 2, "NVLS tree all_reduce needs at least two nodes");
+  FlowSum sum;
+  if (k > 1)
+    for (const auto& r : g.nodes)
+      for (int j = 0; j < k; ++j) sum.add(r[j], r[(j + 1) % k], size, false);  // as nvls_schedule
+  add_tree_flows(size, g, sum);
+  s.flows = sum.flows();
+  const int depth = ceil_log2(nodes);
+  s.inter_steps = 2 * depth;
+  // Into the switch, up and down the tree, out of the switch.
+  s.pipeline_depth = 2 + 2 * depth;
+  s.pipeline_unit = size / 2;
   s.units_per_lane = 1;
   return s;
 }

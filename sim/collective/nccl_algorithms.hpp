@@ -56,6 +56,10 @@ struct Schedule {
 /// switch and receives the reduced S; as port loads that is S per direction per accelerator.
 [[nodiscard]] Schedule nvls_schedule(Bytes size, const GroupShape& g);
 
+/// all_reduce across >= 2 NVLS nodes: NVLS inside each node (S per direction per accelerator
+/// port) and the double binary tree across nodes on the same lanes as tree_schedule.
+[[nodiscard]] Schedule nvls_tree_schedule(Bytes size, const GroupShape& g);
+
 /// alltoall (S = each rank's whole send buffer, S/n to every rank) and send_recv (S from the
 /// group's first rank to its second). Inter-node bytes for all ranks of a remote node travel
 /// to the rank at the same position there (NCCL's rail-aligned PXN path).

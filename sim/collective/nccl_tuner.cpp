@@ -13,7 +13,10 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
   switch (op) {
     case Op::all_reduce: {
       std::vector<Algorithm> out{Algorithm::ring};
-      if (!one_node && cal.inter_fabric.allows(Algorithm::tree)) out.push_back(Algorithm::tree);
+      if (!one_node && cal.inter_fabric.allows(Algorithm::tree)) {
+        out.push_back(Algorithm::tree);
+        if (cal.intra_fabric.allows(Algorithm::nvls)) out.push_back(Algorithm::nvls_tree);
+      }
       if (one_node && cal.intra_fabric.allows(Algorithm::nvls)) out.push_back(Algorithm::nvls);
       return out;
     }
@@ -26,15 +29,21 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
   return {};
 }
 
-std::vector<Protocol> candidate_protocols(Algorithm a) {
-  if (a == Algorithm::nvls) return {Protocol::simple};
-  return {kProtocols.begin(), kProtocols.end()};
+std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
+                                          const CollectiveCalibration& cal) {
+  if (a == Algorithm::nvls || a == Algorithm::nvls_tree) return {Protocol::simple};
+  std::vector<Protocol> out;
+  for (Protocol p : kProtocols)
+    if (cal.intra_fabric.allows(p) && (g.node_count() == 1 || cal.inter_fabric.allows(p)))
+      out.push_back(p);
+  return out;
 }
 
 Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g) {
   switch (a) {
     case Algorithm::tree: return tree_schedule(size, g);
     case Algorithm::nvls: return nvls_schedule(size, g);
+    case Algorithm::nvls_tree: return nvls_tree_schedule(size, g);
     case Algorithm::pairwise: return pairwise_schedule(op, size, g);
     default: return ring_schedule(op, size, g);
   }
@@ -44,13 +53,19 @@ namespace {
 
 double intra_efficiency(Algorithm a, const CollectiveCalibration& cal) {
   // A tree's chain inside the node runs over the same NVLink path as a ring.
-  return cal.intra_fabric.efficiency(a == Algorithm::tree ? Algorithm::ring : a);
+  if (a == Algorithm::tree) return cal.intra_fabric.efficiency(Algorithm::ring);
+  if (a == Algorithm::nvls_tree) return cal.intra_fabric.efficiency(Algorithm::nvls);
+  return cal.intra_fabric.efficiency(a);
+}
+
+double inter_efficiency(Algorithm a, const CollectiveCalibration& cal) {
+  return cal.inter_fabric.efficiency(a == Algorithm::nvls_tree ? Algorithm::tree : a);
 }
 
 /// Wire bytes of a payload flow.
 Bytes wire_bytes(const PayloadFlow& f, Algorithm a, Protocol p, const CollectiveCalibration& cal) {
   const double eff =
-      f.inter_node ? cal.inter_fabric.efficiency(a) : intra_efficiency(a, cal);
+      f.inter_node ? inter_efficiency(a, cal) : intra_efficiency(a, cal);
   return f.bytes / (eff * cal.protocol(p).bandwidth_fraction);
 }
 
@@ -85,12 +100,15 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
   r.latency = cal.protocol(p).base_latency +
               s.intra_steps * (cal.intra_fabric.step_latency[pi] + rates.intra_hop) +
               s.inter_steps * (cal.inter_fabric.step_latency[pi] + rates.inter_hop);
-  if (s.algorithm == Algorithm::nvls) r.latency += cal.intra_fabric.nvls_latency + rates.intra_hop;
+  if (s.algorithm == Algorithm::nvls || s.algorithm == Algorithm::nvls_tree)
+    r.latency += cal.intra_fabric.nvls_latency + rates.intra_hop;
 
   if (s.pipeline_depth > 1 && s.pipeline_unit > 0) {
     const bool multi_node = g.node_count() > 1;
     Bytes chunk = cal.protocol(p).chunk;
-    if (chunk <= 0) chunk = multi_node ? cal.inter_fabric.simple_chunk : cal.intra_fabric.simple_chunk;
+    const bool tree = s.algorithm == Algorithm::tree || s.algorithm == Algorithm::nvls_tree;
+    const FabricLevel& level = multi_node ? cal.inter_fabric : cal.intra_fabric;
+    if (chunk <= 0) chunk = tree ? level.tree_chunk : level.simple_chunk;
     r.fill = (s.pipeline_depth - 1) * std::min(s.pipeline_unit, chunk) / s.pipeline_unit *
              r.bandwidth_time / s.units_per_lane;
   }
@@ -113,7 +131,7 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   Schedule best_schedule;
   for (Algorithm a : algorithms) {
     Schedule s = schedule_for(a, op, size, g);
-    auto protocols = candidate_protocols(a);
+    auto protocols = candidate_protocols(a, g, cal);
     if (force.protocol &&
         std::find(protocols.begin(), protocols.end(), *force.protocol) != protocols.end())
       protocols = {*force.protocol};

@@ -32,8 +32,9 @@ struct Prediction {
 [[nodiscard]] std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
                                                           const CollectiveCalibration& cal);
 
-/// Protocols usable with an algorithm (NVLS: Simple only).
-[[nodiscard]] std::vector<Protocol> candidate_protocols(Algorithm a);
+/// Protocols usable with an algorithm (NVLS: Simple only) on every fabric level it crosses.
+[[nodiscard]] std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
+                                                        const CollectiveCalibration& cal);
 
 /// Uncontended time of a schedule with a protocol (see the formulas above).
 [[nodiscard]] Prediction predict(const Schedule& s, Protocol p, const GroupShape& g,

@@ -237,7 +237,7 @@ TEST(CollectiveCalibration, ShippedFilesLoad) {
 }
 
 TEST(CollectiveCalibration, RejectsEfficiencyOutsideZeroOne) {
-  nlohmann::json doc = read_json_file("topologies/calibration/p4d-nccl.json");
+  nlohmann::json doc = read_json_file("topologies/calibration/dl1-hccl.json");
   doc["intra_node"]["bandwidth_efficiency"] = 0;
   const std::string file = testing::TempDir() + "calibration_zero_efficiency.json";
   std::ofstream(file) << doc.dump();
