@@ -125,4 +125,13 @@ std::string format_bytes(Bytes b) {
   return buf;
 }
 
+std::string format_quantity(double value, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", value);
+  std::string text = buf;
+  while (!text.empty() && text.back() == '0') text.pop_back();
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + unit;
+}
+
 }  // namespace trainsim

@@ -28,4 +28,8 @@ enum class Dimension { bytes, seconds, bandwidth, flop_rate, dimensionless };
 /// Formats bytes with a binary-free decimal suffix, e.g. 1.5e9 -> "1.50 GB".
 [[nodiscard]] std::string format_bytes(Bytes b);
 
+/// Writes `value` followed by `unit` in the plain decimal form parse_quantity reads back
+/// ("1610.5GB/s"), with up to 6 decimals and no trailing zeros.
+[[nodiscard]] std::string format_quantity(double value, const char* unit);
+
 }  // namespace trainsim

@@ -12,16 +12,23 @@ double tile_utilisation(double m, double n, double tile) {
   return (m * n) / (pm * pn);
 }
 
+FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
+  if (const auto* curve = gemm_curve(dev, op.dtype)) return curve->achieved(op.m, op.n, op.k, op.batch);
+  const FlopsPerSecond peak = op.dtype == Dtype::fp32 ? dev.peak_fp32 : dev.peak_bf16;
+  return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile);
+}
+
 Seconds op_duration(const Operation& op, const DeviceProfile& dev) {
-  const Seconds memory = op.bytes / (dev.memory_bandwidth * dev.memory_efficiency);
+  const Seconds memory = op.bytes / achieved_memory_bandwidth(dev);
   Seconds arithmetic = 0;
   if (op.kind == OpKind::gemm) {
-    const double eff = dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile);
-    arithmetic = op.flops / (dev.peak_bf16 * eff);
+    arithmetic = op.flops / gemm_rate(op, dev);
   } else {
     arithmetic = op.flops / dev.peak_fp32;
   }
-  return std::max(arithmetic, memory) + dev.launch_overhead;
+  const Seconds launch =
+      dev.kernels && dev.kernels->launch_overhead ? *dev.kernels->launch_overhead : dev.launch_overhead;
+  return std::max(arithmetic, memory) + launch;
 }
 
 Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev) {

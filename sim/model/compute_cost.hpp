@@ -11,7 +11,12 @@ namespace trainsim::model {
 /// Fraction of the GEMM's tiles that do useful work: m*n / (ceil(m/T)T * ceil(n/T)T).
 [[nodiscard]] double tile_utilisation(double m, double n, double tile);
 
-/// Seconds one operation takes on `dev` in bf16.
+/// Achieved FLOP/s of a GEMM: the device's measured curve for its dtype where there is one,
+/// else peak x gemm_efficiency x tile utilisation.
+[[nodiscard]] FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev);
+
+/// Seconds one operation takes on `dev`: the slower of its arithmetic and its memory traffic,
+/// plus the per-kernel launch cost (the calibration's measurement where there is one).
 [[nodiscard]] Seconds op_duration(const Operation& op, const DeviceProfile& dev);
 /// Sum of op_duration over a list (kernels of one stream run back to back).
 [[nodiscard]] Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev);

@@ -1,7 +1,10 @@
 #include "model/device_profile.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "core/paths.hpp"
 
 namespace trainsim::model {
 
@@ -54,8 +57,40 @@ DeviceProfile load_device_profile(const std::string& path) {
   } else {
     root.allow("fitted");
   }
+  if (root.has("kernel_calibration")) {
+    JsonObject k = root.object("kernel_calibration");
+    d.kernels = load_kernel_calibration(relative_to(path, k.string("file")));
+    k.allow("note");
+    k.finish();
+    std::vector<Dtype> dtypes;
+    for (const auto& g : d.kernels->gemm)
+      if (std::find(dtypes.begin(), dtypes.end(), g.dtype) == dtypes.end()) dtypes.push_back(g.dtype);
+    for (Dtype t : dtypes) {
+      std::vector<GemmSample> of_dtype;
+      for (const auto& g : d.kernels->gemm)
+        if (g.dtype == t) of_dtype.push_back(g);
+      d.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, d.gemm_tile));
+    }
+  }
   root.finish();
   return d;
+}
+
+const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d) {
+  auto find = [&](Dtype t) -> const GemmThroughputCurve* {
+    for (const auto& [dt, curve] : dev.gemm_curves)
+      if (dt == t) return &curve;
+    return nullptr;
+  };
+  if (const auto* c = find(d)) return c;
+  if (d == Dtype::bf16) return find(Dtype::fp16);
+  if (d == Dtype::fp16) return find(Dtype::bf16);
+  return nullptr;
+}
+
+BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev) {
+  if (dev.kernels && dev.kernels->memory_bandwidth) return *dev.kernels->memory_bandwidth;
+  return dev.memory_bandwidth * dev.memory_efficiency;
 }
 
 }  // namespace trainsim::model

@@ -2,10 +2,14 @@
 // What an accelerator can do: peak arithmetic per dtype, memory bandwidth, achieved efficiencies
 // and per-kernel overhead. Loaded from topologies/devices/*.json; every number there carries its
 // source, and fitted numbers say which reference rows they were fitted to.
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/units.hpp"
+#include "model/gemm_throughput_curve.hpp"
+#include "model/kernel_calibration.hpp"
 
 namespace trainsim::model {
 
@@ -26,7 +30,20 @@ struct DeviceProfile {
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
   std::vector<FittedParameter> fitted;
+
+  /// Measured kernel performance ("kernel_calibration": file relative to the profile). Where
+  /// present it replaces gemm_efficiency for the dtypes it has samples of, and memory_bandwidth *
+  /// memory_efficiency by its achieved bandwidth.
+  std::optional<KernelCalibration> kernels;
+  std::vector<std::pair<Dtype, GemmThroughputCurve>> gemm_curves;  ///< one per sampled dtype
 };
+
+/// The GEMM curve for `d`: its own samples, else those of its 16-bit twin (fp16 and bf16 run at
+/// the same tensor-core rate on the devices trainsim models); nullptr when neither was measured.
+[[nodiscard]] const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d);
+
+/// Achieved streaming bandwidth: the calibration's measurement, else peak x memory_efficiency.
+[[nodiscard]] BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev);
 
 /// Loads and validates a device profile; ConfigError on bad input.
 [[nodiscard]] DeviceProfile load_device_profile(const std::string& path);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/units.hpp"
+#include "model/dtype.hpp"
 
 namespace trainsim::model {
 
@@ -16,13 +17,14 @@ struct Operation {
   std::string name;
   OpKind kind = OpKind::elementwise;
   double m = 0, n = 0, k = 0, batch = 1;  ///< GEMM shape (ignored for elementwise)
+  Dtype dtype = Dtype::bf16;              ///< what the GEMM computes in
   Flops flops = 0;                        ///< arithmetic work
   Bytes bytes = 0;                        ///< device-memory traffic (reads + writes)
 };
 
-/// A GEMM of shape (m x k) x (k x n), `batch` times, in a dtype of `elem` bytes.
+/// A GEMM of shape (m x k) x (k x n), `batch` times, in `dtype` (operands and result).
 [[nodiscard]] Operation make_gemm(std::string name, double m, double n, double k, double batch,
-                                  double elem);
+                                  Dtype dtype);
 /// A memory-bound operation moving `bytes` with `flops` of arithmetic.
 [[nodiscard]] Operation make_elementwise(std::string name, Bytes bytes, Flops flops = 0);
 

@@ -8,7 +8,8 @@ namespace {
 constexpr double kBf16 = 2.0;  // bytes per element of activations and weights in the kernels
 }
 
-Operation make_gemm(std::string name, double m, double n, double k, double batch, double elem) {
+Operation make_gemm(std::string name, double m, double n, double k, double batch, Dtype dtype) {
+  const double elem = dtype_bytes(dtype);
   Operation op;
   op.name = std::move(name);
   op.kind = OpKind::gemm;
@@ -16,6 +17,7 @@ Operation make_gemm(std::string name, double m, double n, double k, double batch
   op.n = n;
   op.k = k;
   op.batch = batch;
+  op.dtype = dtype;
   op.flops = 2.0 * m * n * k * batch;
   op.bytes = elem * batch * (m * k + k * n + m * n);
   return op;
@@ -57,19 +59,19 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_ba
   const double act = t * h * kBf16;
   const double scores = b * a * sq * sq * kBf16;
   std::vector<Operation> ops;
-  ops.push_back(make_gemm("qkv", t, 3 * h, h, 1, kBf16));
-  ops.push_back(make_gemm("attn_scores", sq, sq, d, b * a, kBf16));
+  ops.push_back(make_gemm("qkv", t, 3 * h, h, 1, Dtype::bf16));
+  ops.push_back(make_gemm("attn_scores", sq, sq, d, b * a, Dtype::bf16));
   // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
   ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16));
   ops.push_back(make_elementwise("attn_dropout", 2.5 * scores));
-  ops.push_back(make_gemm("attn_context", sq, d, sq, b * a, kBf16));
-  ops.push_back(make_gemm("attn_out", t, h, h, 1, kBf16));
+  ops.push_back(make_gemm("attn_context", sq, d, sq, b * a, Dtype::bf16));
+  ops.push_back(make_gemm("attn_out", t, h, h, 1, Dtype::bf16));
   // bias + dropout + residual add, then layer norm.
   ops.push_back(make_elementwise("residual_dropout_1", 4 * act));
   ops.push_back(make_elementwise("layernorm_1", 2 * act, 8 * t * h));
-  ops.push_back(make_gemm("ffn_in", t, f, h, 1, kBf16));
+  ops.push_back(make_gemm("ffn_in", t, f, h, 1, Dtype::bf16));
   ops.push_back(make_elementwise("gelu", 2 * t * f * kBf16, 8 * t * f));
-  ops.push_back(make_gemm("ffn_out", t, h, f, 1, kBf16));
+  ops.push_back(make_gemm("ffn_out", t, h, f, 1, Dtype::bf16));
   ops.push_back(make_elementwise("residual_dropout_2", 4 * act));
   ops.push_back(make_elementwise("layernorm_2", 2 * act, 8 * t * h));
   return ops;
@@ -81,8 +83,8 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
     const Operation& f = *it;
     if (f.kind == OpKind::gemm) {
       // dX = dY * W^T  (m x k from m x n and n x k) and dW = X^T * dY (k x n from k x m, m x n).
-      Operation dgrad = make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, kBf16);
-      Operation wgrad = make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, kBf16);
+      Operation dgrad = make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, Dtype::bf16);
+      Operation wgrad = make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, Dtype::bf16);
       ops.push_back(std::move(dgrad));
       ops.push_back(std::move(wgrad));
     } else {
@@ -110,10 +112,10 @@ std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_bat
   const double v = static_cast<double>(s.vocab);
   std::vector<Operation> ops;
   if (s.mlm_head) {
-    ops.push_back(make_gemm("mlm_transform", t, h, h, 1, kBf16));
+    ops.push_back(make_gemm("mlm_transform", t, h, h, 1, Dtype::bf16));
     ops.push_back(make_elementwise("mlm_gelu_layernorm", 4 * t * h * kBf16, 16 * t * h));
   }
-  ops.push_back(make_gemm("vocab_projection", t, v, h, 1, kBf16));
+  ops.push_back(make_gemm("vocab_projection", t, v, h, 1, Dtype::bf16));
   // Cross-entropy over the logits: softmax read + write in fp32.
   ops.push_back(make_elementwise("cross_entropy", 3 * t * v * 4.0, 5 * t * v));
   return ops;

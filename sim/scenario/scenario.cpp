@@ -4,17 +4,13 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/paths.hpp"
 #include "core/json_reader.hpp"
 
 namespace trainsim::scenario {
 
 namespace {
 
-std::string relative_to(const std::string& file, const std::string& ref) {
-  const std::filesystem::path p(ref);
-  if (p.is_absolute()) return ref;
-  return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
-}
 
 model::TransformerSpec read_model(JsonObject o) {
   model::TransformerSpec m;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/paths.hpp"
 #include "core/json_reader.hpp"
 #include "topology/topology_graph.hpp"
 
@@ -89,12 +90,6 @@ std::string required_text(JsonObject& obj, const std::string& key) {
   std::string s = obj.string(key);
   if (s.empty()) obj.fail(key, "must not be empty");
   return s;
-}
-
-/// `ref` relative to the directory of `topology_file` (absolute refs are kept).
-std::string resolve_relative(const std::string& topology_file, const std::string& ref) {
-  const std::filesystem::path dir = std::filesystem::path(topology_file).parent_path();
-  return (dir / ref).lexically_normal().string();
 }
 
 /// Reads node.vertices and node.links; keeps what is needed to name earlier definitions.
@@ -236,7 +231,7 @@ void check_connected(const Topology& topo) {
 
 AcceleratorRef read_accelerator(JsonObject acc, const std::string& topology_file) {
   AcceleratorRef ref;
-  ref.device_file = resolve_relative(topology_file, required_text(acc, "device"));
+  ref.device_file = relative_to(topology_file, required_text(acc, "device"));
   ref.memory = acc.quantity("memory", Dimension::bytes);
   ref.source = required_text(acc, "source");
   acc.finish();
@@ -270,7 +265,7 @@ Topology load_topology(const std::string& path) {
   topo.description = root.string_or("description", "");
   topo.accelerator = read_accelerator(root.object("accelerator"), path);
   const std::string calibration = root.string_or("collective_calibration", "");
-  if (!calibration.empty()) topo.calibration_file = resolve_relative(path, calibration);
+  if (!calibration.empty()) topo.calibration_file = relative_to(path, calibration);
 
   JsonObject node = root.object("node");
   NodeReader reader(topo);

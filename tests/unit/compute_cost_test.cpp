@@ -30,7 +30,7 @@ TEST(TileUtilisation, PartialTilesCostFullOnes) {
 
 TEST(OpDuration, LargeGemmIsComputeBoundAtPeakTimesEfficiency) {
   const DeviceProfile d = test_device();
-  const Operation g = make_gemm("g", 4096, 4096, 4096, 1, 2);
+  const Operation g = make_gemm("g", 4096, 4096, 4096, 1, Dtype::bf16);
   const double flops = 2.0 * 4096 * 4096 * 4096;
   const double compute = flops / (100e12 * 0.5);                // 2.75 ms
   const double memory = 2.0 * 3 * 4096 * 4096 / (1e12 * 0.8);   // 0.13 ms
@@ -41,7 +41,7 @@ TEST(OpDuration, LargeGemmIsComputeBoundAtPeakTimesEfficiency) {
 TEST(OpDuration, TileQuantizationLowersGemmEfficiency) {
   DeviceProfile d = test_device();
   d.gemm_tile = 512;
-  const Operation g = make_gemm("g", 1600, 1600, 8192, 1, 2);
+  const Operation g = make_gemm("g", 1600, 1600, 8192, 1, Dtype::bf16);
   const double eff = 0.5 * (1600.0 * 1600) / (2048.0 * 2048);
   const double expected = 2.0 * 1600 * 1600 * 8192 / (100e12 * eff) + 5e-6;
   EXPECT_NEAR(op_duration(g, d), expected, kRel * expected);

@@ -57,7 +57,7 @@ TEST(ParameterCount, NoMlmHeadDropsTheTransform) {
 }
 
 TEST(MakeGemm, FlopsAndBytes) {
-  const Operation g = make_gemm("g", 64, 32, 16, 3, 2.0);
+  const Operation g = make_gemm("g", 64, 32, 16, 3, Dtype::bf16);
   EXPECT_EQ(g.kind, OpKind::gemm);
   EXPECT_DOUBLE_EQ(g.flops, 2.0 * 64 * 32 * 16 * 3);                  // 2mnk x batch
   EXPECT_DOUBLE_EQ(g.bytes, 2.0 * 3 * (64 * 16 + 16 * 32 + 64 * 32));  // A, B and C in bf16
@@ -89,7 +89,7 @@ TEST(Backward, EachGemmBecomesTwoOfTheSameFlops) {
 }
 
 TEST(Backward, RunsInReverseOrder) {
-  const std::vector<Operation> fwd = {make_gemm("first", 8, 8, 8, 1, 2),
+  const std::vector<Operation> fwd = {make_gemm("first", 8, 8, 8, 1, Dtype::bf16),
                                       make_elementwise("second", 100, 10)};
   const auto bwd = backward_of(fwd);
   ASSERT_EQ(bwd.size(), 3u);
@@ -101,7 +101,7 @@ TEST(Backward, RunsInReverseOrder) {
 }
 
 TEST(Backward, DgradAndWgradShapes) {
-  const auto bwd = backward_of({make_gemm("g", 10, 20, 30, 2, 2)});  // (10x30) x (30x20)
+  const auto bwd = backward_of({make_gemm("g", 10, 20, 30, 2, Dtype::bf16)});  // (10x30) x (30x20)
   ASSERT_EQ(bwd.size(), 2u);
   // dX (10x30) = dY (10x20) x W^T (20x30); dW (30x20) = X^T (30x10) x dY (10x20).
   EXPECT_DOUBLE_EQ(bwd[0].m, 10);
