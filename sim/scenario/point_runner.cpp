@@ -80,9 +80,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   return r;
 }
 
-namespace {
-
-nlohmann::json to_json(const PointResult& r) {
+nlohmann::json point_result_to_json(const PointResult& r) {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& sp : r.spans)
     spans.push_back({sp.rank, sp.stream, sp.name, sp.phase, sp.stream_name, sp.start, sp.end});
@@ -95,7 +93,7 @@ nlohmann::json to_json(const PointResult& r) {
           {"peak_memory_time", r.peak_memory_time}, {"memory", memory}};
 }
 
-PointResult from_json(const nlohmann::json& j, const Point& p) {
+PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
   PointResult r;
   r.point = p;
   r.accelerators = j.at("accelerators").get<int>();
@@ -114,8 +112,6 @@ PointResult from_json(const nlohmann::json& j, const Point& p) {
                        sp[6].get<double>()});
   return r;
 }
-
-}  // namespace
 
 PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
   const auto verdict = memory::judge_memory(memory_inputs(s, p));
@@ -151,7 +147,7 @@ PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
     int code = 0;
     std::string out;
     try {
-      out = to_json(simulate_point_in_process(s, p, trace)).dump();
+      out = point_result_to_json(simulate_point_in_process(s, p, trace)).dump();
     } catch (const std::exception& e) {
       out = nlohmann::json{{"error", e.what()}}.dump();
       code = 1;
@@ -182,7 +178,7 @@ PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
   if (j.contains("error"))
     throw std::runtime_error("simulation of point \"" + p.label + "\" failed: " +
                              j.at("error").get<std::string>());
-  return from_json(j, p);
+  return point_result_from_json(j, p);
 }
 
 }  // namespace trainsim::scenario

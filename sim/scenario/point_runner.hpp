@@ -1,6 +1,7 @@
 #pragma once
 // Simulates one scenario point. SimGrid allows one Engine per process, so each point runs in a
 // forked child that sends its result back through a pipe; the parent stays SimGrid-free.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct PointResult {
 
 /// Simulates `p` in this process (creates the SimGrid Engine: once per process only).
 [[nodiscard]] PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace);
+
+/// The result as JSON and back (how a child process hands it to its parent).
+[[nodiscard]] nlohmann::json point_result_to_json(const PointResult& r);
+[[nodiscard]] PointResult point_result_from_json(const nlohmann::json& j, const Point& p);
 
 /// Judges `p`'s memory; if it fits and its plan can be simulated, simulates it in a forked child
 /// process (simulate_forked). Never throws for an OOM point: that is a result.

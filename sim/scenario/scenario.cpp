@@ -28,7 +28,10 @@ nlohmann::json merged(nlohmann::json base, const nlohmann::json& patch) {
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
-  const auto doc = read_json_file(path);
+  return load_scenario_document(read_json_file(path), path);
+}
+
+Scenario load_scenario_document(const nlohmann::json& doc, const std::string& path) {
   JsonObject root = root_object(doc, path);
   if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
   Scenario s;

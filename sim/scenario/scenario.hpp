@@ -2,6 +2,7 @@
 // A scenario: a topology, a model, a training configuration and the points (node counts) to
 // simulate, with the published reference for each point where one exists. Loaded from
 // scenarios/*.json (schema_version 1); cross-file checks happen here, before anything is built.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ struct Scenario {
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.
 [[nodiscard]] Scenario load_scenario(const std::string& path);
+
+/// Loads a scenario from an already-parsed document (a sweep's variant of a file); `path` is
+/// the file it came from: errors name it and relative references resolve against it.
+[[nodiscard]] Scenario load_scenario_document(const nlohmann::json& doc, const std::string& path);
 
 /// The data-parallel schedule's configuration for one point (world size from its node count).
 [[nodiscard]] program::DataParallelConfig training_for(const Scenario& s, const Point& p);
