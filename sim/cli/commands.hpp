@@ -37,6 +37,8 @@ struct Command {
 
 int run_command(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
+int sweep_command(const std::vector<std::string>& args);
+extern const char* const kSweepUsage;
 int collective_command(const std::vector<std::string>& args);
 extern const char* const kCollectiveUsage;
 
