@@ -25,7 +25,7 @@ const std::vector<NamedModel>& named_models() {
   static const std::vector<NamedModel> models = {
       make("bert-large", 1024, 16, 512, 8, "Devlin et al. 2018, BERT-Large"),
       make("gpt-1.7b", 2304, 24, 2048, 4, "Narayanan et al. 2021, Table 1, 1.7B"),
-      make("gpt-7.5b", 4096, 32, 2048, 2, "Narayanan et al. 2021, Table 1, 7.5B"),
+      make("gpt-7.5b", 4096, 32, 2048, 1, "Narayanan et al. 2021, Table 1, 7.5B"),
       make("gpt-18b", 6144, 48, 2048, 1, "Narayanan et al. 2021, Table 1, 18.4B"),
   };
   return models;

@@ -1,5 +1,6 @@
 #pragma once
 // What the harness records about the GPU it measured, and the check that there is one.
+#include <stdexcept>
 #include <string>
 
 #include "model/kernel_calibration.hpp"
