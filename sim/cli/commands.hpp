@@ -37,5 +37,7 @@ struct Command {
 
 int run_command(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
+int sweep_command(const std::vector<std::string>& args);
+extern const char* const kSweepUsage;
 
 }  // namespace trainsim::cli

@@ -14,6 +14,7 @@ using trainsim::cli::Command;
 // One line per subcommand; a new command adds its file and its line here.
 const Command kCommands[] = {
     {"run", trainsim::cli::kRunUsage, trainsim::cli::run_command},
+    {"sweep", trainsim::cli::kSweepUsage, trainsim::cli::sweep_command},
 };
 
 void print_usage(std::ostream& out) {

@@ -2,23 +2,33 @@
 // A scenario: a topology, a model, a training configuration and the points (node counts) to
 // simulate, with the published reference for each point where one exists. Loaded from
 // scenarios/*.json (schema_version 1); cross-file checks happen here, before anything is built.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "collective/collective_calibration.hpp"
 #include "model/device_profile.hpp"
+#include "memory/rank_memory.hpp"
 #include "model/transformer.hpp"
+#include "plan/training_plan.hpp"
 #include "program/data_parallel_schedule.hpp"
 #include "topology/topology.hpp"
 
 namespace trainsim::scenario {
 
+/// One configuration to simulate. A point may override any field of the scenario's "model" and
+/// "training" objects (its own "model" / "training" objects are merged over them), so one file
+/// can hold a table whose rows differ in model and degrees.
 struct Point {
   std::string label;  ///< e.g. "8 instances"
   int nodes = 1;
   std::optional<double> reference_samples_per_s;
+  std::optional<double> reference_tflops_per_accelerator;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
+  model::TransformerSpec model;
+  plan::TrainingPlan training;
+  plan::Layout layout;
 };
 
 struct Scenario {
@@ -30,15 +40,22 @@ struct Scenario {
   topology::Topology topology;
   model::DeviceProfile device;
   collective::CollectiveCalibration collectives;
-  model::TransformerSpec model;
-  program::DataParallelConfig training;  ///< world and ranks_per_node set per point
+  model::TransformerSpec model;   ///< the scenario-level model (points may override it)
+  plan::TrainingPlan training;    ///< the scenario-level plan (points may override it)
   std::vector<Point> points;
 };
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.
 [[nodiscard]] Scenario load_scenario(const std::string& path);
 
-/// The training configuration for one point (world size from its node count).
+/// Loads a scenario from an already-parsed document (a sweep's variant of a file); `path` is
+/// the file it came from: errors name it and relative references resolve against it.
+[[nodiscard]] Scenario load_scenario_document(const nlohmann::json& doc, const std::string& path);
+
+/// The data-parallel schedule's configuration for one point (world size from its node count).
 [[nodiscard]] program::DataParallelConfig training_for(const Scenario& s, const Point& p);
+
+/// The memory model's inputs for one point: its model, plan and layout on this topology.
+[[nodiscard]] memory::MemoryInputs memory_inputs(const Scenario& s, const Point& p);
 
 }  // namespace trainsim::scenario
