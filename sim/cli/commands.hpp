@@ -39,6 +39,8 @@ int run_command(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
 int sweep_command(const std::vector<std::string>& args);
 extern const char* const kSweepUsage;
+int memory_command(const std::vector<std::string>& args);
+extern const char* const kMemoryUsage;
 int collective_command(const std::vector<std::string>& args);
 extern const char* const kCollectiveUsage;
 
