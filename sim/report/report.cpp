@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "pipeline/pipeline_result_json.hpp"
+#include "report/pipeline_report.hpp"
+
 namespace trainsim::report {
 
 std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
@@ -99,6 +102,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     for (const auto& f : s.collectives.fitted) os << "\n  " << s.collectives.file << " " << f;
     os << "\n";
   }
+  write_pipeline_notes(os, s, results);
 }
 
 void write_json(std::ostream& os, const scenario::Scenario& s,
@@ -123,6 +127,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       p["reference_scaling_efficiency"] = row.reference_efficiency;
       p["error_pct"] = row.error_pct;
     }
+    if (r.pipeline) p["pipeline"] = pipeline::to_json(*r.pipeline);
     points.push_back(p);
   }
   nlohmann::ordered_json doc;
@@ -137,10 +142,10 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
 
 void write_csv(std::ostream& os, const scenario::Scenario& s,
                const std::vector<scenario::PointResult>& results, bool wall_time) {
-  (void)s;
   const auto rows = make_rows(results);
   os << "label,nodes,accelerators,samples_per_s,samples_per_s_per_accelerator,scaling_efficiency,"
-        "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s\n";
+        "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s"
+     << pipeline_csv_header(s) << "\n";
   for (const auto& row : rows) {
     const auto& r = *row.result;
     os << '"' << r.point.label << '"' << ',' << r.point.nodes << ',' << r.accelerators << ','
@@ -152,7 +157,7 @@ void write_csv(std::ostream& os, const scenario::Scenario& s,
       os << ',';
     os << ',' << (r.point.fitted ? "true" : "false") << ',';
     if (wall_time) os << fmt("%.6f", r.sim_wall_s);
-    os << "\n";
+    os << pipeline_csv_fields(s, r) << "\n";
   }
 }
 

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/paths.hpp"
 #include "core/json_reader.hpp"
+#include "scenario/pipeline_reader.hpp"
 
 namespace trainsim::scenario {
 
@@ -82,6 +83,8 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
   s.collectives = collective::load_collective_calibration(s.topology.calibration_file);
   s.model = read_model(root.object("model"));
   s.training = read_training(root.object("training"));
+  if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.topology);
+  else root.allow("data");
   {
     JsonObject ref = root.object("reference");
     s.reference_source = ref.string("source");
@@ -122,6 +125,14 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
                   std::to_string(p.nodes * per_node) + " accelerators of " +
                   std::to_string(p.nodes) + " x " + s.topology.name +
                   " (pure data parallelism uses every accelerator)");
+    if (po.has("storage_capacity")) {
+      if (!s.data || s.data->source != pipeline::SourceKind::fsx)
+        po.fail("storage_capacity", "only a scenario whose data comes from FSx has a storage capacity");
+      p.storage_capacity = po.quantity("storage_capacity", Dimension::bytes);
+      check_fsx_capacity(*s.data, *p.storage_capacity, po, "storage_capacity");
+    } else {
+      po.allow("storage_capacity");
+    }
     po.allow("note");
     po.finish();
     p.fitted = is_fitted(p.label);

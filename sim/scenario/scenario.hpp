@@ -10,6 +10,7 @@
 #include "collective/collective_calibration.hpp"
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
+#include "pipeline/pipeline_config.hpp"
 #include "program/data_parallel_schedule.hpp"
 #include "topology/topology.hpp"
 
@@ -20,6 +21,7 @@ struct Point {
   int nodes = 1;
   std::optional<double> reference_samples_per_s;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
+  std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
 };
 
 struct Scenario {
@@ -34,6 +36,7 @@ struct Scenario {
   model::TransformerSpec model;
   program::DataParallelConfig training;  ///< world and ranks_per_node set per point
   std::vector<Point> points;
+  std::optional<pipeline::PipelineConfig> data;  ///< the input pipeline, when simulated
 };
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.
