@@ -56,6 +56,10 @@ public:
         total_tasks_ += s.tasks.size();
       }
       done_.push_back(std::move(done));
+      memory_.push_back(rp.resident);
+      result_.peak_memory.push_back(rp.resident);
+      result_.peak_memory_time.push_back(0);
+      if (record_) result_.memory.push_back({rp.rank, 0, rp.resident});
       rank_mutex_.push_back(sg4::Mutex::create());
       rank_cv_.push_back(sg4::ConditionVariable::create());
     }
@@ -91,17 +95,30 @@ private:
         while (!deps_done(rank, t)) rank_cv_[rank]->wait(lock);
       }
       const Seconds start = now();
+      change_memory(rank, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
         if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
       } else {
         run_collective(t.collective, rank);
       }
+      change_memory(rank, -(t.workspace + t.release));
       done_[rank][stream][i] = 1;
       ++finished_tasks_;
       if (record_) result_.records.push_back({rank, stream, static_cast<int>(i), start, now()});
       result_.makespan = std::max(result_.makespan, now());
       rank_cv_[rank]->notify_all();
     }
+  }
+
+  void change_memory(int rank, Bytes delta) {
+    if (delta == 0) return;
+    Bytes& m = memory_[rank];
+    m += delta;
+    if (m > result_.peak_memory[rank]) {
+      result_.peak_memory[rank] = m;
+      result_.peak_memory_time[rank] = now();
+    }
+    if (record_) result_.memory.push_back({rank, now(), m});
   }
 
   /// Every member waits for the others, then, phase by phase, sends its own flows, waits for
@@ -147,6 +164,7 @@ private:
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
   ExecutionResult result_;
+  std::vector<Bytes> memory_;  ///< per rank, now
 };
 
 }  // namespace

@@ -22,10 +22,22 @@ struct TaskRecord {
   Seconds end = 0;
 };
 
+/// A rank's device memory in use from `time` on.
+struct MemorySample {
+  int rank = 0;
+  Seconds time = 0;
+  Bytes bytes = 0;
+};
+
 struct ExecutionResult {
   Seconds makespan = 0;             ///< simulated time when the last task ended
   bool completed = false;           ///< false when some task never ran (a deadlock)
   std::vector<TaskRecord> records;  ///< every task, when recording was asked for
+  /// Per rank: the most device memory held at once (resident + tasks' allocations and
+  /// workspaces as they start and end) and when it was first reached.
+  std::vector<Bytes> peak_memory;
+  std::vector<Seconds> peak_memory_time;
+  std::vector<MemorySample> memory;  ///< every change, when recording was asked for
 };
 
 

@@ -37,6 +37,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   d.gemm_tile = sourced(root, "gemm_tile", Dimension::dimensionless);
   d.memory_efficiency = sourced(root, "memory_efficiency", Dimension::dimensionless);
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
+  d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);
   if (d.peak_bf16 <= 0) root.fail("peak_bf16", "expected a positive rate");
   if (d.peak_fp32 <= 0) root.fail("peak_fp32", "expected a positive rate");
   if (d.memory_bandwidth <= 0) root.fail("memory_bandwidth", "expected a positive bandwidth");

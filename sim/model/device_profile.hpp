@@ -29,6 +29,7 @@ struct DeviceProfile {
   double gemm_tile = 0;                 ///< GEMM output tile edge; partial tiles cost a full one
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
+  Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
   std::vector<FittedParameter> fitted;
 
   /// Measured kernel performance ("kernel_calibration": file relative to the profile). Where

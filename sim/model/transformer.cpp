@@ -1,12 +1,41 @@
 #include "model/transformer.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace trainsim::model {
 
 namespace {
 constexpr double kBf16 = 2.0;  // bytes per element of activations and weights in the kernels
+constexpr double kFp32 = 4.0;  // the loss's softmax runs in fp32
+constexpr double kMask = 1.0;  // a dropout mask is one byte per element
+
+double norm_parameters(const TransformerSpec& s) {
+  const double h = static_cast<double>(s.hidden);
+  return s.norm == NormKind::layernorm ? 2 * h : h;  // scale (+ shift for layer norm)
 }
+
+/// Shapes shared by the op and activation lists, already divided for one TP rank.
+struct Dims {
+  double b, sq, h, f, a, hkv, d, t, tp, sp;
+};
+
+Dims dims_of(const TransformerSpec& s, const LayerShape& shape) {
+  Dims x{};
+  x.b = static_cast<double>(shape.micro_batch);
+  x.sq = static_cast<double>(s.seq_len);
+  x.h = static_cast<double>(s.hidden);
+  x.f = static_cast<double>(s.ffn_hidden);
+  x.a = static_cast<double>(s.heads);
+  x.d = x.h / x.a;
+  x.hkv = static_cast<double>(kv_heads_of(s)) * x.d;
+  x.t = x.b * x.sq;
+  x.tp = static_cast<double>(shape.tp);
+  x.sp = shape.sequence_parallel ? x.tp : 1.0;  // divisor of the tensors TP alone replicates
+  return x;
+}
+
+}  // namespace
 
 Operation make_gemm(std::string name, double m, double n, double k, double batch, Dtype dtype) {
   const double elem = dtype_bytes(dtype);
@@ -32,49 +61,77 @@ Operation make_elementwise(std::string name, Bytes bytes, Flops flops) {
   return op;
 }
 
+long kv_heads_of(const TransformerSpec& s) { return s.kv_heads > 0 ? s.kv_heads : s.heads; }
+
 double parameters_per_layer(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   const double f = static_cast<double>(s.ffn_hidden);
-  // QKV + output projection (weights and biases), two MLP matrices, two layer norms.
-  return 4.0 * h * h + 4.0 * h + 2.0 * h * f + f + h + 4.0 * h;
+  const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
+  const double attention = 2 * h * h + 2 * h * hkv + (s.bias ? 2 * h + 2 * hkv : 0);
+  const double mlp = s.mlp == MlpKind::gelu ? 2 * h * f + (s.bias ? f + h : 0)
+                                            : 3 * h * f + (s.bias ? 2 * f + h : 0);
+  return attention + mlp + 2 * norm_parameters(s);
 }
 
-double parameter_count(const TransformerSpec& s) {
+double embedding_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
-  double p = static_cast<double>(s.layers) * parameters_per_layer(s);
-  p += static_cast<double>(s.vocab + s.seq_len) * h;  // token + position embeddings
-  p += 2.0 * h;                                        // embedding layer norm
-  if (s.mlm_head) p += h * h + h + 2.0 * h + static_cast<double>(s.vocab);  // transform + bias
+  double p = static_cast<double>(s.vocab) * h;
+  if (s.learned_positions) p += static_cast<double>(s.seq_len) * h;
+  if (s.embedding_norm) p += norm_parameters(s);
   return p;
 }
 
-std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch) {
-  const double b = static_cast<double>(micro_batch);
-  const double sq = static_cast<double>(s.seq_len);
+double head_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
-  const double f = static_cast<double>(s.ffn_hidden);
-  const double a = static_cast<double>(s.heads);
-  const double t = b * sq;   // tokens in the micro-batch
-  const double d = h / a;    // head dimension
-  const double act = t * h * kBf16;
-  const double scores = b * a * sq * sq * kBf16;
+  double p = 0;
+  if (s.mlm_head) p += h * h + h + norm_parameters(s) + static_cast<double>(s.vocab);
+  if (s.final_norm) p += norm_parameters(s);
+  if (!s.tied_embeddings) p += static_cast<double>(s.vocab) * h;
+  return p;
+}
+
+double parameter_count(const TransformerSpec& s) {
+  return static_cast<double>(s.layers) * parameters_per_layer(s) + embedding_parameters(s) +
+         head_parameters(s);
+}
+
+std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  const double heads = x.a / x.tp;  // attention heads on this rank
+  const double act = x.t * x.h * kBf16 / x.sp;
+  const double scores = x.b * heads * x.sq * x.sq * kBf16;
   std::vector<Operation> ops;
-  ops.push_back(make_gemm("qkv", t, 3 * h, h, 1, Dtype::bf16));
-  ops.push_back(make_gemm("attn_scores", sq, sq, d, b * a, Dtype::bf16));
-  // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-  ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16));
-  ops.push_back(make_elementwise("attn_dropout", 2.5 * scores));
-  ops.push_back(make_gemm("attn_context", sq, d, sq, b * a, Dtype::bf16));
-  ops.push_back(make_gemm("attn_out", t, h, h, 1, Dtype::bf16));
-  // bias + dropout + residual add, then layer norm.
-  ops.push_back(make_elementwise("residual_dropout_1", 4 * act));
-  ops.push_back(make_elementwise("layernorm_1", 2 * act, 8 * t * h));
-  ops.push_back(make_gemm("ffn_in", t, f, h, 1, Dtype::bf16));
-  ops.push_back(make_elementwise("gelu", 2 * t * f * kBf16, 8 * t * f));
-  ops.push_back(make_gemm("ffn_out", t, h, f, 1, Dtype::bf16));
-  ops.push_back(make_elementwise("residual_dropout_2", 4 * act));
-  ops.push_back(make_elementwise("layernorm_2", 2 * act, 8 * t * h));
+  ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_1" : "rmsnorm_1",
+                                 2 * act, 8 * x.t * x.h / x.sp));
+  ops.push_back(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16));
+  ops.push_back(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16));
+  if (!shape.flash_attention) {
+    // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
+    // A fused attention kernel keeps both in on-chip memory.
+    ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16));
+    if (s.dropout) ops.push_back(make_elementwise("attn_dropout", 2.5 * scores));
+  }
+  ops.push_back(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16));
+  ops.push_back(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16));
+  // bias + dropout + residual add.
+  ops.push_back(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act));
+  ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_2" : "rmsnorm_2",
+                                 2 * act, 8 * x.t * x.h / x.sp));
+  const double fr = x.f / x.tp;  // MLP columns on this rank
+  if (s.mlp == MlpKind::gelu) {
+    ops.push_back(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16));
+    ops.push_back(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr));
+  } else {
+    ops.push_back(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16));
+    ops.push_back(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr));
+  }
+  ops.push_back(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16));
+  ops.push_back(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act));
   return ops;
+}
+
+std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch) {
+  return layer_forward_ops(s, LayerShape{micro_batch});
 }
 
 std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
@@ -83,10 +140,8 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
     const Operation& f = *it;
     if (f.kind == OpKind::gemm) {
       // dX = dY * W^T  (m x k from m x n and n x k) and dW = X^T * dY (k x n from k x m, m x n).
-      Operation dgrad = make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, Dtype::bf16);
-      Operation wgrad = make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, Dtype::bf16);
-      ops.push_back(std::move(dgrad));
-      ops.push_back(std::move(wgrad));
+      ops.push_back(make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, f.dtype));
+      ops.push_back(make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, f.dtype));
     } else {
       // Reads the saved input and the incoming gradient, writes the outgoing gradient.
       ops.push_back(make_elementwise(f.name + "_bwd", 1.5 * f.bytes, 2 * f.flops));
@@ -95,37 +150,117 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
   return ops;
 }
 
+std::vector<Operation> layer_backward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  return backward_of(layer_forward_ops(s, shape));
+}
+
 std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_batch) {
-  return backward_of(layer_forward_ops(s, micro_batch));
+  return layer_backward_ops(s, LayerShape{micro_batch});
+}
+
+std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  // Gather token (and position) rows, add, norm, dropout.
+  return {make_elementwise("embedding", 8 * x.t * x.h * kBf16 / x.sp, 10 * x.t * x.h / x.sp)};
 }
 
 std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, long micro_batch) {
-  const double t = static_cast<double>(micro_batch * s.seq_len);
-  const double h = static_cast<double>(s.hidden);
-  // Gather token and position rows, add, layer norm, dropout.
-  return {make_elementwise("embedding", 8 * t * h * kBf16, 10 * t * h)};
+  return embedding_forward_ops(s, LayerShape{micro_batch});
+}
+
+std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  const double v = static_cast<double>(s.vocab) / x.tp;  // vocabulary-parallel under TP
+  std::vector<Operation> ops;
+  if (s.final_norm) ops.push_back(make_elementwise("final_norm", 2 * x.t * x.h * kBf16 / x.sp, 8 * x.t * x.h / x.sp));
+  if (s.mlm_head) {
+    ops.push_back(make_gemm("mlm_transform", x.t, x.h, x.h, 1, Dtype::bf16));
+    ops.push_back(make_elementwise("mlm_gelu_layernorm", 4 * x.t * x.h * kBf16, 16 * x.t * x.h));
+  }
+  ops.push_back(make_gemm("vocab_projection", x.t, v, x.h, 1, Dtype::bf16));
+  // Cross-entropy over the logits: softmax read + write in fp32.
+  ops.push_back(make_elementwise("cross_entropy", 3 * x.t * v * kFp32, 5 * x.t * v));
+  return ops;
 }
 
 std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_batch) {
-  const double t = static_cast<double>(micro_batch * s.seq_len);
-  const double h = static_cast<double>(s.hidden);
-  const double v = static_cast<double>(s.vocab);
-  std::vector<Operation> ops;
-  if (s.mlm_head) {
-    ops.push_back(make_gemm("mlm_transform", t, h, h, 1, Dtype::bf16));
-    ops.push_back(make_elementwise("mlm_gelu_layernorm", 4 * t * h * kBf16, 16 * t * h));
+  return head_forward_ops(s, LayerShape{micro_batch});
+}
+
+std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  const double sbh = x.t * x.h;
+  const double heads = x.a / x.tp;
+  const double s2 = x.b * heads * x.sq * x.sq;  // attention scores on this rank
+  const double fr = x.f / x.tp;
+  std::vector<StoredTensor> out;
+  auto keep = [&](const char* name, double bytes) { out.push_back({name, bytes}); };
+  // Attention block. Replicated under TP alone: the norm input, the QKV input, the mask.
+  keep("norm_1_input", kBf16 * sbh / x.sp);
+  keep("qkv_input", kBf16 * sbh / x.sp);
+  keep("q_k", kBf16 * x.t * (x.h + x.hkv) / x.tp);
+  keep("v", kBf16 * x.t * x.hkv / x.tp);
+  if (shape.flash_attention) {
+    keep("softmax_logsumexp", kFp32 * x.b * heads * x.sq);  // the fused kernel's only extra
+  } else {
+    keep("softmax_output", kBf16 * s2);
+    if (s.dropout) {
+      keep("attention_dropout_mask", kMask * s2);
+      keep("attention_dropout_output", kBf16 * s2);
+    }
   }
-  ops.push_back(make_gemm("vocab_projection", t, v, h, 1, Dtype::bf16));
-  // Cross-entropy over the logits: softmax read + write in fp32.
-  ops.push_back(make_elementwise("cross_entropy", 3 * t * v * 4.0, 5 * t * v));
-  return ops;
+  keep("attention_output", kBf16 * sbh / x.tp);  // input of the row-parallel projection
+  if (s.dropout) keep("attention_residual_mask", kMask * sbh / x.sp);
+  // MLP block.
+  keep("norm_2_input", kBf16 * sbh / x.sp);
+  keep("mlp_input", kBf16 * sbh / x.sp);
+  if (s.mlp == MlpKind::gelu) {
+    keep("gelu_input", kBf16 * x.t * fr);
+    keep("mlp_out_input", kBf16 * x.t * fr);
+  } else {
+    keep("gate_up_output", kBf16 * 2 * x.t * fr);
+    keep("mlp_out_input", kBf16 * x.t * fr);
+  }
+  if (s.dropout) keep("mlp_residual_mask", kMask * sbh / x.sp);
+  return out;
+}
+
+std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
+                                                       const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  std::vector<StoredTensor> out;
+  if (s.embedding_norm) out.push_back({"embedding_norm_input", kBf16 * x.t * x.h / x.sp});
+  if (s.dropout) out.push_back({"embedding_dropout_mask", kMask * x.t * x.h / x.sp});
+  return out;
+}
+
+std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  const double v = static_cast<double>(s.vocab) / x.tp;
+  std::vector<StoredTensor> out;
+  if (s.final_norm) out.push_back({"final_norm_input", kBf16 * x.t * x.h / x.sp});
+  if (s.mlm_head) out.push_back({"mlm_transform_activations", 3 * kBf16 * x.t * x.h});
+  out.push_back({"vocab_projection_input", kBf16 * x.t * x.h});
+  out.push_back({"logits", kBf16 * x.t * v});
+  out.push_back({"loss_softmax_fp32", kFp32 * x.t * v});
+  return out;
+}
+
+Bytes total_bytes(const std::vector<StoredTensor>& tensors) {
+  Bytes b = 0;
+  for (const auto& t : tensors) b += t.bytes;
+  return b;
 }
 
 double model_flops_per_sequence(const TransformerSpec& s) {
   const double sq = static_cast<double>(s.seq_len);
   const double h = static_cast<double>(s.hidden);
   const double l = static_cast<double>(s.layers);
-  const double dense = parameter_count(s) - static_cast<double>(s.seq_len) * h;
+  // Tables that are only looked up do no arithmetic: positions, and the token table when the
+  // output projection has its own weights.
+  double dense = parameter_count(s);
+  if (s.learned_positions) dense -= sq * h;
+  if (!s.tied_embeddings) dense -= static_cast<double>(s.vocab) * h;
   return 6.0 * dense * sq + 12.0 * l * h * sq * sq;
 }
 

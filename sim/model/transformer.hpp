@@ -1,7 +1,9 @@
 #pragma once
 // A transformer described by its shape, and the operations of one layer's forward and backward
 // pass for a micro-batch. Parameter counts and FLOPs follow the standard accounting
-// (Narayanan et al. 2021, appendix; Korthikanti et al. 2022 for activation traffic).
+// (Narayanan et al. 2021, appendix); stored activations follow Korthikanti et al. 2022
+// ("Reducing Activation Recomputation in Large Transformer Models", section 4), generalised to
+// gated MLPs, grouped-query attention and fused (flash) attention.
 #include <string>
 #include <vector>
 
@@ -9,34 +11,83 @@
 
 namespace trainsim::model {
 
+enum class MlpKind {
+  gelu,    ///< two matrices h->f->h with GELU (BERT, GPT)
+  swiglu,  ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
+};
+enum class NormKind { layernorm, rmsnorm };
+
 struct TransformerSpec {
   std::string name;
   long layers = 0;
   long hidden = 0;
   long heads = 0;
-  long ffn_hidden = 0;  ///< usually 4 x hidden
+  long ffn_hidden = 0;  ///< usually 4 x hidden (GELU) or ~2.7 x hidden (SwiGLU)
   long vocab = 0;
   long seq_len = 0;
   bool mlm_head = false;  ///< BERT: a dense + layer norm transform before the tied decoder
+  long kv_heads = 0;      ///< key/value heads; 0 = heads (multi-head), fewer = grouped-query
+  MlpKind mlp = MlpKind::gelu;
+  NormKind norm = NormKind::layernorm;
+  bool bias = true;               ///< linear layers and norms carry biases
+  bool learned_positions = true;  ///< a position-embedding table (false: rotary, no parameters)
+  bool tied_embeddings = true;    ///< the output projection reuses the token embedding
+  bool embedding_norm = true;     ///< BERT: a layer norm after the embeddings
+  bool final_norm = false;        ///< GPT, Llama: a norm before the output head
+  bool dropout = true;            ///< dropout after attention and MLP (masks are stored)
 };
 
-/// Parameter count: embeddings (token + position), per-layer attention and MLP weights and biases,
-/// layer norms, and the output head's transform (the decoder is tied to the embedding).
-[[nodiscard]] double parameter_count(const TransformerSpec& s);
-[[nodiscard]] double parameters_per_layer(const TransformerSpec& s);
+/// How a layer is computed on one rank: micro-batch, tensor-parallel split, attention kernel.
+struct LayerShape {
+  long micro_batch = 1;
+  long tp = 1;                     ///< tensor-parallel degree (Megatron column/row split)
+  bool sequence_parallel = false;  ///< norms, dropout and residuals split along the sequence
+  bool flash_attention = false;    ///< fused attention: no s x s scores in memory
+};
 
-/// The forward operations of one transformer layer for `micro_batch` sequences in bf16.
+[[nodiscard]] long kv_heads_of(const TransformerSpec& s);
+
+/// Parameter counts. A layer: attention projections, MLP, norms (with biases where the
+/// architecture has them). Embedding: token table, position table, embedding norm. Head: the
+/// MLM transform, the final norm and an untied output projection.
+[[nodiscard]] double parameters_per_layer(const TransformerSpec& s);
+[[nodiscard]] double embedding_parameters(const TransformerSpec& s);
+[[nodiscard]] double head_parameters(const TransformerSpec& s);
+[[nodiscard]] double parameter_count(const TransformerSpec& s);
+
+/// The forward operations of one transformer layer on one rank, in bf16.
+[[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch);
 /// The backward operations of one layer: each GEMM becomes a data-gradient and a weight-gradient
 /// GEMM of the same FLOPs; memory-bound ops read their inputs and the incoming gradient.
+[[nodiscard]] std::vector<Operation> layer_backward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_batch);
 /// Embedding lookup forward (memory-bound).
-[[nodiscard]] std::vector<Operation> embedding_forward_ops(const TransformerSpec& s,
-                                                           long micro_batch);
+[[nodiscard]] std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, const LayerShape& shape);
+[[nodiscard]] std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, long micro_batch);
 /// Output head forward: the LM/MLM projection onto the vocabulary and its loss.
+[[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_batch);
 /// Backward of a list of forward ops (the rule layer_backward_ops uses).
 [[nodiscard]] std::vector<Operation> backward_of(const std::vector<Operation>& forward);
+
+/// A tensor the forward pass keeps for the backward pass, on one rank.
+struct StoredTensor {
+  std::string name;
+  Bytes bytes = 0;
+};
+/// What one layer stores for its backward pass (Korthikanti et al. 2022, 4.1: 34sbh + 5as^2b
+/// bytes for a GELU layer without parallelism; TP divides all but norm inputs, the QKV and
+/// first-MLP inputs and the dropout masks, unless sequence parallelism divides those too).
+[[nodiscard]] std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s,
+                                                                 const LayerShape& shape);
+/// What the embedding and the head store (dropout mask, final norm input, logits and the fp32
+/// softmax of the loss; vocabulary-parallel under TP).
+[[nodiscard]] std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
+                                                                     const LayerShape& shape);
+[[nodiscard]] std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s,
+                                                                const LayerShape& shape);
+[[nodiscard]] Bytes total_bytes(const std::vector<StoredTensor>& tensors);
 
 /// Training FLOPs per sequence the way papers count them (6 x params x tokens + attention),
 /// for reporting model FLOP/s; not used for timing.

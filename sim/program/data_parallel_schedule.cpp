@@ -112,6 +112,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   for (int r = 0; r < cfg.world; ++r) {
     RankProgram rp;
     rp.rank = r;
+    rp.resident = cfg.resident_memory;
     rp.streams.resize(2);
     Stream& comp = rp.streams[0];
     Stream& comm = rp.streams[1];
@@ -121,16 +122,23 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     comm.kind = StreamKind::communication;
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
-      comp.tasks.push_back({"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}});
+      Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
+      forward.alloc = cfg.activation_memory;
+      comp.tasks.push_back(forward);
       if (mb + 1 < cfg.accumulation) {
-        comp.tasks.push_back(
-            {"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}});
+        Task backward{"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}};
+        backward.workspace = cfg.workspace_memory;
+        backward.release = cfg.activation_memory;
+        comp.tasks.push_back(backward);
         continue;
       }
       // The last micro-batch: each bucket's reduction starts when its gradients are ready.
       for (std::size_t b = 0; b < segments.size(); ++b) {
-        comp.tasks.push_back({"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
-                              Phase::backward, segments[b].duration, -1, {}});
+        Task backward{"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
+                      Phase::backward, segments[b].duration, -1, {}};
+        backward.workspace = cfg.workspace_memory;
+        if (b + 1 == segments.size()) backward.release = cfg.activation_memory;
+        comp.tasks.push_back(backward);
         const TaskRef ready{0, static_cast<int>(comp.tasks.size()) - 1};
         comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective,
                               Phase::gradient_sync, 0, static_cast<int>(b), {ready}});

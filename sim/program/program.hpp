@@ -31,6 +31,10 @@ struct Task {
   Seconds duration = 0;      ///< compute tasks
   int collective = -1;       ///< collective tasks: index into Program::collectives
   std::vector<TaskRef> deps; ///< tasks of the same rank that must finish first
+  // Device memory, so the engine can follow each rank's use along the timeline:
+  Bytes alloc = 0;      ///< allocated when the task starts and kept after it (stored activations)
+  Bytes release = 0;    ///< freed when the task ends (activations consumed by a backward pass)
+  Bytes workspace = 0;  ///< held only while the task runs (recompute, gradient temporaries)
 };
 
 struct Stream {
@@ -42,6 +46,7 @@ struct Stream {
 struct RankProgram {
   int rank = 0;
   std::vector<Stream> streams;
+  Bytes resident = 0;  ///< device memory held for the whole step (model states, buffers, runtime)
 };
 
 struct CollectiveCall {

@@ -26,7 +26,7 @@ void write_pipeline_notes(std::ostream& os, const scenario::Scenario& s,
   for (const auto& r : results) {
     const auto cfg = scenario::training_for(s, r.point);
     const double samples = static_cast<double>(cfg.world * cfg.micro_batch * cfg.accumulation);
-    const double tokens = samples * static_cast<double>(s.model.seq_len);
+    const double tokens = samples * static_cast<double>(r.point.model.seq_len);
     os << "  " << r.point.label << ": " << fmt("%.0f", samples) << " samples = " << fmt("%.3g", tokens)
        << " tokens, learning rate x" << fmt("%.3g", samples / first) << " of the first point's";
     if (tokens > kTokenWarning) os << "  WARNING: above 4M tokens";

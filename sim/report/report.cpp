@@ -5,11 +5,20 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+
+#include "model/transformer.hpp"
 
 #include "pipeline/pipeline_result_json.hpp"
 #include "report/pipeline_report.hpp"
 
 namespace trainsim::report {
+
+const char* status_of(const scenario::PointResult& r) {
+  if (r.oom) return "oom";
+  if (!r.not_simulated.empty()) return "not_simulated";
+  return "simulated";
+}
 
 std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
   std::vector<Row> rows;
@@ -23,7 +32,8 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
     row.result = &r;
     row.per_accelerator = r.samples_per_s / r.accelerators;
     row.scaling_efficiency = base_pa > 0 ? row.per_accelerator / base_pa : 0;
-    if (r.point.reference_samples_per_s) {
+    row.tflops_per_accelerator = row.per_accelerator * model::model_flops_per_sequence(r.point.model) / 1e12;
+    if (r.point.reference_samples_per_s && std::string(status_of(r)) == "simulated") {
       row.has_reference = true;
       const double ref = *r.point.reference_samples_per_s;
       row.reference_per_accelerator = ref / r.accelerators;
@@ -42,6 +52,8 @@ std::string fmt(const char* f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
+
+std::string gib(Bytes b) { return fmt("%.1f", b / (1024.0 * 1024.0 * 1024.0)); }
 
 /// Thousands separators as the source prints them ("1,379.76").
 std::string with_commas(double v) {
@@ -63,15 +75,26 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   os << std::left << std::setw(10) << "instances" << std::right << std::setw(13) << "accelerators"
      << std::setw(12) << "seq/s" << std::setw(12) << "reference" << std::setw(9) << "error"
      << std::setw(12) << "seq/s/acc" << std::setw(12) << "reference" << std::setw(12)
-     << "scaling" << std::setw(12) << "reference" << std::setw(11) << "step (s)" << "  "
-     << "fitted" << "\n";
+     << "scaling" << std::setw(12) << "reference" << std::setw(11) << "step (s)" << std::setw(14)
+     << "memory (GiB)" << "  fitted" << "\n";
   double sum_abs = 0;
   int n_unfitted = 0;
   double max_abs = 0;
   for (const auto& row : rows) {
     const auto& r = *row.result;
-    os << std::left << std::setw(10) << r.point.nodes << std::right << std::setw(13)
-       << r.accelerators << std::setw(12) << with_commas(r.samples_per_s);
+    os << std::left << std::setw(10) << r.point.nodes << std::right << std::setw(13) << r.accelerators;
+    if (r.oom) {
+      const auto& worst = r.memory.ranks.front();
+      os << "  OOM: " << r.memory.worst_rank << " needs " << gib(r.memory.worst_peak) << " of "
+         << gib(worst.capacity) << " GiB (largest term " << worst.largest().name << " "
+         << gib(worst.largest().bytes) << " GiB); " << r.memory.advice << "\n";
+      continue;
+    }
+    if (!r.not_simulated.empty()) {
+      os << "  fits (" << gib(r.memory.worst_peak) << " GiB), not simulated: " << r.not_simulated << "\n";
+      continue;
+    }
+    os << std::setw(12) << with_commas(r.samples_per_s);
     if (row.has_reference) {
       os << std::setw(12) << with_commas(*r.point.reference_samples_per_s) << std::setw(9)
          << fmt("%+.1f%%", row.error_pct);
@@ -82,7 +105,9 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     os << std::setw(12) << (row.has_reference ? fmt("%.2f", row.reference_per_accelerator) : "-");
     os << std::setw(12) << fmt("%.2f%%", 100 * row.scaling_efficiency);
     os << std::setw(12) << (row.has_reference ? fmt("%.2f%%", 100 * row.reference_efficiency) : "-");
-    os << std::setw(11) << fmt("%.4f", r.step_time) << "  " << (r.point.fitted ? "yes" : "no");
+    os << std::setw(11) << fmt("%.4f", r.step_time) << std::setw(14)
+       << (gib(r.peak_memory) + "/" + gib(r.memory.ranks.front().capacity)) << "  "
+       << (r.point.fitted ? "yes" : "no");
     if (!r.completed) os << "  (DEADLOCK: not every task ran)";
     os << "\n";
     if (row.has_reference && !r.point.fitted) {
@@ -115,9 +140,12 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
     p["label"] = r.point.label;
     p["nodes"] = r.point.nodes;
     p["accelerators"] = r.accelerators;
+    p["status"] = status_of(r);
+    if (!r.not_simulated.empty()) p["not_simulated"] = r.not_simulated;
     p["samples_per_s"] = r.samples_per_s;
     p["samples_per_s_per_accelerator"] = row.per_accelerator;
     p["scaling_efficiency"] = row.scaling_efficiency;
+    p["tflops_per_accelerator"] = row.tflops_per_accelerator;
     p["step_time_s"] = r.step_time;
     p["completed"] = r.completed;
     p["sim_wall_s"] = wall_time ? nlohmann::ordered_json(r.sim_wall_s) : nlohmann::ordered_json();
@@ -127,6 +155,20 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       p["reference_scaling_efficiency"] = row.reference_efficiency;
       p["error_pct"] = row.error_pct;
     }
+    if (r.point.reference_tflops_per_accelerator)
+      p["reference_tflops_per_accelerator"] = *r.point.reference_tflops_per_accelerator;
+    nlohmann::ordered_json mem;
+    mem["fits"] = r.memory.fits;
+    mem["peak_bytes"] = r.memory.worst_peak;
+    mem["capacity_bytes"] = r.memory.ranks.empty() ? 0.0 : r.memory.ranks.front().capacity;
+    mem["worst_rank"] = r.memory.worst_rank;
+    if (!r.memory.advice.empty()) mem["advice"] = r.memory.advice;
+    if (std::string(status_of(r)) == "simulated") {
+      mem["simulated_peak_bytes"] = r.peak_memory;
+      mem["simulated_peak_rank"] = r.peak_memory_rank;
+      mem["simulated_peak_time_s"] = r.peak_memory_time;
+    }
+    p["memory"] = mem;
     if (r.pipeline) p["pipeline"] = pipeline::to_json(*r.pipeline);
     points.push_back(p);
   }
@@ -144,7 +186,8 @@ void write_csv(std::ostream& os, const scenario::Scenario& s,
                const std::vector<scenario::PointResult>& results, bool wall_time) {
   const auto rows = make_rows(results);
   os << "label,nodes,accelerators,samples_per_s,samples_per_s_per_accelerator,scaling_efficiency,"
-        "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s"
+        "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s,status,tflops_per_accelerator,"
+        "peak_memory_bytes,capacity_bytes"
      << pipeline_csv_header(s) << "\n";
   for (const auto& row : rows) {
     const auto& r = *row.result;
@@ -157,6 +200,9 @@ void write_csv(std::ostream& os, const scenario::Scenario& s,
       os << ',';
     os << ',' << (r.point.fitted ? "true" : "false") << ',';
     if (wall_time) os << fmt("%.6f", r.sim_wall_s);
+    os << ',' << status_of(r) << ',' << fmt("%.6g", row.tflops_per_accelerator) << ','
+       << fmt("%.6g", r.memory.worst_peak) << ','
+       << fmt("%.6g", r.memory.ranks.empty() ? 0.0 : r.memory.ranks.front().capacity);
     os << pipeline_csv_fields(s, r) << "\n";
   }
 }

@@ -17,7 +17,12 @@ struct Row {
   double reference_efficiency = 0;
   double error_pct = 0;  ///< (predicted - reference) / reference
   bool has_reference = false;
+  /// Model FLOP/s per accelerator (6 x parameters x tokens + attention, no recompute), TFLOP/s.
+  double tflops_per_accelerator = 0;
 };
+
+/// "simulated", "oom" or "not_simulated".
+[[nodiscard]] const char* status_of(const scenario::PointResult& r);
 
 [[nodiscard]] std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results);
 

@@ -17,8 +17,8 @@ namespace {
 
 /// Node 0's bytes per step over its uplink: every collective flow from one of its ranks to
 /// another node.
-Bytes inter_node_bytes(const Scenario& s, const program::DataParallelConfig& cfg) {
-  const auto prog = program::build_data_parallel(s.model, s.device, cfg);
+Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataParallelConfig& cfg) {
+  const auto prog = program::build_data_parallel(p.model, s.device, cfg);
   const collective::RankLayout layout{cfg.ranks_per_node};
   Bytes total = 0;
   for (const auto& c : prog.collectives) {
@@ -86,7 +86,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
     if (sp.stream_name == "compute") step.accelerator_busy += sp.end - sp.start;
     else step.communication_time += sp.end - sp.start;
   }
-  step.inter_node_bytes = p.nodes > 1 ? inter_node_bytes(s, cfg) : 0;
+  step.inter_node_bytes = p.nodes > 1 ? inter_node_bytes(s, p, cfg) : 0;
   step.loader_batches = static_cast<int>(cfg.ranks_per_node * cfg.accumulation);
   step.samples_per_loader_batch = cfg.micro_batch;
   step.samples_per_step = static_cast<long>(cfg.world) * cfg.micro_batch * cfg.accumulation;

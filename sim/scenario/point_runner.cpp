@@ -18,6 +18,29 @@
 
 namespace trainsim::scenario {
 
+std::string unsupported_reason(const Point& p) {
+  const auto& t = p.training;
+  if (t.sharding == plan::Sharding::zero3 || t.sharding == plan::Sharding::fsdp)
+    return "parameter-sharded schedules (ZeRO-3, FSDP) have no time schedule yet";
+  if (t.tp > 1) return "tensor parallelism has no time schedule yet";
+  if (t.pp > 1) return "pipeline parallelism has no time schedule yet";
+  return "";
+}
+
+namespace {
+
+/// The data-parallel configuration with the memory model's numbers for the engine to follow.
+program::DataParallelConfig config_with_memory(const Scenario& s, const Point& p) {
+  auto cfg = training_for(s, p);
+  const auto rank = memory::stage_memory(memory_inputs(s, p), 0);
+  cfg.activation_memory = rank.term("activations");
+  cfg.workspace_memory = rank.term("activation_workspace");
+  cfg.resident_memory = rank.peak - cfg.activation_memory - cfg.workspace_memory;
+  return cfg;
+}
+
+}  // namespace
+
 PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace) {
   const auto wall_start = std::chrono::steady_clock::now();
   xbt_log_control_set("root.thresh:critical");
@@ -27,8 +50,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(s.topology, p.nodes);
-  const auto cfg = training_for(s, p);
-  const auto prog = program::build_data_parallel(s.model, s.device, cfg);
+  const auto cfg = config_with_memory(s, p);
+  const auto prog = program::build_data_parallel(p.model, s.device, cfg);
   const collective::RankLayout layout{cfg.ranks_per_node};
   const auto result = engine::execute_program(
       prog, platform,
@@ -48,6 +71,13 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
     r.spans.push_back({rec.rank, rec.stream, t.name, program::phase_name(t.phase), st.name,
                        rec.start, rec.end});
   }
+  for (std::size_t k = 0; k < result.peak_memory.size(); ++k)
+    if (result.peak_memory[k] > r.peak_memory) {
+      r.peak_memory = result.peak_memory[k];
+      r.peak_memory_rank = static_cast<int>(k);
+      r.peak_memory_time = result.peak_memory_time[k];
+    }
+  r.memory_samples = result.memory;
   r.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return r;
 }
@@ -56,9 +86,13 @@ nlohmann::json point_result_to_json(const PointResult& r) {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& sp : r.spans)
     spans.push_back({sp.rank, sp.stream, sp.name, sp.phase, sp.stream_name, sp.start, sp.end});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const auto& m : r.memory_samples) memory.push_back({m.rank, m.time, m.bytes});
   nlohmann::json j = {{"accelerators", r.accelerators}, {"completed", r.completed},
           {"step_time", r.step_time},       {"samples_per_s", r.samples_per_s},
-          {"sim_wall_s", r.sim_wall_s},     {"spans", spans}};
+          {"sim_wall_s", r.sim_wall_s},     {"spans", spans},
+          {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
+          {"peak_memory_time", r.peak_memory_time}, {"memory", memory}};
   if (r.pipeline) j["pipeline"] = pipeline::to_json(*r.pipeline);
   return j;
 }
@@ -71,6 +105,11 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
   r.step_time = j.at("step_time").get<double>();
   r.samples_per_s = j.at("samples_per_s").get<double>();
   r.sim_wall_s = j.at("sim_wall_s").get<double>();
+  r.peak_memory = j.at("peak_memory").get<double>();
+  r.peak_memory_rank = j.at("peak_memory_rank").get<int>();
+  r.peak_memory_time = j.at("peak_memory_time").get<double>();
+  for (const auto& m : j.at("memory"))
+    r.memory_samples.push_back({m[0].get<int>(), m[1].get<double>(), m[2].get<double>()});
   for (const auto& sp : j.at("spans"))
     r.spans.push_back({sp[0].get<int>(), sp[1].get<int>(), sp[2].get<std::string>(),
                        sp[3].get<std::string>(), sp[4].get<std::string>(), sp[5].get<double>(),
@@ -80,6 +119,29 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
 }
 
 PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
+  const auto verdict = memory::judge_memory(memory_inputs(s, p));
+  auto unsimulated = [&](PointResult r) {
+    r.point = p;
+    r.accelerators = static_cast<int>(p.layout.world);
+    r.memory = verdict;
+    return r;
+  };
+  if (!verdict.fits) {
+    PointResult r;
+    r.oom = true;
+    return unsimulated(r);
+  }
+  if (const auto why = unsupported_reason(p); !why.empty()) {
+    PointResult r;
+    r.not_simulated = why;
+    return unsimulated(r);
+  }
+  PointResult r = simulate_forked(s, p, trace);
+  r.memory = verdict;
+  return r;
+}
+
+PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
   std::fflush(nullptr);

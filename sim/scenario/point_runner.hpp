@@ -8,6 +8,7 @@
 
 #include "engine/program_executor.hpp"
 #include "pipeline/pipeline_result.hpp"
+#include "memory/memory_advice.hpp"
 #include "scenario/scenario.hpp"
 
 namespace trainsim::scenario {
@@ -23,6 +24,12 @@ struct TaskSpan {
 struct PointResult {
   Point point;
   int accelerators = 0;
+  /// The memory model's verdict, computed before anything is simulated. A point that does not
+  /// fit is a result (OOM, with the breakdown), not simulated and not an error.
+  memory::MemoryVerdict memory;
+  bool oom = false;
+  /// Set when the point fits but its plan has no time schedule yet; says which part is missing.
+  std::string not_simulated;
   bool completed = false;
   Seconds step_time = 0;
   double samples_per_s = 0;
@@ -31,7 +38,15 @@ struct PointResult {
   /// Epochs with the input pipeline (scenarios with a "data" section); samples_per_s and
   /// step_time are then the last epoch's.
   std::optional<pipeline::PipelineResult> pipeline;
+  /// Device memory as the engine followed it along the simulated step (max over ranks).
+  Bytes peak_memory = 0;
+  int peak_memory_rank = 0;
+  Seconds peak_memory_time = 0;
+  std::vector<engine::MemorySample> memory_samples;  ///< filled when tracing
 };
+
+/// Why `p`'s plan cannot be simulated in time yet; empty when it can.
+[[nodiscard]] std::string unsupported_reason(const Point& p);
 
 /// Simulates `p` in this process (creates the SimGrid Engine: once per process only).
 [[nodiscard]] PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace);
@@ -40,7 +55,11 @@ struct PointResult {
 [[nodiscard]] nlohmann::json point_result_to_json(const PointResult& r);
 [[nodiscard]] PointResult point_result_from_json(const nlohmann::json& j, const Point& p);
 
-/// Simulates `p` in a forked child process and returns its result.
+/// Judges `p`'s memory; if it fits and its plan can be simulated, simulates it in a forked child
+/// process (simulate_forked). Never throws for an OOM point: that is a result.
 [[nodiscard]] PointResult simulate_point(const Scenario& s, const Point& p, bool trace);
+
+/// Simulates `p` in a forked child process and returns its result (no memory verdict).
+[[nodiscard]] PointResult simulate_forked(const Scenario& s, const Point& p, bool trace);
 
 }  // namespace trainsim::scenario

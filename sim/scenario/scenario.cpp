@@ -7,50 +7,23 @@
 #include "core/paths.hpp"
 #include "core/json_reader.hpp"
 #include "scenario/pipeline_reader.hpp"
+#include "scenario/model_reader.hpp"
+#include "scenario/training_reader.hpp"
 
 namespace trainsim::scenario {
 
 namespace {
 
 
-model::TransformerSpec read_model(JsonObject o) {
-  model::TransformerSpec m;
-  m.name = o.string("name");
-  m.layers = o.positive_integer("layers");
-  m.hidden = o.positive_integer("hidden");
-  m.heads = o.positive_integer("heads");
-  m.ffn_hidden = o.positive_integer_or("ffn_hidden", 4 * m.hidden);
-  m.vocab = o.positive_integer("vocab");
-  m.seq_len = o.positive_integer("seq_len");
-  m.mlm_head = o.boolean_or("mlm_head", false);
-  if (m.hidden % m.heads != 0)
-    o.fail("heads", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" +
-                        std::to_string(m.heads) + ")");
-  o.allow("source");
-  o.allow("note");
-  o.finish();
-  return m;
-}
-
-double dtype_bytes(JsonObject& o, const std::string& key, const std::string& fallback) {
-  const std::string t = o.choice_or(key, {"fp32", "bf16", "fp16"}, fallback);
-  return t == "fp32" ? 4.0 : 2.0;
-}
-
-program::DataParallelConfig read_training(JsonObject o) {
-  program::DataParallelConfig t;
-  const std::string sched = o.choice("schedule", {"ddp", "zero1"});
-  t.kind = sched == "ddp" ? program::DataParallelKind::ddp : program::DataParallelKind::zero1;
-  t.micro_batch = o.positive_integer("micro_batch");
-  t.accumulation = o.positive_integer_or("gradient_accumulation", 1);
-  t.bucket_elements = o.number("bucket_elements");
-  if (t.bucket_elements <= 0) o.fail("bucket_elements", "expected a positive number of elements");
-  t.gradient_bytes = dtype_bytes(o, "gradient_dtype", "bf16");
-  t.parameter_bytes = dtype_bytes(o, "parameter_dtype", "bf16");
-  (void)o.choice_or("precision", {"bf16"}, "bf16");  // only bf16 mixed precision so far
-  o.allow("note");
-  o.finish();
-  return t;
+/// `base` with `patch`'s keys replaced recursively (RFC 7396 merge without deletion).
+nlohmann::json merged(nlohmann::json base, const nlohmann::json& patch) {
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object())
+      base[it.key()] = merged(base[it.key()], it.value());
+    else
+      base[it.key()] = it.value();
+  }
+  return base;
 }
 
 }  // namespace
@@ -104,27 +77,64 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     return std::find(fitted_rows.begin(), fitted_rows.end(), key) != fitted_rows.end();
   };
 
-  const int per_node = static_cast<int>(s.topology.accelerators().size());
+  const long per_node = static_cast<long>(s.topology.accelerators().size());
   auto points = root.object_array("points");
   if (points.empty()) root.fail("points", "expected at least one point");
-  for (auto& po : points) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    auto& po = points[i];
+    const auto& raw = doc["points"][i];
     Point p;
     p.nodes = static_cast<int>(po.positive_integer("nodes"));
     p.label = po.string_or("label", std::to_string(p.nodes) + (p.nodes == 1 ? " instance" : " instances"));
-    if (po.has("reference_samples_per_s")) {
-      const double r = po.number("reference_samples_per_s");
-      if (r <= 0) po.fail("reference_samples_per_s", "expected a positive throughput");
-      p.reference_samples_per_s = r;
-    } else {
-      po.allow("reference_samples_per_s");
+    auto reference = [&](const char* key, std::optional<double>& out) {
+      if (!po.has(key)) return po.allow(key);
+      const double r = po.number(key);
+      if (r <= 0) po.fail(key, "expected a positive value");
+      out = r;
+    };
+    reference("reference_samples_per_s", p.reference_samples_per_s);
+    reference("reference_tflops_per_accelerator", p.reference_tflops_per_accelerator);
+    // A point's own "model" / "training" objects are merged over the scenario's.
+    const std::string at = "/points/" + std::to_string(i);
+    p.model = s.model;
+    if (raw.contains("model")) {
+      const auto m = merged(doc["model"], raw["model"]);
+      p.model = read_model(JsonObject(m, path, at + "/model"));
     }
-    const long dp_degree = po.positive_integer_or("data_parallel_degree", p.nodes * per_node);
-    if (dp_degree != p.nodes * per_node)
-      po.fail("data_parallel_degree",
-              "data-parallel degree " + std::to_string(dp_degree) + " does not match the " +
-                  std::to_string(p.nodes * per_node) + " accelerators of " +
-                  std::to_string(p.nodes) + " x " + s.topology.name +
-                  " (pure data parallelism uses every accelerator)");
+    po.allow("model");
+    p.training = s.training;
+    if (raw.contains("training")) {
+      const auto t = merged(doc["training"], raw["training"]);
+      p.training = read_training(JsonObject(t, path, at + "/training"));
+    }
+    po.allow("training");
+    try {
+      p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
+    } catch (const std::invalid_argument& e) {
+      po.fail("nodes", std::string(e.what()) + " (" + std::to_string(p.nodes) + " x " +
+                           s.topology.name + ")");
+    }
+    if (p.training.tp > per_node)
+      po.fail("nodes", "tensor parallelism (" + std::to_string(p.training.tp) +
+                           ") must stay inside a node of " + std::to_string(per_node) + " accelerators");
+    if (p.model.layers < p.training.pp)
+      po.fail("nodes", "pipeline degree " + std::to_string(p.training.pp) + " exceeds the " +
+                           std::to_string(p.model.layers) + " layers");
+    if (p.model.heads % p.training.tp != 0)
+      po.fail("nodes", "tensor-parallel degree " + std::to_string(p.training.tp) +
+                           " does not divide the " + std::to_string(p.model.heads) + " heads");
+    if (po.has("data_parallel_degree")) {
+      const long dp = po.positive_integer("data_parallel_degree");
+      if (dp != p.layout.dp)
+        po.fail("data_parallel_degree",
+                "data-parallel degree " + std::to_string(dp) + " does not match the " +
+                    std::to_string(p.layout.dp) + " = " + std::to_string(p.layout.world) +
+                    " accelerators of " + std::to_string(p.nodes) + " x " + s.topology.name +
+                    " / (tensor " + std::to_string(p.training.tp) + " x pipeline " +
+                    std::to_string(p.training.pp) + ")");
+    } else {
+      po.allow("data_parallel_degree");
+    }
     if (po.has("storage_capacity")) {
       if (!s.data || s.data->source != pipeline::SourceKind::fsx)
         po.fail("storage_capacity", "only a scenario whose data comes from FSx has a storage capacity");
@@ -143,10 +153,23 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
 }
 
 program::DataParallelConfig training_for(const Scenario& s, const Point& p) {
-  program::DataParallelConfig t = s.training;
-  t.ranks_per_node = static_cast<int>(s.topology.accelerators().size());
-  t.world = p.nodes * t.ranks_per_node;
-  return t;
+  (void)s;
+  const auto& t = p.training;
+  program::DataParallelConfig c;
+  c.kind = t.sharding == plan::Sharding::none ? program::DataParallelKind::ddp
+                                              : program::DataParallelKind::zero1;
+  c.world = static_cast<int>(p.layout.world);
+  c.ranks_per_node = static_cast<int>(p.layout.ranks_per_node);
+  c.micro_batch = t.micro_batch;
+  c.accumulation = t.accumulation;
+  c.bucket_elements = t.bucket_elements;
+  c.gradient_bytes = t.gradient_wire_bytes;
+  c.parameter_bytes = t.parameter_wire_bytes;
+  return c;
+}
+
+memory::MemoryInputs memory_inputs(const Scenario& s, const Point& p) {
+  return {p.model, p.training, p.layout, s.topology.accelerator.memory, s.device.runtime_reserve};
 }
 
 }  // namespace trainsim::scenario

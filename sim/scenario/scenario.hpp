@@ -9,19 +9,28 @@
 
 #include "collective/collective_calibration.hpp"
 #include "model/device_profile.hpp"
+#include "memory/rank_memory.hpp"
 #include "model/transformer.hpp"
 #include "pipeline/pipeline_config.hpp"
+#include "plan/training_plan.hpp"
 #include "program/data_parallel_schedule.hpp"
 #include "topology/topology.hpp"
 
 namespace trainsim::scenario {
 
+/// One configuration to simulate. A point may override any field of the scenario's "model" and
+/// "training" objects (its own "model" / "training" objects are merged over them), so one file
+/// can hold a table whose rows differ in model and degrees.
 struct Point {
   std::string label;  ///< e.g. "8 instances"
   int nodes = 1;
   std::optional<double> reference_samples_per_s;
+  std::optional<double> reference_tflops_per_accelerator;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
   std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
+  model::TransformerSpec model;
+  plan::TrainingPlan training;
+  plan::Layout layout;
 };
 
 struct Scenario {
@@ -33,8 +42,8 @@ struct Scenario {
   topology::Topology topology;
   model::DeviceProfile device;
   collective::CollectiveCalibration collectives;
-  model::TransformerSpec model;
-  program::DataParallelConfig training;  ///< world and ranks_per_node set per point
+  model::TransformerSpec model;   ///< the scenario-level model (points may override it)
+  plan::TrainingPlan training;    ///< the scenario-level plan (points may override it)
   std::vector<Point> points;
   std::optional<pipeline::PipelineConfig> data;  ///< the input pipeline, when simulated
 };
@@ -46,7 +55,10 @@ struct Scenario {
 /// the file it came from: errors name it and relative references resolve against it.
 [[nodiscard]] Scenario load_scenario_document(const nlohmann::json& doc, const std::string& path);
 
-/// The training configuration for one point (world size from its node count).
+/// The data-parallel schedule's configuration for one point (world size from its node count).
 [[nodiscard]] program::DataParallelConfig training_for(const Scenario& s, const Point& p);
+
+/// The memory model's inputs for one point: its model, plan and layout on this topology.
+[[nodiscard]] memory::MemoryInputs memory_inputs(const Scenario& s, const Point& p);
 
 }  // namespace trainsim::scenario

@@ -160,10 +160,12 @@ TEST(Cli, CsvHasAHeaderAndOneRowPerPoint) {
   ASSERT_EQ(lines.size(), 1u + 4);
   EXPECT_EQ(lines[0],
             "label,nodes,accelerators,samples_per_s,samples_per_s_per_accelerator,"
-            "scaling_efficiency,step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s");
+            "scaling_efficiency,step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s,"
+            "status,tflops_per_accelerator,peak_memory_bytes,capacity_bytes");
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const auto fields = csv_fields(lines[i]);
-    ASSERT_EQ(fields.size(), 11u) << lines[i];
+    ASSERT_EQ(fields.size(), 15u) << lines[i];
+    EXPECT_EQ(fields[11], "simulated");
     EXPECT_FALSE(fields[10].empty()) << "sim_wall_s is written unless --no-wall-time";
   }
 }

@@ -73,12 +73,12 @@ TEST(ShippedScenario, BertLarge) {
   EXPECT_EQ(s.model.hidden, 1024);
   EXPECT_EQ(s.model.heads, 16);
   EXPECT_TRUE(s.model.mlm_head);
-  EXPECT_EQ(s.training.kind, program::DataParallelKind::zero1);
+  EXPECT_EQ(s.training.sharding, plan::Sharding::zero1);
   EXPECT_EQ(s.training.micro_batch, 64);
   EXPECT_EQ(s.training.accumulation, 16);
   EXPECT_DOUBLE_EQ(s.training.bucket_elements, 5e8);
-  EXPECT_DOUBLE_EQ(s.training.gradient_bytes, 4);   // fp32
-  EXPECT_DOUBLE_EQ(s.training.parameter_bytes, 2);  // bf16
+  EXPECT_DOUBLE_EQ(s.training.gradient_wire_bytes, 4);   // fp32
+  EXPECT_DOUBLE_EQ(s.training.parameter_wire_bytes, 2);  // bf16
   EXPECT_FALSE(s.assumptions.empty());
 
   const std::vector<int> nodes = {1, 2, 4, 8};
@@ -192,7 +192,7 @@ TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
   const ConfigError e = load_error(write(doc, temp_file("scenario")));
   EXPECT_EQ(e.json_path(), "/points/0/data_parallel_degree");
-  EXPECT_TRUE(contains(e.what(), "degree 16 does not match the 8 accelerators")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "degree 16 does not match the 8 = 8 accelerators")) << e.what();
 
   doc["points"][0]["data_parallel_degree"] = 8;
   doc["points"][3]["data_parallel_degree"] = 64;  // 8 nodes x 8
@@ -215,7 +215,7 @@ TEST(ScenarioErrors, OtherBadValues) {
   doc["training"]["gradient_dtype"] = "int8";
   EXPECT_EQ(path_of_error(doc), "/training/gradient_dtype");
   doc = bert_large_doc();
-  doc["training"]["bucket_elements"] = 0;
+  doc["training"]["bucket_elements"] = -1;
   EXPECT_EQ(path_of_error(doc), "/training/bucket_elements");
   doc = bert_large_doc();
   doc["points"][1]["reference_samples_per_s"] = -1;

@@ -1,0 +1,191 @@
+#include "memory/rank_memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace trainsim::memory {
+
+namespace {
+
+using plan::Sharding;
+
+std::string num(double v) {
+  char buf[48];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3gB", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+bool shards_optimizer(Sharding s) { return s != Sharding::none; }
+bool shards_gradients(Sharding s) { return s == Sharding::zero2 || s == Sharding::zero3 || s == Sharding::fsdp; }
+bool shards_weights(Sharding s) { return s == Sharding::zero3 || s == Sharding::fsdp; }
+
+model::LayerShape shape_of(const plan::TrainingPlan& p) {
+  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention};
+}
+
+}  // namespace
+
+const MemoryTerm& RankMemory::largest() const {
+  TRAINSIM_CHECK(!terms.empty(), "a rank's memory has terms");
+  return *std::max_element(terms.begin(), terms.end(),
+                           [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes < b.bytes; });
+}
+
+Bytes RankMemory::term(const std::string& name) const {
+  for (const auto& t : terms)
+    if (t.name == name) return t.bytes;
+  return 0;
+}
+
+long layers_of_stage(long layers, long pp, long stage) {
+  return layers / pp + (stage < layers % pp ? 1 : 0);
+}
+
+double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
+  const double m = static_cast<double>(p.accumulation);
+  if (p.pp == 1) return 1;
+  switch (p.pipeline) {
+    case plan::PipelineSchedule::gpipe: return m;
+    case plan::PipelineSchedule::one_f_one_b: return std::min(m, static_cast<double>(p.pp - stage));
+    case plan::PipelineSchedule::interleaved: {
+      // Megatron's warm-up: (pp - stage - 1) * 2 + (v - 1) * pp chunk forwards, plus the one in
+      // the steady state; each chunk is 1/v of the stage's layers.
+      const double v = static_cast<double>(p.virtual_stages);
+      const double chunks = std::min(m * v, static_cast<double>((p.pp - stage - 1) * 2 + (p.virtual_stages - 1) * p.pp + 1));
+      return chunks / v;
+    }
+  }
+  return 1;
+}
+
+RankMemory stage_memory(const MemoryInputs& in, long stage) {
+  const auto& s = in.model;
+  const auto& p = in.plan;
+  const double tp = static_cast<double>(p.tp);
+  const double shard = static_cast<double>(in.layout.shard);
+  const bool first = stage == 0, last = stage == p.pp - 1;
+  const long layers = layers_of_stage(s.layers, p.pp, stage);
+
+  // Parameters this rank owns: its layers and, on the end stages, the embedding and the head
+  // (Megatron keeps a copy of a tied embedding on the last stage), all split by TP.
+  double params = static_cast<double>(layers) * model::parameters_per_layer(s);
+  if (first) params += model::embedding_parameters(s);
+  if (last) params += model::head_parameters(s);
+  if (last && !first && s.tied_embeddings) params += static_cast<double>(s.vocab * s.hidden);
+  params /= tp;
+
+  RankMemory r;
+  r.stage = stage;
+  r.capacity = in.capacity;
+  r.kind = p.pp == 1 ? "every rank"
+                     : "stage " + std::to_string(stage) + (first ? " (first)" : last ? " (last)" : "");
+  auto add = [&](const char* name, Bytes bytes, std::string formula) {
+    r.terms.push_back({name, bytes, std::move(formula)});
+  };
+  auto state = [&](const char* name, double bytes_per_param, bool sharded) {
+    const double divisor = sharded ? shard : 1.0;
+    add(name, bytes_per_param * params / divisor,
+        num(bytes_per_param) + " B x " + num(params) + " params" +
+            (divisor > 1 ? " / " + num(divisor) + " shards" : ""));
+  };
+  const auto& rec = p.precision;
+  state("weights", rec.weights_resident ? rec.weights : 0.0, shards_weights(p.sharding));
+  state("gradients", rec.gradients, shards_gradients(p.sharding));
+  state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
+  state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
+  state("optimizer_states", plan::optimizer_state_bytes(p.optimizer), shards_optimizer(p.sharding));
+
+  if (shards_weights(p.sharding)) {
+    // The unit in use and the one prefetched, gathered in the wire dtype; the largest unit is
+    // a layer or, on an end stage, the embedding / head.
+    double unit = model::parameters_per_layer(s);
+    if (first) unit = std::max(unit, model::embedding_parameters(s));
+    if (last) unit = std::max(unit, model::head_parameters(s));
+    unit /= tp;
+    add("gathered_parameters", 2 * unit * p.parameter_wire_bytes,
+        "2 units x " + num(unit) + " params x " + num(p.parameter_wire_bytes) + " B");
+    add("gathered_gradients", unit * p.gradient_wire_bytes,
+        "1 unit x " + num(unit) + " params x " + num(p.gradient_wire_bytes) + " B");
+  }
+  if (p.sharding == Sharding::none) {
+    add("communication_buffers", params * p.gradient_wire_bytes,
+        "DDP gradient buckets: a copy of " + num(params) + " gradients x " + num(p.gradient_wire_bytes) + " B");
+  } else if (p.sharding == Sharding::zero1 || p.sharding == Sharding::zero2) {
+    add("communication_buffers", 2 * p.bucket_elements * p.gradient_wire_bytes,
+        "reduce + all-gather buckets: 2 x " + num(p.bucket_elements) + " x " + num(p.gradient_wire_bytes) + " B");
+  }
+
+  // Activations of one micro-batch on this stage.
+  const auto shape = shape_of(p);
+  const auto layer_tensors = model::layer_stored_activations(s, shape);
+  const Bytes layer_full = model::total_bytes(layer_tensors);
+  const Bytes layer_input = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden) /
+                            (p.sequence_parallel ? tp : 1.0);
+  Bytes per_micro_batch = 0;
+  std::string how;
+  if (!p.activation_checkpointing) {
+    per_micro_batch = static_cast<double>(layers) * layer_full;
+    how = std::to_string(layers) + " layers x " + num(layer_full) + " B";
+  } else if (!p.activation_offloading) {
+    per_micro_batch = static_cast<double>(layers) * layer_input;
+    how = std::to_string(layers) + " layer inputs x " + num(layer_input) + " B (checkpointed)";
+  } else {
+    per_micro_batch = static_cast<double>(std::min<long>(layers, 2)) * layer_input;
+    how = "2 layer inputs x " + num(layer_input) + " B on device (the rest offloaded to host)";
+  }
+  Bytes ends = 0;
+  if (first) ends += model::total_bytes(model::embedding_stored_activations(s, shape));
+  if (last) ends += model::total_bytes(model::head_stored_activations(s, shape));
+  const double in_flight = micro_batches_in_flight(p, stage);
+  add("activations", in_flight * (per_micro_batch + ends),
+      num(in_flight) + " micro-batches x (" + how + " + " + num(ends) + " B embedding/head)");
+
+  // Transient at the worst moment of the backward pass.
+  Bytes largest = 0;
+  for (const auto& t : layer_tensors) largest = std::max(largest, t.bytes);
+  Bytes workspace = 2 * largest;
+  std::string ws_how = "gradients of the largest layer tensor in and out: 2 x " + num(largest) + " B";
+  if (p.activation_checkpointing) {
+    workspace += layer_full;
+    ws_how = "one recomputed layer " + num(layer_full) + " B + " + ws_how;
+  }
+  if (last) {
+    const Bytes logits_grad = 4.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+    if (logits_grad > workspace) {
+      workspace = logits_grad;
+      ws_how = "fp32 gradient of the logits: 4 B x tokens x vocabulary / TP";
+    }
+  }
+  add("activation_workspace", workspace, ws_how);
+  add("runtime_reserve", in.runtime_reserve, "device profile");
+
+  for (const auto& t : r.terms) r.peak += t.bytes;
+  return r;
+}
+
+std::vector<RankMemory> rank_memory(const MemoryInputs& in) {
+  std::vector<RankMemory> out;
+  const long pp = in.plan.pp;
+  if (pp == 1) return {stage_memory(in, 0)};
+  out.push_back(stage_memory(in, 0));
+  if (pp > 2) {
+    // The middle stage with the most memory (the earliest: most micro-batches in flight).
+    RankMemory worst = stage_memory(in, 1);
+    for (long st = 2; st < pp - 1; ++st) {
+      RankMemory m = stage_memory(in, st);
+      if (m.peak > worst.peak) worst = m;
+    }
+    out.push_back(worst);
+  }
+  out.push_back(stage_memory(in, pp - 1));
+  return out;
+}
+
+}  // namespace trainsim::memory

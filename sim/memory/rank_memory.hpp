@@ -1,0 +1,70 @@
+#pragma once
+// What one rank holds in device memory at the worst moment of a training step, term by term,
+// and whether it fits. Plain arithmetic on the model, the plan and the layout (no simulation);
+// the engine tracks the same allocations along the simulated timeline (program tasks carry them)
+// and its peak is checked against this one in the tests.
+//
+// Terms and their sources:
+//  - weights, gradients, master_weights, master_gradients, optimizer_states: bytes per parameter
+//    from the precision recipe and optimizer (source 002: AMP + Adam = 2 + 2 + 4 + 4 + 8 = 20),
+//    over the parameters this rank owns (its pipeline stage, divided by TP), divided by the
+//    shard group where the ZeRO stage / FSDP shards that copy (Rajbhandari et al. 2020, fig. 1).
+//  - gathered_parameters / gathered_gradients: ZeRO-3 / FSDP hold the full working-precision
+//    parameters of the unit in use and of the one prefetched, and the full gradients of the unit
+//    being reduce-scattered (Zhao et al. 2023, section 3.2).
+//  - communication_buffers: DDP's gradient buckets are a copy of the gradients unless they are
+//    bucket views (PyTorch DDP docs, gradient_as_bucket_view); DeepSpeed's reduce and all-gather
+//    buckets hold bucket_elements each.
+//  - activations: the stored tensors of every layer of every micro-batch in flight
+//    (transformer.hpp: Korthikanti et al. 2022); with checkpointing only layer inputs; with
+//    offloading only the two layers' inputs being moved; micro-batches in flight from the
+//    pipeline schedule (GPipe: all; 1F1B: pp - stage; interleaved: Megatron's warm-up count).
+//  - activation_workspace: transient at the peak: the layer being recomputed (checkpointing),
+//    the gradients of the largest stored tensor in and out, or the fp32 logits gradient.
+//  - runtime_reserve: CUDA/runtime context, library workspaces, NCCL buffers (device profile).
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+#include "model/transformer.hpp"
+#include "plan/training_plan.hpp"
+
+namespace trainsim::memory {
+
+struct MemoryTerm {
+  std::string name;     ///< e.g. "optimizer_states"
+  Bytes bytes = 0;
+  std::string formula;  ///< how it was computed, with the numbers, for the breakdown table
+};
+
+/// One kind of rank (all ranks alike, or a pipeline stage) and its memory at the peak.
+struct RankMemory {
+  std::string kind;    ///< "every rank", "stage 0 (first)", ...
+  long stage = 0;
+  std::vector<MemoryTerm> terms;
+  Bytes peak = 0;      ///< sum of the terms
+  Bytes capacity = 0;  ///< device memory
+  [[nodiscard]] bool fits() const { return peak <= capacity; }
+  [[nodiscard]] const MemoryTerm& largest() const;
+  [[nodiscard]] Bytes term(const std::string& name) const;  ///< 0 when absent
+};
+
+struct MemoryInputs {
+  model::TransformerSpec model;
+  plan::TrainingPlan plan;
+  plan::Layout layout;
+  Bytes capacity = 0;         ///< per accelerator
+  Bytes runtime_reserve = 0;  ///< per accelerator
+};
+
+/// Micro-batches whose activations a pipeline stage holds at once (1 without pipelining).
+[[nodiscard]] double micro_batches_in_flight(const plan::TrainingPlan& plan, long stage);
+/// Transformer layers held by pipeline stage `stage` (the first stages take the remainder).
+[[nodiscard]] long layers_of_stage(long layers, long pp, long stage);
+
+/// Memory of one pipeline stage's ranks.
+[[nodiscard]] RankMemory stage_memory(const MemoryInputs& in, long stage);
+/// Every distinct rank kind: one entry without pipelining; first, middle and last stage with.
+[[nodiscard]] std::vector<RankMemory> rank_memory(const MemoryInputs& in);
+
+}  // namespace trainsim::memory

@@ -1,0 +1,66 @@
+#include "plan/training_plan.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace trainsim::plan {
+
+double optimizer_state_bytes(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam: return 8;  // first and second moments in fp32
+    case Optimizer::sgd_momentum: return 4;
+    case Optimizer::sgd: return 0;
+  }
+  return 8;
+}
+
+bool precision_recipe(const std::string& name, PrecisionRecipe& out) {
+  if (name == "amp") {
+    out = {name, 2, 2, 4, 4, true};
+  } else if (name == "fp32") {
+    out = {name, 4, 4, 0, 0, true};
+  } else if (name == "fsdp_mixed") {
+    out = {name, 0, 0, 4, 4, false};
+  } else if (name == "bf16_fp32_grads") {
+    out = {name, 2, 0, 4, 4, true};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* sharding_name(Sharding s) {
+  switch (s) {
+    case Sharding::none: return "none";
+    case Sharding::zero1: return "zero1";
+    case Sharding::zero2: return "zero2";
+    case Sharding::zero3: return "zero3";
+    case Sharding::fsdp: return "fsdp";
+  }
+  return "none";
+}
+
+Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node) {
+  Layout l;
+  l.world = world;
+  l.ranks_per_node = ranks_per_node;
+  const long model_parallel = plan.tp * plan.pp;
+  if (world % model_parallel != 0)
+    throw std::invalid_argument("tensor (" + std::to_string(plan.tp) + ") x pipeline (" +
+                                std::to_string(plan.pp) + ") degree " +
+                                std::to_string(model_parallel) + " does not divide the " +
+                                std::to_string(world) + " ranks");
+  l.dp = world / model_parallel;
+  if (plan.sharding == Sharding::none) {
+    l.shard = 1;
+  } else {
+    l.shard = plan.shard_degree > 0 ? plan.shard_degree : l.dp;
+    if (l.dp % l.shard != 0)
+      throw std::invalid_argument("sharding degree " + std::to_string(l.shard) +
+                                  " does not divide the data-parallel degree " +
+                                  std::to_string(l.dp));
+  }
+  return l;
+}
+
+}  // namespace trainsim::plan

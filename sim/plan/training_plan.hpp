@@ -1,0 +1,76 @@
+#pragma once
+// How a model is trained: the parallel layout (data, tensor, pipeline degrees and how state is
+// sharded), the numerics (precision recipe, optimizer) and the memory-saving techniques. Plain
+// data shared by the memory model and the schedules; read from a scenario's "training" object.
+#include <string>
+
+namespace trainsim::plan {
+
+/// Who holds which part of the training state across the data-parallel ranks.
+enum class Sharding {
+  none,   ///< DDP / SMDDP: every rank holds everything
+  zero1,  ///< optimizer states (and fp32 master copies) sharded
+  zero2,  ///< + gradients sharded
+  zero3,  ///< + parameters sharded, gathered per layer when used (DeepSpeed ZeRO-3)
+  fsdp,   ///< PyTorch FSDP: as zero3, shard group = hybrid_shard_degree (full: all DP ranks)
+};
+
+/// Bytes per parameter of each copy of the training state, before sharding.
+struct PrecisionRecipe {
+  std::string name;
+  double weights = 2;           ///< working-precision parameters (what the kernels read)
+  double gradients = 2;         ///< working-precision gradients
+  double master_weights = 4;    ///< fp32 copy the optimizer updates (0 when weights are fp32)
+  double master_gradients = 4;  ///< fp32 gradient copy the optimizer reads
+  bool weights_resident = true;  ///< false: working weights exist only while a unit is in use
+};
+
+enum class Optimizer { adam, sgd_momentum, sgd };
+/// fp32 optimizer state bytes per parameter: Adam's two moments 8, momentum 4, plain SGD 0.
+[[nodiscard]] double optimizer_state_bytes(Optimizer o);
+
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+
+struct TrainingPlan {
+  Sharding sharding = Sharding::none;
+  /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
+  /// hybrid sharding, SMP v2's hybrid_shard_degree.
+  long shard_degree = 0;
+  long tp = 1;                       ///< tensor-parallel degree
+  bool sequence_parallel = false;
+  long pp = 1;                       ///< pipeline-parallel degree (stages)
+  PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
+  long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
+  PrecisionRecipe precision;
+  Optimizer optimizer = Optimizer::adam;
+  long micro_batch = 1;              ///< sequences per micro-batch per model replica
+  long accumulation = 1;             ///< micro-batches per optimizer step (pipeline: in flight)
+  bool activation_checkpointing = false;  ///< keep only layer inputs; recompute in backward
+  bool activation_offloading = false;     ///< checkpointed inputs live in host memory
+  bool flash_attention = false;
+  double bucket_elements = 0;        ///< gradient communication bucket (elements)
+  double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
+  double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
+};
+
+/// Degrees of one concrete job: world = dp x tp x pp.
+struct Layout {
+  long world = 1;
+  long ranks_per_node = 1;
+  long dp = 1;
+  long shard = 1;  ///< ranks one copy of the sharded state is spread over (1 = unsharded)
+};
+
+/// The named precision recipes: "amp" (fp16/bf16 AMP with fp32 master weights and gradient copy:
+/// 2+2+4+4 = 12 bytes plus the optimizer's, source 002's 20 with Adam), "fp32" (4+4), "fsdp_mixed"
+/// (FSDP MixedPrecision: sharded fp32 parameters and gradients, bf16 working copies only while a
+/// unit is gathered: 4+4 resident), "bf16_fp32_grads" (Megatron: bf16 weights, fp32 main
+/// gradients and master: 2+4+4). Empty optional for an unknown name.
+[[nodiscard]] bool precision_recipe(const std::string& name, PrecisionRecipe& out);
+[[nodiscard]] const char* sharding_name(Sharding s);
+
+/// Derives the layout of `plan` on `world` ranks; throws std::invalid_argument with a message
+/// naming the degree that does not divide.
+[[nodiscard]] Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node);
+
+}  // namespace trainsim::plan

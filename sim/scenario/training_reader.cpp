@@ -1,0 +1,65 @@
+#include "scenario/training_reader.hpp"
+
+#include <string>
+
+namespace trainsim::scenario {
+
+namespace {
+
+double wire_bytes(JsonObject& o, const std::string& key) {
+  return o.choice_or(key, {"fp32", "bf16", "fp16"}, "bf16") == "fp32" ? 4.0 : 2.0;
+}
+
+}  // namespace
+
+plan::TrainingPlan read_training(JsonObject o) {
+  using plan::Sharding;
+  plan::TrainingPlan t;
+  const std::string sched = o.choice("schedule", {"ddp", "zero1", "zero2", "zero3", "fsdp"});
+  t.sharding = sched == "ddp"     ? Sharding::none
+               : sched == "zero1" ? Sharding::zero1
+               : sched == "zero2" ? Sharding::zero2
+               : sched == "zero3" ? Sharding::zero3
+                                  : Sharding::fsdp;
+  if (o.has("hybrid_shard_degree")) {
+    if (t.sharding == Sharding::none)
+      o.fail("hybrid_shard_degree", "DDP shards nothing; use zero1/2/3 or fsdp");
+    t.shard_degree = o.positive_integer("hybrid_shard_degree");
+  }
+  t.tp = o.positive_integer_or("tensor_parallel", 1);
+  t.sequence_parallel = o.boolean_or("sequence_parallel", false);
+  if (t.sequence_parallel && t.tp == 1)
+    o.fail("sequence_parallel", "sequence parallelism needs tensor_parallel > 1");
+  t.pp = o.positive_integer_or("pipeline_parallel", 1);
+  const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b");
+  t.pipeline = ps == "gpipe"  ? plan::PipelineSchedule::gpipe
+               : ps == "1f1b" ? plan::PipelineSchedule::one_f_one_b
+                              : plan::PipelineSchedule::interleaved;
+  t.virtual_stages = o.positive_integer_or("virtual_stages", 1);
+  if (t.virtual_stages > 1 && t.pipeline != plan::PipelineSchedule::interleaved)
+    o.fail("virtual_stages", "virtual stages need pipeline_schedule \"interleaved\"");
+  const std::string precision = o.choice("precision", {"amp", "fp32", "fsdp_mixed", "bf16_fp32_grads"});
+  if (!plan::precision_recipe(precision, t.precision)) o.fail("precision", "unknown recipe");
+  if (precision == "fsdp_mixed" && t.sharding != Sharding::fsdp)
+    o.fail("precision", "fsdp_mixed is FSDP's MixedPrecision; use it with schedule fsdp");
+  const std::string opt = o.choice_or("optimizer", {"adam", "adamw", "sgd_momentum", "sgd"}, "adamw");
+  t.optimizer = opt == "sgd" ? plan::Optimizer::sgd
+                : opt == "sgd_momentum" ? plan::Optimizer::sgd_momentum
+                                        : plan::Optimizer::adam;
+  t.micro_batch = o.positive_integer("micro_batch");
+  t.accumulation = o.positive_integer_or("gradient_accumulation", 1);
+  t.activation_checkpointing = o.boolean_or("activation_checkpointing", false);
+  t.activation_offloading = o.boolean_or("activation_offloading", false);
+  if (t.activation_offloading && !t.activation_checkpointing)
+    o.fail("activation_offloading", "offloading moves checkpointed layer inputs: enable activation_checkpointing");
+  t.flash_attention = o.boolean_or("flash_attention", false);
+  t.bucket_elements = o.number_or("bucket_elements", 0);
+  if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
+  t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
+  t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
+  o.allow("note");
+  o.finish();
+  return t;
+}
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,19 @@
+#pragma once
+// A scenario's "training" object -> TrainingPlan. Fields (defaults in brackets):
+//   schedule            ddp | zero1 | zero2 | zero3 | fsdp          (required)
+//   hybrid_shard_degree fsdp/zero: ranks one copy of the state is sharded over [0 = all DP ranks]
+//   tensor_parallel [1], sequence_parallel [false], pipeline_parallel [1],
+//   pipeline_schedule   gpipe | 1f1b | interleaved [1f1b], virtual_stages [1]
+//   precision           amp | fp32 | fsdp_mixed | bf16_fp32_grads    (required)
+//   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
+//   micro_batch (required), gradient_accumulation [1]
+//   activation_checkpointing [false], activation_offloading [false], flash_attention [false]
+//   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
+#include "core/json_reader.hpp"
+#include "plan/training_plan.hpp"
+
+namespace trainsim::scenario {
+
+[[nodiscard]] plan::TrainingPlan read_training(JsonObject o);
+
+}  // namespace trainsim::scenario
