@@ -1,6 +1,7 @@
 #include "model/device_profile.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
@@ -60,21 +61,26 @@ DeviceProfile load_device_profile(const std::string& path) {
   }
   if (root.has("kernel_calibration")) {
     JsonObject k = root.object("kernel_calibration");
-    d.kernels = load_kernel_calibration(relative_to(path, k.string("file")));
+    attach_kernel_calibration(d, load_kernel_calibration(relative_to(path, k.string("file"))));
     k.allow("note");
     k.finish();
-    std::vector<Dtype> dtypes;
-    for (const auto& g : d.kernels->gemm)
-      if (std::find(dtypes.begin(), dtypes.end(), g.dtype) == dtypes.end()) dtypes.push_back(g.dtype);
-    for (Dtype t : dtypes) {
-      std::vector<GemmSample> of_dtype;
-      for (const auto& g : d.kernels->gemm)
-        if (g.dtype == t) of_dtype.push_back(g);
-      d.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, d.gemm_tile));
-    }
   }
   root.finish();
   return d;
+}
+
+void attach_kernel_calibration(DeviceProfile& dev, KernelCalibration c) {
+  dev.kernels = std::move(c);
+  dev.gemm_curves.clear();
+  std::vector<Dtype> dtypes;
+  for (const auto& g : dev.kernels->gemm)
+    if (std::find(dtypes.begin(), dtypes.end(), g.dtype) == dtypes.end()) dtypes.push_back(g.dtype);
+  for (Dtype t : dtypes) {
+    std::vector<GemmSample> of_dtype;
+    for (const auto& g : dev.kernels->gemm)
+      if (g.dtype == t) of_dtype.push_back(g);
+    dev.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, dev.gemm_tile));
+  }
 }
 
 const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d) {

@@ -46,6 +46,11 @@ struct DeviceProfile {
 /// Achieved streaming bandwidth: the calibration's measurement, else peak x memory_efficiency.
 [[nodiscard]] BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev);
 
+/// Sets `dev.kernels` to `c` and builds one GEMM throughput curve per dtype sampled in it (with
+/// `dev.gemm_tile`), replacing any earlier calibration: what a profile's "kernel_calibration"
+/// entry does, for callers holding a calibration in memory (validate/).
+void attach_kernel_calibration(DeviceProfile& dev, KernelCalibration c);
+
 /// Loads and validates a device profile; ConfigError on bad input.
 [[nodiscard]] DeviceProfile load_device_profile(const std::string& path);
 
