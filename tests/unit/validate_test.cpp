@@ -15,6 +15,8 @@
 #include "core/error.hpp"
 #include "gemm_sweep.hpp"
 #include "layer_comparison.hpp"
+#include "layer_reference.hpp"
+#include "reference/reference.hpp"
 #include "model/compute_cost.hpp"
 #include "named_models.hpp"
 #include "provenance.hpp"
@@ -218,4 +220,31 @@ TEST(Provenance, VersionsAndDriverParse) {
             "570.133.20");
   EXPECT_EQ(parse_nvidia_driver_version("nothing here"), "");
   EXPECT_EQ(today_utc().size(), 10u);
+}
+
+TEST(LayerReference, ZeroWeightsReduceTheLayerToTwoLayerNorms) {
+  // With every weight and bias 0: qkv = 0, so attention outputs 0 and residual1 = x; the MLP
+  // outputs gelu(0) * 0 = 0, so residual2 = ln1 = LN(x) and out = LN(LN(x)) (gamma 1, beta 0).
+  model::TransformerSpec s;
+  s.layers = 1, s.hidden = 8, s.heads = 2, s.ffn_hidden = 32, s.seq_len = 3;
+  const long b = 2, t = b * s.seq_len, h = s.hidden;
+  LayerInputs in;
+  for (long i = 0; i < t * h; ++i) in.x.push_back(kernels::reference::round_to_bf16(static_cast<float>((i * 7) % 11) - 5.0f));
+  in.w_qkv.assign(3 * h * h, 0);
+  in.w_o.assign(h * h, 0);
+  in.w_1.assign(h * s.ffn_hidden, 0);
+  in.w_2.assign(h * s.ffn_hidden, 0);
+  in.bias_o.assign(h, 0);
+  in.bias_2.assign(h, 0);
+  in.gamma1.assign(h, 1);
+  in.gamma2.assign(h, 1);
+  in.beta1.assign(h, 0);
+  in.beta2.assign(h, 0);
+  const auto out = layer_forward_reference(s, b, in);
+  std::vector<float> ln, ln2, mean, rstd;
+  kernels::reference::layer_norm(in.x, in.gamma1, in.beta1, t, h, LayerConstants::eps, ln, mean, rstd);
+  ln = kernels::reference::round_to_bf16(ln);
+  kernels::reference::layer_norm(ln, in.gamma2, in.beta2, t, h, LayerConstants::eps, ln2, mean, rstd);
+  ln2 = kernels::reference::round_to_bf16(ln2);
+  EXPECT_EQ(out, ln2);
 }

@@ -8,6 +8,8 @@
 #include "fill.hpp"
 #include "gelu.hpp"
 #include "layer_norm.hpp"
+#include "layer_reference.hpp"
+#include "reference/reference.hpp"
 #include "softmax.hpp"
 #include "timing.hpp"
 
@@ -19,8 +21,8 @@ using kernels::Bf16;
 using kernels::DeviceBuffer;
 using kernels::GemmProblem;
 
-constexpr float kDropout = 0.1f;
-constexpr float kEps = 1e-5f;
+constexpr float kDropout = LayerConstants::dropout;
+constexpr float kEps = LayerConstants::eps;
 
 std::size_t sz(long n) { return static_cast<std::size_t>(n); }
 
@@ -95,6 +97,7 @@ GpuLayer::GpuLayer(const model::TransformerSpec& spec, long micro_batch, const k
     kernels::fill_uniform(p->get(), kernels::ElementType::fp32, p->size(), seed++, -0.1f, 0.1f, stream);
   TRAINSIM_CUDA(cudaStreamSynchronize(stream));
   build_forward();
+  forward_steps_ = steps_.size();
   build_backward();
 }
 
@@ -129,14 +132,14 @@ void GpuLayer::build_forward() {
   const long sc = pairs * s * s;
   steps_.push_back({"softmax", [=, &B] { kernels::softmax_forward(B.scores.get(), B.probs.get(), pairs * s, s, scale, st); }});
   steps_.push_back({"attn_dropout", [=, &B] {
-    kernels::dropout_forward(B.probs.get(), B.probs_dropped.get(), B.attn_mask.get(), sc, kDropout, 11, st);
+    kernels::dropout_forward(B.probs.get(), B.probs_dropped.get(), B.attn_mask.get(), sc, kDropout, LayerConstants::attn_dropout_seed, st);
   }});
   // context_j^T (d x queries) = V_j^T (d x keys) * P_j^T (keys x queries); written into [s, b, h].
   gemm("attn_context", batched(problem(d, s, s, false, false, qkv_ld, s, ctx_ld), pairs, 3 * d, s * s, d),
        v, B.probs_dropped.get(), B.context.get());
   gemm("attn_out", problem(h, t, h, true, false, h, h, h), B.w_o.get(), B.context.get(), B.attn_proj.get());
   steps_.push_back({"residual_dropout_1", [=, &B] {
-    kernels::bias_dropout_residual(B.attn_proj.get(), B.bias_o.get(), B.x.get(), B.residual1.get(), B.mask1.get(), t * h, h, kDropout, 12, st);
+    kernels::bias_dropout_residual(B.attn_proj.get(), B.bias_o.get(), B.x.get(), B.residual1.get(), B.mask1.get(), t * h, h, kDropout, LayerConstants::residual1_seed, st);
   }});
   steps_.push_back({"layernorm_1", [=, &B] {
     kernels::layer_norm_forward(B.residual1.get(), B.gamma1.get(), B.beta1.get(), B.ln1.get(), B.mean1.get(), B.rstd1.get(), t, h, kEps, st);
@@ -145,7 +148,7 @@ void GpuLayer::build_forward() {
   steps_.push_back({"gelu", [=, &B] { kernels::gelu_forward(B.ffn_pre.get(), B.ffn_act.get(), t * f, st); }});
   gemm("ffn_out", problem(h, t, f, true, false, f, f, h), B.w_2.get(), B.ffn_act.get(), B.ffn_proj.get());
   steps_.push_back({"residual_dropout_2", [=, &B] {
-    kernels::bias_dropout_residual(B.ffn_proj.get(), B.bias_2.get(), B.ln1.get(), B.residual2.get(), B.mask2.get(), t * h, h, kDropout, 13, st);
+    kernels::bias_dropout_residual(B.ffn_proj.get(), B.bias_2.get(), B.ln1.get(), B.residual2.get(), B.mask2.get(), t * h, h, kDropout, LayerConstants::residual2_seed, st);
   }});
   steps_.push_back({"layernorm_2", [=, &B] {
     kernels::layer_norm_forward(B.residual2.get(), B.gamma2.get(), B.beta2.get(), B.out.get(), B.mean2.get(), B.rstd2.get(), t, h, kEps, st);
@@ -212,6 +215,51 @@ void GpuLayer::build_backward() {
 
 void GpuLayer::run() const {
   for (const auto& step : steps_) step.launch();
+}
+
+std::vector<std::string> GpuLayer::kernel_names() const {
+  std::vector<std::string> names;
+  for (const auto& step : steps_) names.push_back(step.name);
+  return names;
+}
+
+namespace {
+
+std::vector<float> as_float(const DeviceBuffer<Bf16>& b) { return kernels::from_bf16(b.download()); }
+
+}  // namespace
+
+double GpuLayer::verify_forward() const {
+  for (std::size_t i = 0; i < forward_steps_; ++i) steps_[i].launch();
+  TRAINSIM_CUDA(cudaStreamSynchronize(stream_));
+  const Buffers& B = *buf_;
+  // Stored weights are column-major (in x out), i.e. row-major [out, in]: the reference's layout.
+  LayerInputs in;
+  in.x = as_float(B.x);
+  in.w_qkv = as_float(B.w_qkv);
+  in.w_o = as_float(B.w_o);
+  in.w_1 = as_float(B.w_1);
+  in.w_2 = as_float(B.w_2);
+  in.bias_o = as_float(B.bias_o);
+  in.bias_2 = as_float(B.bias_2);
+  in.gamma1 = B.gamma1.download();
+  in.beta1 = B.beta1.download();
+  in.gamma2 = B.gamma2.download();
+  in.beta2 = B.beta2.download();
+  const auto want = layer_forward_reference(spec_, micro_batch_, in);
+  return kernels::reference::worst_mismatch(as_float(B.out), want, 1.0 / 32, 1.0 / 32);
+}
+
+double verify_small_gpu_layer(const kernels::CublasLt& lt, cudaStream_t stream) {
+  model::TransformerSpec spec;
+  spec.name = "verify";
+  spec.layers = 1;
+  spec.hidden = 128;
+  spec.heads = 2;
+  spec.ffn_hidden = 512;
+  spec.seq_len = 32;
+  const GpuLayer layer(spec, 2, lt, stream);
+  return layer.verify_forward();
 }
 
 std::vector<std::pair<std::string, Seconds>> GpuLayer::time_per_kernel(int iters) const {

@@ -45,6 +45,10 @@ int layer_command(const std::vector<std::string>& args) {
 
   kernels::CudaStream stream;
   kernels::CublasLt lt;
+  const double mismatch = verify_small_gpu_layer(lt, stream.get());
+  if (mismatch > 1)
+    throw VerificationError("the GPU layer's forward pass does not match the CPU reference (worst "
+                            "mismatch " + std::to_string(mismatch) + " x tolerance); nothing was timed");
   const GpuLayer layer(o.spec, o.micro_batch, lt, stream.get());
   const auto per_kernel = layer.time_per_kernel(o.iters);
   const Seconds whole = layer.time_pass(o.iters);
