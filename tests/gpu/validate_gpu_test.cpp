@@ -1,9 +1,8 @@
 // The GPU transformer layer of `trainsim-validate layer`: its forward pass against the CPU
 // reference, and its kernels named as the simulator's operations. Skipped, with the reason,
 // where there is no CUDA device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include "cuda_stream.hpp"
 #include "gpu_layer.hpp"

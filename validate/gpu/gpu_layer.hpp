@@ -52,7 +52,8 @@ class GpuLayer {
   void build_forward();
   void build_backward();
   /// A GEMM step: plans `p` and runs it on (a, b, c) offsets into device buffers.
-  void gemm(const std::string& name, const kernels::GemmProblem& p, const void* a, const void* b, void* c);
+  void gemm(const std::string& name, const kernels::GemmProblem& p, const void* a, const void* b,
+            void* c);
 
   model::TransformerSpec spec_;
   long micro_batch_;
