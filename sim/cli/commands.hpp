@@ -39,5 +39,7 @@ int run_command(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
 int sweep_command(const std::vector<std::string>& args);
 extern const char* const kSweepUsage;
+int memory_command(const std::vector<std::string>& args);
+extern const char* const kMemoryUsage;
 
 }  // namespace trainsim::cli

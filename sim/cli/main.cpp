@@ -15,6 +15,7 @@ using trainsim::cli::Command;
 const Command kCommands[] = {
     {"run", trainsim::cli::kRunUsage, trainsim::cli::run_command},
     {"sweep", trainsim::cli::kSweepUsage, trainsim::cli::sweep_command},
+    {"memory", trainsim::cli::kMemoryUsage, trainsim::cli::memory_command},
 };
 
 void print_usage(std::ostream& out) {

@@ -48,7 +48,8 @@ int run_command(const std::vector<std::string>& args) {
   std::vector<scenario::PointResult> results;
   for (const auto& p : s.points) results.push_back(scenario::simulate_point(s, p, !trace_file.empty()));
   bool complete = true;
-  for (const auto& r : results) complete = complete && r.completed;
+  // OOM and not-yet-simulated points are results too; only a deadlocked simulation is a failure.
+  for (const auto& r : results) complete = complete && (r.completed || r.oom || !r.not_simulated.empty());
 
   if (format == "table") report::write_table(std::cout, s, results);
   if (format == "json") report::write_json(std::cout, s, results, wall_time);

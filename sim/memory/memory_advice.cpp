@@ -51,6 +51,17 @@ MemoryVerdict judge_memory(const MemoryInputs& in) {
     v.advice = "raise the sharding degree to " + std::to_string(*v.smallest_fitting_shard);
     return v;
   }
+  // Unsharded plans: sharded data parallelism first (source 000's starting point).
+  if (!sharded && in.layout.dp > 1) {
+    MemoryInputs t = in;
+    t.plan.sharding = plan::Sharding::zero3;
+    t.layout.shard = in.layout.dp;
+    if (fits(t)) {
+      v.advice = "shard the parameters, gradients and optimizer states (ZeRO-3 / FSDP over " +
+                 std::to_string(in.layout.dp) + " ranks)";
+      return v;
+    }
+  }
   // Fully sharded (or the plan's sharding as is, when it shards nothing), then the batch.
   MemoryInputs base = in;
   if (sharded) base.layout.shard = in.layout.dp;
@@ -73,16 +84,6 @@ MemoryVerdict judge_memory(const MemoryInputs& in) {
     if (fits(t)) {
       v.advice = "raise the tensor-parallel degree to " + std::to_string(tp) +
                  (sharded ? " (sharding over the remaining " + std::to_string(t.layout.dp) + " ranks)" : "");
-      return v;
-    }
-  }
-  if (!sharded) {
-    MemoryInputs t = in;
-    t.plan.sharding = plan::Sharding::zero3;
-    t.layout.shard = in.layout.dp;
-    if (fits(t)) {
-      v.advice = "shard the parameters, gradients and optimizer states (ZeRO-3 / FSDP over " +
-                 std::to_string(in.layout.dp) + " ranks)";
       return v;
     }
   }

@@ -11,6 +11,8 @@ namespace {
 
 using plan::Sharding;
 
+std::string bytes(double v) { return format_bytes(v); }
+
 std::string num(double v) {
   char buf[48];
   if (v >= 1e9)
@@ -27,7 +29,7 @@ bool shards_gradients(Sharding s) { return s == Sharding::zero2 || s == Sharding
 bool shards_weights(Sharding s) { return s == Sharding::zero3 || s == Sharding::fsdp; }
 
 model::LayerShape shape_of(const plan::TrainingPlan& p) {
-  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention};
+  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy};
 }
 
 }  // namespace
@@ -132,35 +134,36 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   std::string how;
   if (!p.activation_checkpointing) {
     per_micro_batch = static_cast<double>(layers) * layer_full;
-    how = std::to_string(layers) + " layers x " + num(layer_full) + " B";
+    how = std::to_string(layers) + " layers x " + bytes(layer_full);
   } else if (!p.activation_offloading) {
     per_micro_batch = static_cast<double>(layers) * layer_input;
-    how = std::to_string(layers) + " layer inputs x " + num(layer_input) + " B (checkpointed)";
+    how = std::to_string(layers) + " layer inputs x " + bytes(layer_input) + " (checkpointed)";
   } else {
     per_micro_batch = static_cast<double>(std::min<long>(layers, 2)) * layer_input;
-    how = "2 layer inputs x " + num(layer_input) + " B on device (the rest offloaded to host)";
+    how = "2 layer inputs x " + bytes(layer_input) + " on device (the rest offloaded to host)";
   }
   Bytes ends = 0;
   if (first) ends += model::total_bytes(model::embedding_stored_activations(s, shape));
   if (last) ends += model::total_bytes(model::head_stored_activations(s, shape));
   const double in_flight = micro_batches_in_flight(p, stage);
   add("activations", in_flight * (per_micro_batch + ends),
-      num(in_flight) + " micro-batches x (" + how + " + " + num(ends) + " B embedding/head)");
+      num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding/head)");
 
   // Transient at the worst moment of the backward pass.
   Bytes largest = 0;
   for (const auto& t : layer_tensors) largest = std::max(largest, t.bytes);
   Bytes workspace = 2 * largest;
-  std::string ws_how = "gradients of the largest layer tensor in and out: 2 x " + num(largest) + " B";
+  std::string ws_how = "gradients of the largest layer tensor in and out: 2 x " + bytes(largest);
   if (p.activation_checkpointing) {
     workspace += layer_full;
-    ws_how = "one recomputed layer " + num(layer_full) + " B + " + ws_how;
+    ws_how = "one recomputed layer " + bytes(layer_full) + " + " + ws_how;
   }
-  if (last) {
-    const Bytes logits_grad = 4.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+  if (last && !p.fused_cross_entropy) {
+    // The loss backward writes the fp32 gradient of the logits and its bf16 cast.
+    const Bytes logits_grad = 6.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
     if (logits_grad > workspace) {
       workspace = logits_grad;
-      ws_how = "fp32 gradient of the logits: 4 B x tokens x vocabulary / TP";
+      ws_how = "gradient of the logits in fp32 and bf16: 6 B x tokens x vocabulary / TP";
     }
   }
   add("activation_workspace", workspace, ws_how);

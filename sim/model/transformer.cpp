@@ -241,8 +241,13 @@ std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, cons
   if (s.final_norm) out.push_back({"final_norm_input", kBf16 * x.t * x.h / x.sp});
   if (s.mlm_head) out.push_back({"mlm_transform_activations", 3 * kBf16 * x.t * x.h});
   out.push_back({"vocab_projection_input", kBf16 * x.t * x.h});
-  out.push_back({"logits", kBf16 * x.t * v});
-  out.push_back({"loss_softmax_fp32", kFp32 * x.t * v});
+  // The projection keeps its input, not its output; the loss keeps what its backward reads:
+  // PyTorch's cross-entropy upcasts the logits and keeps the fp32 log-probabilities, a fused
+  // kernel keeps the bf16 logits and overwrites them with their gradient.
+  if (shape.fused_cross_entropy)
+    out.push_back({"logits", kBf16 * x.t * v});
+  else
+    out.push_back({"loss_log_probs_fp32", kFp32 * x.t * v});
   return out;
 }
 

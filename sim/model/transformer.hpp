@@ -43,6 +43,7 @@ struct LayerShape {
   long tp = 1;                     ///< tensor-parallel degree (Megatron column/row split)
   bool sequence_parallel = false;  ///< norms, dropout and residuals split along the sequence
   bool flash_attention = false;    ///< fused attention: no s x s scores in memory
+  bool fused_cross_entropy = false;  ///< loss on bf16 logits, gradient in place (no fp32 copy)
 };
 
 [[nodiscard]] long kv_heads_of(const TransformerSpec& s);

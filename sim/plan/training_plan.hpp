@@ -48,6 +48,9 @@ struct TrainingPlan {
   bool activation_checkpointing = false;  ///< keep only layer inputs; recompute in backward
   bool activation_offloading = false;     ///< checkpointed inputs live in host memory
   bool flash_attention = false;
+  /// A fused cross-entropy kernel (e.g. flash-attn's, llm-foundry's default loss) keeps the bf16
+  /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
+  bool fused_cross_entropy = false;
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered

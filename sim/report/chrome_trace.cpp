@@ -25,6 +25,14 @@ void write_chrome_trace(std::ostream& os, const scenario::Scenario& s,
                         {"dur", (sp.end - sp.start) * 1e6},
                         {"args", {{"stream", sp.stream_name}}}});
     }
+    // Device memory of each rank as a counter track beside its streams (GiB).
+    for (const auto& m : r.memory_samples) {
+      events.push_back({{"ph", "C"},
+                        {"name", "device memory (GiB)"},
+                        {"pid", base + m.rank},
+                        {"ts", m.time * 1e6},
+                        {"args", {{"GiB", m.bytes / (1024.0 * 1024.0 * 1024.0)}}}});
+    }
   }
   nlohmann::json doc{{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   os << doc.dump() << "\n";

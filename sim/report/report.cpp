@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -66,9 +67,16 @@ std::string with_commas(double v) {
 void write_table(std::ostream& os, const scenario::Scenario& s,
                  const std::vector<scenario::PointResult>& results) {
   const auto rows = make_rows(results);
+  // Points named after their node count print as the source's "instances" column; points with
+  // their own labels (configurations of one size) print the label.
+  std::size_t label_width = 0;
+  for (const auto& r : results)
+    if (r.point.label != std::to_string(r.point.nodes) + (r.point.nodes == 1 ? " instance" : " instances"))
+      label_width = std::max(label_width, r.point.label.size() + 2);
   os << s.title << "\n";
   os << "topology " << s.topology.name << ", model " << s.model.name << ", reference: "
      << s.reference_source << "\n\n";
+  if (label_width > 0) os << std::left << std::setw(static_cast<int>(label_width)) << "point";
   os << std::left << std::setw(10) << "instances" << std::right << std::setw(13) << "accelerators"
      << std::setw(12) << "seq/s" << std::setw(12) << "reference" << std::setw(9) << "error"
      << std::setw(12) << "seq/s/acc" << std::setw(12) << "reference" << std::setw(12)
@@ -79,6 +87,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   double max_abs = 0;
   for (const auto& row : rows) {
     const auto& r = *row.result;
+    if (label_width > 0) os << std::left << std::setw(static_cast<int>(label_width)) << r.point.label;
     os << std::left << std::setw(10) << r.point.nodes << std::right << std::setw(13) << r.accelerators;
     if (r.oom) {
       const auto& worst = r.memory.ranks.front();

@@ -7,7 +7,8 @@
 //   precision           amp | fp32 | fsdp_mixed | bf16_fp32_grads    (required)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
-//   activation_checkpointing [false], activation_offloading [false], flash_attention [false]
+//   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
+//   fused_cross_entropy [false]
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 #include "core/json_reader.hpp"
 #include "plan/training_plan.hpp"

@@ -242,6 +242,49 @@ TEST(CliErrors, UsageMistakes) {
   EXPECT_EQ(trainsim("--help").status, 0);
 }
 
+// ---- trainsim memory -------------------------------------------------------------------------
+
+TEST(CliMemory, TableGivesTheBreakdownVerdictAndAdvice) {
+  const CliRun r = trainsim("memory scenarios/p4d-llama2-7b-smp.json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "optimizer_states")) << r.out;
+  EXPECT_TRUE(contains(r.out, "verdict: fits")) << r.out;
+  EXPECT_TRUE(contains(r.out, "verdict: OOM on every rank by")) << r.out;
+  EXPECT_TRUE(contains(r.out, "smallest sharding degree that fits: 4")) << r.out;
+  EXPECT_TRUE(contains(r.out, "change first: raise the sharding degree to 4")) << r.out;
+}
+
+TEST(CliMemory, JsonHasRanksTermsPeakCapacityAndFits) {
+  const CliRun r = trainsim("memory scenarios/seed002-10b-amp-adam.json --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const auto& ddp = doc.at("points")[0];
+  EXPECT_FALSE(ddp.at("fits").get<bool>());
+  const auto& rank = ddp.at("ranks")[0];
+  const auto& t = rank.at("terms");
+  const double states = t.at("weights").get<double>() + t.at("gradients").get<double>() +
+                        t.at("master_weights").get<double>() + t.at("master_gradients").get<double>() +
+                        t.at("optimizer_states").get<double>();
+  EXPECT_NEAR(states, 200e9, 0.05 * 200e9);  // source 002: ~20 B x 10B parameters
+  EXPECT_GT(rank.at("peak_bytes").get<double>(), rank.at("capacity_bytes").get<double>());
+  EXPECT_FALSE(rank.at("fits").get<bool>());
+  EXPECT_TRUE(doc.at("points")[1].at("fits").get<bool>());
+}
+
+TEST(CliMemory, RunReportsOomPointsAsResults) {
+  const CliRun r = trainsim("run scenarios/seed002-10b-amp-adam.json --format json --no-wall-time");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc.at("points")[0].at("status"), "oom");
+  EXPECT_FALSE(doc.at("points")[0].at("memory").at("fits").get<bool>());
+}
+
+TEST(CliMemory, UsageMistakes) {
+  EXPECT_EQ(trainsim("memory").status, 2);
+  EXPECT_EQ(trainsim("memory " + kBertLarge + " --format csv").status, 2);
+  EXPECT_EQ(trainsim("memory no-such-file.json").status, 2);
+}
+
 // ---- Golden output ---------------------------------------------------------------------------
 
 /// Unit in the last printed digit of a number as the CSV writes it ("1374.19" -> 0.01,

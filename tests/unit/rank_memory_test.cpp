@@ -1,0 +1,188 @@
+// Each memory term against hand arithmetic written here (memory/rank_memory.hpp).
+#include <gtest/gtest.h>
+
+#include "memory/rank_memory.hpp"
+
+namespace trainsim::memory {
+namespace {
+
+// A GPT-style model with round numbers: h 1024, 16 heads, 8 layers, seq 512, vocab 32000.
+model::TransformerSpec gpt() {
+  model::TransformerSpec s{"test", 8, 1024, 16, 4096, 32000, 512, false};
+  s.embedding_norm = false;
+  s.final_norm = true;
+  return s;
+}
+
+plan::TrainingPlan amp_adam(plan::Sharding sharding, long micro_batch = 2) {
+  plan::TrainingPlan p;
+  p.sharding = sharding;
+  EXPECT_TRUE(plan::precision_recipe("amp", p.precision));
+  p.micro_batch = micro_batch;
+  p.bucket_elements = 1e6;
+  return p;
+}
+
+MemoryInputs inputs(const plan::TrainingPlan& p, long world = 8) {
+  return {gpt(), p, plan::layout_of(p, world, 8), 80.0 * (1ull << 30), 1e9};
+}
+
+TEST(RankMemory, AmpAdamIsTwentyBytesPerParameterUnsharded) {
+  const auto r = stage_memory(inputs(amp_adam(plan::Sharding::none)), 0);
+  const double P = model::parameter_count(gpt());
+  // Source 002: fp16 weights 2 + fp16 gradients 2 + fp32 master 4 + fp32 gradients 4 + Adam 8.
+  EXPECT_DOUBLE_EQ(r.term("weights"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
+  // DDP's buckets are a copy of the gradients in the wire dtype (bf16).
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("runtime_reserve"), 1e9);
+  double sum = 0;
+  for (const auto& t : r.terms) sum += t.bytes;
+  EXPECT_DOUBLE_EQ(r.peak, sum);
+}
+
+TEST(RankMemory, ZeroStagesShardOneMoreCopyEach) {
+  const double P = model::parameter_count(gpt());
+  const auto z1 = stage_memory(inputs(amp_adam(plan::Sharding::zero1)), 0);
+  EXPECT_DOUBLE_EQ(z1.term("weights"), 2 * P);
+  EXPECT_DOUBLE_EQ(z1.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(z1.term("master_weights") + z1.term("master_gradients") + z1.term("optimizer_states"),
+                   16 * P / 8);
+  // Two DeepSpeed buckets of 1e6 bf16 elements.
+  EXPECT_DOUBLE_EQ(z1.term("communication_buffers"), 2 * 1e6 * 2);
+  const auto z2 = stage_memory(inputs(amp_adam(plan::Sharding::zero2)), 0);
+  EXPECT_DOUBLE_EQ(z2.term("gradients"), 2 * P / 8);
+  EXPECT_DOUBLE_EQ(z2.term("weights"), 2 * P);
+  const auto z3 = stage_memory(inputs(amp_adam(plan::Sharding::zero3)), 0);
+  EXPECT_DOUBLE_EQ(z3.term("weights"), 2 * P / 8);
+  EXPECT_DOUBLE_EQ(z3.term("communication_buffers"), 0);
+  // Gathered: the unit in use and the prefetched one, plus one unit of gradients, in bf16. The
+  // largest unit on this (only) stage is the embedding, 32000 x 1024 + 512 x 1024.
+  const double unit = (32000.0 + 512.0) * 1024.0;
+  ASSERT_GT(unit, model::parameters_per_layer(gpt()));
+  EXPECT_DOUBLE_EQ(z3.term("gathered_parameters"), 2 * unit * 2);
+  EXPECT_DOUBLE_EQ(z3.term("gathered_gradients"), unit * 2);
+}
+
+TEST(RankMemory, FsdpMixedPrecisionKeepsOnlyShardedFp32State) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
+  ASSERT_TRUE(plan::precision_recipe("fsdp_mixed", p.precision));
+  p.shard_degree = 4;  // hybrid: shard over 4, replicate over 2
+  const auto r = stage_memory(inputs(p), 0);
+  const double P = model::parameter_count(gpt());
+  EXPECT_DOUBLE_EQ(r.term("weights"), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 0);
+  EXPECT_DOUBLE_EQ(r.term("master_weights") + r.term("master_gradients") + r.term("optimizer_states"),
+                   (4 + 4 + 8) * P / 4);
+}
+
+TEST(RankMemory, TensorParallelismDividesTheParameters) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.tp = 4;
+  const auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * model::parameter_count(gpt()) / 4);
+}
+
+TEST(Activations, KorthikantiGeluLayerWithoutParallelism) {
+  // Korthikanti et al. 2022, eq. 1: 34sbh + 5as^2b bytes per layer (with dropout, no flash).
+  const auto s = gpt();
+  const double sq = 512, b = 2, h = 1024, a = 16;
+  const double expected = sq * b * h * 34 + 5 * a * sq * sq * b;
+  EXPECT_DOUBLE_EQ(model::total_bytes(model::layer_stored_activations(s, {2})), expected);
+}
+
+TEST(Activations, KorthikantiWithTensorAndSequenceParallelism) {
+  const auto s = gpt();
+  const double sq = 512, b = 2, h = 1024, a = 16, t = 4;
+  // Eq. 2, TP alone: sbh(10 + 24/t + 5as/(ht)).
+  EXPECT_DOUBLE_EQ(model::total_bytes(model::layer_stored_activations(s, {2, 4})),
+                   sq * b * h * (10 + 24 / t + 5 * a * sq / (h * t)));
+  // Eq. 4, TP + SP: sbh/t (34 + 5as/h).
+  EXPECT_DOUBLE_EQ(model::total_bytes(model::layer_stored_activations(s, {2, 4, true})),
+                   sq * b * h / t * (34 + 5 * a * sq / h));
+}
+
+TEST(Activations, FlashAttentionDropsTheScores) {
+  const auto s = gpt();
+  const double sq = 512, b = 2, h = 1024, a = 16;
+  // 34sbh without the 5as^2b of softmax output, its dropout mask and output; plus the fp32
+  // log-sum-exp per head and token.
+  EXPECT_DOUBLE_EQ(model::total_bytes(model::layer_stored_activations(s, {2, 1, false, true})),
+                   sq * b * h * 34 + 4 * b * a * sq);
+}
+
+TEST(Activations, CheckpointingKeepsLayerInputsAndRecomputesOneLayer) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.activation_checkpointing = true;
+  const auto r = stage_memory(inputs(p), 0);
+  const double sq = 512, b = 2, h = 1024;
+  const double head = model::total_bytes(model::head_stored_activations(gpt(), {2}));
+  const double emb = model::total_bytes(model::embedding_stored_activations(gpt(), {2}));
+  EXPECT_DOUBLE_EQ(r.term("activations"), 8 * (2 * sq * b * h) + head + emb);
+  const double layer = model::total_bytes(model::layer_stored_activations(gpt(), {2}));
+  // Recompute holds one whole layer beside the gradients of its largest tensor (the softmax
+  // output, 2as^2b) in and out, unless the fp32 logits gradient is larger (6 B x tokens x V).
+  const double largest = 2 * 16 * sq * sq * b;
+  const double logits = 6 * sq * b * 32000;
+  EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(layer + 2 * largest, logits));
+}
+
+TEST(Activations, OffloadingLeavesTwoLayerInputsOnDevice) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.activation_checkpointing = true;
+  p.activation_offloading = true;
+  const auto r = stage_memory(inputs(p), 0);
+  const double head = model::total_bytes(model::head_stored_activations(gpt(), {2}));
+  const double emb = model::total_bytes(model::embedding_stored_activations(gpt(), {2}));
+  EXPECT_DOUBLE_EQ(r.term("activations"), 2 * (2.0 * 512 * 2 * 1024) + head + emb);
+}
+
+TEST(Pipeline, MicroBatchesInFlightFollowTheSchedule) {
+  plan::TrainingPlan p;
+  p.pp = 4;
+  p.accumulation = 8;
+  p.pipeline = plan::PipelineSchedule::gpipe;
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 8);  // every forward before any backward
+  p.pipeline = plan::PipelineSchedule::one_f_one_b;
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 4);  // pp - stage
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 3), 1);
+  p.pipeline = plan::PipelineSchedule::interleaved;
+  p.virtual_stages = 2;
+  // Stage 0: (4 - 0 - 1) x 2 + (2 - 1) x 4 + 1 = 11 chunks of half a stage = 5.5 micro-batches.
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 5.5);
+  p.pp = 1;
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 1);
+}
+
+TEST(Pipeline, StagesSplitLayersAndEndsHoldEmbeddingAndHead) {
+  EXPECT_EQ(layers_of_stage(10, 4, 0), 3);
+  EXPECT_EQ(layers_of_stage(10, 4, 1), 3);
+  EXPECT_EQ(layers_of_stage(10, 4, 2), 2);
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.pp = 2;
+  const auto in = inputs(p);
+  const auto ranks = rank_memory(in);
+  ASSERT_EQ(ranks.size(), 2u);
+  const auto s = gpt();
+  const double first = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);
+  // The last stage keeps its own copy of the tied word embedding (Megatron).
+  const double last = 4 * model::parameters_per_layer(s) + model::head_parameters(s) + 32000.0 * 1024;
+  EXPECT_DOUBLE_EQ(ranks[0].term("optimizer_states"), 8 * first);
+  EXPECT_DOUBLE_EQ(ranks[1].term("optimizer_states"), 8 * last);
+}
+
+TEST(SourceExamples, TenBillionParametersNeedAbout200GB) {
+  model::TransformerSpec s{"10B", 32, 5120, 40, 20480, 50257, 2048, false};
+  const auto r = stage_memory({s, amp_adam(plan::Sharding::none, 1), plan::Layout{8, 8, 8, 1}, 40.0 * (1ull << 30), 0}, 0);
+  const double states = r.term("weights") + r.term("gradients") + r.term("master_weights") +
+                        r.term("master_gradients") + r.term("optimizer_states");
+  EXPECT_NEAR(states, 200e9, 0.05 * 200e9);  // 20 B x 10.3e9
+  EXPECT_FALSE(r.fits());
+  EXPECT_EQ(r.largest().name, "optimizer_states");
+}
+
+}  // namespace
+}  // namespace trainsim::memory

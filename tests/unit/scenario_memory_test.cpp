@@ -1,0 +1,80 @@
+// Memory at the scenario level: the SMP v2 reference configurations fit and cutting their
+// sharding makes them OOM with the term that breaks them; points override model and training;
+// an OOM point is a result, not an error; the engine's tracked peak matches the memory model.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/json_reader.hpp"
+#include "memory/memory_advice.hpp"
+#include "scenario/point_runner.hpp"
+#include "scenario/scenario.hpp"
+
+namespace trainsim::scenario {
+namespace {
+
+memory::MemoryVerdict verdict(const Scenario& s, std::size_t point) {
+  return memory::judge_memory(memory_inputs(s, s.points.at(point)));
+}
+
+TEST(SmpReferenceConfigurations, FitAndTheirCutsDoNot) {
+  for (const char* file : {"scenarios/p4d-llama2-7b-smp.json", "scenarios/p4d-llama2-70b-smp.json",
+                           "scenarios/p4d-175b-smp.json"}) {
+    const Scenario s = load_scenario(file);
+    EXPECT_TRUE(verdict(s, 0).fits) << file << ": the source-000 configuration must fit";
+    bool some_oom = false;
+    for (std::size_t i = 1; i < s.points.size(); ++i) {
+      const auto v = verdict(s, i);
+      if (v.fits) continue;
+      some_oom = true;
+      const auto& worst = v.ranks.front();
+      const std::string term = worst.largest().name;
+      EXPECT_TRUE(term == "optimizer_states" || term == "activations") << file << " " << term;
+    }
+    EXPECT_TRUE(some_oom) << file << ": a cut configuration should not fit";
+  }
+}
+
+TEST(SmpReferenceConfigurations, SmallestShardingDegreeOfLlama7B) {
+  // 16 B per parameter over d shards + ~12 GiB of activations, buffers and reserve on 40 GiB:
+  // d = 4 leaves 2.7 GiB free, d = 2 needs 62 GiB.
+  const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
+  EXPECT_EQ(verdict(s, 0).smallest_fitting_shard.value_or(-1), 4);
+}
+
+TEST(SeedExample, TenBillionParametersDoNotFitWithDdpButDoSharded) {
+  const Scenario s = load_scenario("scenarios/seed002-10b-amp-adam.json");
+  const auto ddp = verdict(s, 0);
+  EXPECT_FALSE(ddp.fits);
+  const auto& r = ddp.ranks.front();
+  const double states = r.term("weights") + r.term("gradients") + r.term("master_weights") +
+                        r.term("master_gradients") + r.term("optimizer_states");
+  EXPECT_NEAR(states, 20 * model::parameter_count(s.points[0].model), 1);
+  EXPECT_NEAR(states, 200e9, 0.05 * 200e9);
+  EXPECT_EQ(s.points[1].training.sharding, plan::Sharding::zero3);  // the point's override
+  EXPECT_TRUE(verdict(s, 1).fits);
+}
+
+TEST(SimulatePoint, AnOomPointIsAResultNotAnError) {
+  const Scenario s = load_scenario("scenarios/seed002-10b-amp-adam.json");
+  const PointResult r = simulate_point(s, s.points[0], false);
+  EXPECT_TRUE(r.oom);
+  EXPECT_FALSE(r.memory.fits);
+  EXPECT_EQ(r.samples_per_s, 0);
+}
+
+TEST(SimulatePoint, EngineTracksTheModelsPeakAlongTheTimeline) {
+  // The DP schedule allocates a micro-batch's activations in forward and frees them at the end
+  // of its backward, with the workspace held during backward: the simulated peak is the memory
+  // model's sum of terms.
+  const Scenario s = load_scenario("scenarios/dl1-bert-large-zero1.json");
+  const PointResult r = simulate_point(s, s.points[0], true);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 1e-9 * r.memory.worst_peak);
+  EXPECT_GT(r.peak_memory_time, 0);
+  EXPECT_LT(r.peak_memory_time, r.step_time);
+  EXPECT_FALSE(r.memory_samples.empty());
+}
+
+}  // namespace
+}  // namespace trainsim::scenario
