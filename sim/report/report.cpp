@@ -10,6 +10,9 @@
 
 #include "model/transformer.hpp"
 
+#include "pipeline/pipeline_result_json.hpp"
+#include "report/pipeline_report.hpp"
+
 namespace trainsim::report {
 
 const char* status_of(const scenario::PointResult& r) {
@@ -133,6 +136,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     for (const auto& f : s.collectives.fitted) os << "\n  " << s.collectives.file << " " << f;
     os << "\n";
   }
+  write_pipeline_notes(os, s, results);
 }
 
 void write_json(std::ostream& os, const scenario::Scenario& s,
@@ -174,6 +178,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       mem["simulated_peak_time_s"] = r.peak_memory_time;
     }
     p["memory"] = mem;
+    if (r.pipeline) p["pipeline"] = pipeline::to_json(*r.pipeline);
     points.push_back(p);
   }
   nlohmann::ordered_json doc;
@@ -188,11 +193,11 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
 
 void write_csv(std::ostream& os, const scenario::Scenario& s,
                const std::vector<scenario::PointResult>& results, bool wall_time) {
-  (void)s;
   const auto rows = make_rows(results);
   os << "label,nodes,accelerators,samples_per_s,samples_per_s_per_accelerator,scaling_efficiency,"
         "step_time_s,reference_samples_per_s,error_pct,fitted,sim_wall_s,status,tflops_per_accelerator,"
-        "peak_memory_bytes,capacity_bytes\n";
+        "peak_memory_bytes,capacity_bytes"
+     << pipeline_csv_header(s) << "\n";
   for (const auto& row : rows) {
     const auto& r = *row.result;
     os << '"' << r.point.label << '"' << ',' << r.point.nodes << ',' << r.accelerators << ','
@@ -207,7 +212,7 @@ void write_csv(std::ostream& os, const scenario::Scenario& s,
     os << ',' << status_of(r) << ',' << fmt("%.6g", row.tflops_per_accelerator) << ','
        << fmt("%.6g", r.memory.worst_peak) << ','
        << fmt("%.6g", r.memory.ranks.empty() ? 0.0 : r.memory.ranks.front().capacity);
-    os << "\n";
+    os << pipeline_csv_fields(s, r) << "\n";
   }
 }
 

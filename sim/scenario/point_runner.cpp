@@ -13,6 +13,8 @@
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
 #include "program/build_program.hpp"
+#include "pipeline/pipeline_result_json.hpp"
+#include "scenario/pipeline_runner.hpp"
 
 namespace trainsim::scenario {
 
@@ -86,11 +88,13 @@ nlohmann::json point_result_to_json(const PointResult& r) {
     spans.push_back({sp.rank, sp.stream, sp.name, sp.phase, sp.stream_name, sp.start, sp.end});
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& m : r.memory_samples) memory.push_back({m.rank, m.time, m.bytes});
-  return {{"accelerators", r.accelerators}, {"completed", r.completed},
+  nlohmann::json j = {{"accelerators", r.accelerators}, {"completed", r.completed},
           {"step_time", r.step_time},       {"samples_per_s", r.samples_per_s},
           {"sim_wall_s", r.sim_wall_s},     {"spans", spans},
           {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
           {"peak_memory_time", r.peak_memory_time}, {"memory", memory}};
+  if (r.pipeline) j["pipeline"] = pipeline::to_json(*r.pipeline);
+  return j;
 }
 
 PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
@@ -110,6 +114,7 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
     r.spans.push_back({sp[0].get<int>(), sp[1].get<int>(), sp[2].get<std::string>(),
                        sp[3].get<std::string>(), sp[4].get<std::string>(), sp[5].get<double>(),
                        sp[6].get<double>()});
+  if (j.contains("pipeline")) r.pipeline = pipeline::pipeline_result_from_json(j.at("pipeline"));
   return r;
 }
 
@@ -147,7 +152,8 @@ PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
     int code = 0;
     std::string out;
     try {
-      out = point_result_to_json(simulate_point_in_process(s, p, trace)).dump();
+      // The input pipeline needs the detailed step's spans (its compute and communication time).
+      out = point_result_to_json(simulate_point_in_process(s, p, trace || s.data.has_value())).dump();
     } catch (const std::exception& e) {
       out = nlohmann::json{{"error", e.what()}}.dump();
       code = 1;
@@ -178,7 +184,10 @@ PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
   if (j.contains("error"))
     throw std::runtime_error("simulation of point \"" + p.label + "\" failed: " +
                              j.at("error").get<std::string>());
-  return point_result_from_json(j, p);
+  PointResult r = point_result_from_json(j, p);
+  if (s.data && r.completed) add_input_pipeline(s, p, r);
+  if (!trace) r.spans.clear();
+  return r;
 }
 
 }  // namespace trainsim::scenario

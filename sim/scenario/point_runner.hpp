@@ -2,10 +2,12 @@
 // Simulates one scenario point. SimGrid allows one Engine per process, so each point runs in a
 // forked child that sends its result back through a pipe; the parent stays SimGrid-free.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/program_executor.hpp"
+#include "pipeline/pipeline_result.hpp"
 #include "memory/memory_advice.hpp"
 #include "scenario/scenario.hpp"
 
@@ -33,6 +35,9 @@ struct PointResult {
   double samples_per_s = 0;
   double sim_wall_s = 0;  ///< the simulator's own wall time for this point
   std::vector<TaskSpan> spans;  ///< filled when tracing
+  /// Epochs with the input pipeline (scenarios with a "data" section); samples_per_s and
+  /// step_time are then the last epoch's.
+  std::optional<pipeline::PipelineResult> pipeline;
   /// Device memory as the engine followed it along the simulated step (max over ranks).
   Bytes peak_memory = 0;
   int peak_memory_rank = 0;

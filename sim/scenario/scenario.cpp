@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/paths.hpp"
 #include "core/json_reader.hpp"
+#include "scenario/pipeline_reader.hpp"
 #include "scenario/model_reader.hpp"
 #include "scenario/training_reader.hpp"
 
@@ -55,6 +56,8 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
   s.collectives = collective::load_collective_calibration(s.topology.calibration_file);
   s.model = read_model(root.object("model"));
   s.training = read_training(root.object("training"));
+  if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.topology);
+  else root.allow("data");
   {
     JsonObject ref = root.object("reference");
     s.reference_source = ref.string("source");
@@ -131,6 +134,14 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
                     std::to_string(p.training.pp) + ")");
     } else {
       po.allow("data_parallel_degree");
+    }
+    if (po.has("storage_capacity")) {
+      if (!s.data || s.data->source != pipeline::SourceKind::fsx)
+        po.fail("storage_capacity", "only a scenario whose data comes from FSx has a storage capacity");
+      p.storage_capacity = po.quantity("storage_capacity", Dimension::bytes);
+      check_fsx_capacity(*s.data, *p.storage_capacity, po, "storage_capacity");
+    } else {
+      po.allow("storage_capacity");
     }
     po.allow("note");
     po.finish();

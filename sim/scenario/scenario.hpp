@@ -11,6 +11,7 @@
 #include "model/device_profile.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/transformer.hpp"
+#include "pipeline/pipeline_config.hpp"
 #include "plan/training_plan.hpp"
 #include "program/data_parallel_schedule.hpp"
 #include "topology/topology.hpp"
@@ -26,6 +27,7 @@ struct Point {
   std::optional<double> reference_samples_per_s;
   std::optional<double> reference_tflops_per_accelerator;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
+  std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
   model::TransformerSpec model;
   plan::TrainingPlan training;
   plan::Layout layout;
@@ -43,6 +45,7 @@ struct Scenario {
   model::TransformerSpec model;   ///< the scenario-level model (points may override it)
   plan::TrainingPlan training;    ///< the scenario-level plan (points may override it)
   std::vector<Point> points;
+  std::optional<pipeline::PipelineConfig> data;  ///< the input pipeline, when simulated
 };
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.

@@ -38,6 +38,15 @@ nlohmann::ordered_json job_record(const SweepPlan& plan, const Job& job,
   rec["samples_per_s_per_accelerator"] = r.accelerators > 0 ? r.samples_per_s / r.accelerators : 0;
   rec["step_time_s"] = r.step_time;
   rec["completed"] = r.completed;
+  if (r.pipeline) {
+    rec["first_epoch_samples_per_s"] = r.pipeline->epochs.front().samples_per_s;
+    rec["later_epoch_samples_per_s"] = r.pipeline->epochs.back().samples_per_s;
+    rec["later_epoch_io_wait"] = r.pipeline->epochs.back().io_wait_fraction;
+    std::string diag;
+    for (const auto& d : r.pipeline->diagnoses)
+      diag += (diag.empty() ? "" : " ") + d.rule + "@" + std::to_string(d.epoch);
+    rec["diagnoses"] = diag;
+  }
   rec["sim_wall_s"] = r.sim_wall_s;
   return rec;
 }

@@ -3,10 +3,12 @@
 // NICs and the links between them) replicated `nodes` times, and the inter-node fabric that the
 // nodes' gateways attach to. Loaded from topologies/*.json (schema_version 1) by
 // load_topology(); routes are computed on a Boost.Graph in topology_graph.hpp.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/units.hpp"
+#include "topology/host_resources.hpp"
 
 namespace trainsim::topology {
 
@@ -57,6 +59,7 @@ struct Topology {
   std::vector<Vertex> vertices;  ///< the node template
   std::vector<Link> links;       ///< the node template
   Fabric fabric;
+  std::optional<HostResources> host;  ///< vCPUs, RAM, local NVMe; needed by a data pipeline
   std::string calibration_file;  ///< collective calibration (absolute or relative to cwd), may be ""
 
   /// Accelerator vertex ids in file order: local rank i runs on accelerators()[i].

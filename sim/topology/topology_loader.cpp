@@ -274,6 +274,8 @@ Topology load_topology(const std::string& path) {
   node.finish();
 
   topo.fabric = read_fabric(root.object("fabric"));
+  if (root.has("host")) topo.host = read_host_resources(root.object("host"));
+  else root.allow("host");
   root.finish();
 
   check_vertex_kinds(topo);

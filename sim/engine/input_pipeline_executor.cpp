@@ -1,0 +1,324 @@
+#include "engine/input_pipeline_executor.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Barrier.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Disk.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Io.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Mutex.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <xbt/log.h>
+
+#include "core/error.hpp"
+#include "engine/platform_builder.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace trainsim::engine {
+
+namespace {
+
+constexpr double kCoreSpeed = 1e9;      // FLOP/s per vCPU; CPU work is given in core-seconds
+constexpr Seconds kBurstSampling = 1.0; // how often the burst-credit bucket is updated
+
+struct LoaderBatch {
+  Seconds claimed = -1, read_done = -1, ready = -1;
+};
+
+struct NodeState {
+  sg4::Host* host = nullptr;
+  sg4::Disk* nvme = nullptr;
+  sg4::MutexPtr mutex = sg4::Mutex::create();
+  sg4::ConditionVariablePtr slot_freed = sg4::ConditionVariable::create();  ///< workers wait here
+  sg4::ConditionVariablePtr batch_ready = sg4::ConditionVariable::create(); ///< the trainer waits here
+  long next_claim = 0;
+  long consumed = 0;  ///< loader batches the trainer has taken
+  std::vector<LoaderBatch> batches;
+  std::vector<Seconds> wait, io_wait, cpu_wait;  ///< per epoch
+  Seconds io_busy = 0, cpu_busy = 0;            ///< workers' time, for attributing waits
+};
+
+class PipelineSim {
+public:
+  explicit PipelineSim(const PipelineSetup& s) : s_(s), plan_(*s.plan) {
+    const int nodes = plan_.nodes;
+    const auto& host = *s.topology->host;
+    auto* fabric = sg4::create_star_zone("io_fabric");
+    for (int n = 0; n < nodes; ++n) {
+      auto* zone = sg4::create_full_zone("io_node" + std::to_string(n));
+      zone->set_parent(fabric);
+      auto node = std::make_unique<NodeState>();
+      node->host = zone->create_host("n" + std::to_string(n) + ".host", kCoreSpeed);
+      node->host->set_core_count(host.vcpus);
+      if (s.local_nvme)
+        node->nvme = node->host->create_disk("nvme", host.local_nvme_read, host.local_nvme_read)->seal();
+      zone->seal();
+      auto* uplink = fabric->create_split_duplex_link("n" + std::to_string(n) + ".uplink",
+                                                      s.topology->fabric.uplink_bandwidth);
+      uplink->set_latency(0)->seal();
+      fabric->add_route(zone->get_netpoint(), nullptr, node->host->get_netpoint(), nullptr,
+                        {sg4::LinkInRoute(uplink, sg4::LinkInRoute::Direction::UP)}, true);
+      node->batches.resize(static_cast<std::size_t>(total_steps() * s.step.loader_batches));
+      node->wait.assign(static_cast<std::size_t>(plan_.epochs), 0);
+      node->io_wait = node->cpu_wait = node->wait;
+      nodes_.push_back(std::move(node));
+    }
+    if (!s.local_nvme) build_file_servers(fabric);
+    fabric->seal();
+    step_end_.assign(static_cast<std::size_t>(total_steps()), 0);
+    barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes));
+  }
+
+  pipeline::PipelineResult run() {
+    const int workers = s_.loader.workers_per_rank * ranks_per_node();  // a DataLoader per rank
+    for (int n = 0; n < plan_.nodes; ++n) {
+      for (int w = 0; w < workers; ++w)
+        sg4::Actor::create("n" + std::to_string(n) + ".worker" + std::to_string(w), nodes_[n]->host,
+                           [this, n] { worker(n); });
+      sg4::Actor::create("n" + std::to_string(n) + ".trainer", nodes_[n]->host, [this, n] { trainer(n); });
+    }
+    if (!servers_.empty() && s_.fsx.network_burst > s_.fsx.network_baseline)
+      sg4::Actor::create("fsx.burst_credits", servers_.front(), [this] { burst_credits(); });
+    sg4::Engine::get_instance()->run();
+    TRAINSIM_CHECK(steps_done_ == total_steps() * plan_.nodes, "input pipeline simulation deadlocked");
+    return summarize();
+  }
+
+private:
+  [[nodiscard]] long total_steps() const { return plan_.epochs * plan_.steps_per_epoch; }
+  [[nodiscard]] int ranks_per_node() const { return static_cast<int>(s_.topology->accelerators().size()); }
+  [[nodiscard]] long prefetch_depth() const {
+    return static_cast<long>(s_.loader.prefetch_factor) * s_.loader.workers_per_rank * ranks_per_node();
+  }
+
+  void build_file_servers(sg4::NetZone* fabric) {
+    auto* zone = sg4::create_full_zone("fsx");
+    zone->set_parent(fabric);
+    auto* sw = zone->create_router("fsx.switch");
+    const int n = s_.fsx.servers;
+    const bool burst = s_.fsx.burst_bucket > 0;
+    credits_ = s_.fsx.burst_bucket;
+    bursting_ = burst;
+    for (int i = 0; i < n; ++i) {
+      auto* h = zone->create_host("fsx.oss" + std::to_string(i), kCoreSpeed);
+      const double disk = (burst ? s_.fsx.disk_burst : s_.fsx.disk_baseline) / n;
+      disks_.push_back(h->create_disk("disks", disk, disk)->seal());
+      auto* nic = zone->create_split_duplex_link("fsx.oss" + std::to_string(i) + ".net",
+                                                 (burst ? s_.fsx.network_burst : s_.fsx.network_baseline) / n);
+      nic->set_latency(0)->seal();
+      zone->add_route(h->get_netpoint(), sw, nullptr, nullptr,
+                      {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
+      servers_.push_back(h);
+      nics_.push_back(nic);
+      // A split-duplex link has no usage of its own (get_usage crashes): read the outgoing half.
+      nic_out_.push_back(sg4::Link::by_name("fsx.oss" + std::to_string(i) + ".net_UP"));
+    }
+    zone->seal();
+    // The file system's attachment to the fabric: never the bottleneck (the servers' links
+    // are), but SimGrid's star zone wants a link on every route.
+    auto* attach = fabric->create_split_duplex_link("fsx.attach", 2 * s_.fsx.network_burst);
+    attach->set_latency(0)->seal();
+    fabric->add_route(zone->get_netpoint(), nullptr, sw, nullptr,
+                      {sg4::LinkInRoute(attach, sg4::LinkInRoute::Direction::UP)}, true);
+  }
+
+  /// Network I/O credits: accrue while the file system serves less than its baseline, drain
+  /// while it serves more; bandwidth drops to the baseline when the bucket is empty.
+  void burst_credits() {
+    sg4::Actor::self()->daemonize();
+    const double n = static_cast<double>(servers_.size());
+    while (true) {
+      sg4::this_actor::sleep_for(kBurstSampling);
+      double used = 0;
+      for (auto* l : nic_out_) used += l->get_usage();
+      credits_ = std::clamp(credits_ + (s_.fsx.network_baseline - used) * kBurstSampling, 0.0,
+                            s_.fsx.burst_bucket);
+      const bool burst = credits_ > 0;
+      if (burst == bursting_) continue;
+      bursting_ = burst;
+      for (auto* l : nics_) l->set_bandwidth((burst ? s_.fsx.network_burst : s_.fsx.network_baseline) / n);
+      for (auto* d : disks_) d->set_read_bandwidth((burst ? s_.fsx.disk_burst : s_.fsx.disk_baseline) / n);
+    }
+  }
+
+  void worker(int n) {
+    NodeState& node = *nodes_[n];
+    const long total = static_cast<long>(node.batches.size());
+    const double share = 1.0 / s_.step.loader_batches;
+    while (true) {
+      long b;
+      {
+        std::unique_lock<sg4::Mutex> lock(*node.mutex);
+        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth())
+          node.slot_freed->wait(lock);
+        if (node.next_claim >= total) return;
+        b = node.next_claim++;
+      }
+      LoaderBatch& rec = node.batches[static_cast<std::size_t>(b)];
+      rec.claimed = sg4::Engine::get_clock();
+      const long step = b / s_.step.loader_batches;
+      const auto& r = plan_.at(static_cast<int>(step / plan_.steps_per_epoch), step % plan_.steps_per_epoch, n);
+      if (s_.local_nvme) {
+        if (r.local_disk > 0) node.nvme->read(static_cast<sg_size_t>(r.local_disk * share));
+      } else {
+        std::vector<sg4::IoPtr> reads;
+        for (std::size_t sv = 0; sv < servers_.size(); ++sv)
+          if (r.server_disk[sv] > 0)
+            reads.push_back(disks_[sv]->read_async(static_cast<sg_size_t>(r.server_disk[sv] * share)));
+        for (auto& io : reads) io->wait();
+        std::vector<sg4::CommPtr> transfers;
+        for (std::size_t sv = 0; sv < servers_.size(); ++sv) {
+          const Bytes bytes = (r.server_disk[sv] + r.server_cache[sv]) * share;
+          if (bytes >= 1)
+            transfers.push_back(sg4::Comm::sendto_async(servers_[sv], node.host, static_cast<uint64_t>(bytes)));
+        }
+        for (auto& c : transfers) c->wait();
+      }
+      rec.read_done = sg4::Engine::get_clock();
+      const double work = static_cast<double>(s_.step.samples_per_loader_batch) * s_.loader.preprocess_per_sample;
+      if (work > 0) sg4::this_actor::execute(work * kCoreSpeed);
+      rec.ready = sg4::Engine::get_clock();
+      node.io_busy += rec.read_done - rec.claimed;
+      node.cpu_busy += rec.ready - rec.read_done;
+      std::unique_lock<sg4::Mutex> lock(*node.mutex);
+      node.batch_ready->notify_all();  // only the trainer waits on it
+    }
+  }
+
+  void trainer(int n) {
+    NodeState& node = *nodes_[n];
+    const int next = (n + 1) % plan_.nodes;
+    for (long k = 0; k < total_steps(); ++k) {
+      const auto epoch = static_cast<std::size_t>(k / plan_.steps_per_epoch);
+      for (int j = 0; j < s_.step.loader_batches; ++j) {
+        const auto b = static_cast<std::size_t>(k * s_.step.loader_batches + j);
+        const Seconds w0 = sg4::Engine::get_clock();
+        {
+          std::unique_lock<sg4::Mutex> lock(*node.mutex);
+          while (node.batches[b].ready < 0) node.batch_ready->wait(lock);
+        }
+        attribute_wait(node, epoch, node.batches[b], w0, sg4::Engine::get_clock());
+      }
+      {
+        std::unique_lock<sg4::Mutex> lock(*node.mutex);
+        node.consumed = (k + 1) * s_.step.loader_batches;
+        node.slot_freed->notify_all();
+      }
+      barrier_->wait();  // the step's gradient all-reduce waits for every node
+      std::vector<sg4::CommPtr> grads;
+      if (plan_.nodes > 1 && s_.step.inter_node_bytes >= 1)
+        grads.push_back(sg4::Comm::sendto_async(node.host, nodes_[next]->host,
+                                                static_cast<uint64_t>(s_.step.inter_node_bytes)));
+      std::vector<sg4::ExecPtr> cpu;
+      const double cores = s_.loader.collective_cpu_cores;
+      for (int c = 0; c < static_cast<int>(std::ceil(cores)); ++c) {
+        const double frac = std::min(1.0, cores - c);
+        cpu.push_back(sg4::this_actor::exec_async(frac * s_.step.communication_time * kCoreSpeed));
+      }
+      sg4::this_actor::sleep_for(s_.step.step_time);
+      for (auto& c : grads) c->wait();
+      for (auto& e : cpu) e->wait();
+      step_end_[static_cast<std::size_t>(k)] = std::max(step_end_[static_cast<std::size_t>(k)], sg4::Engine::get_clock());
+      ++steps_done_;
+    }
+  }
+
+  /// Splits a wait between reading and pre-processing by what the awaited batch was doing;
+  /// the part before it was claimed (every worker busy) by what the workers spend time on.
+  void attribute_wait(NodeState& node, std::size_t epoch, const LoaderBatch& b, Seconds w0, Seconds w1) {
+    if (w1 <= w0) return;
+    auto overlap = [&](Seconds a, Seconds c) { return std::max(0.0, std::min(w1, c) - std::max(w0, a)); };
+    const Seconds io = overlap(b.claimed, b.read_done);
+    const Seconds cpu = overlap(b.read_done, b.ready);
+    const Seconds before = overlap(-1e300, b.claimed);
+    const double busy = node.io_busy + node.cpu_busy;
+    const double io_share = busy > 0 ? node.io_busy / busy : 0.5;
+    node.wait[epoch] += w1 - w0;
+    node.io_wait[epoch] += io + before * io_share;
+    node.cpu_wait[epoch] += cpu + before * (1 - io_share);
+  }
+
+  pipeline::PipelineResult summarize() const {
+    pipeline::PipelineResult out;
+    out.steps_per_epoch = plan_.steps_per_epoch;
+    out.compute_bound_samples_per_s = static_cast<double>(s_.step.samples_per_step) / s_.step.step_time;
+    const auto& host = *s_.topology->host;
+    Seconds prev = 0;
+    for (int e = 0; e < plan_.epochs; ++e) {
+      pipeline::EpochResult r;
+      const Seconds end = step_end_[static_cast<std::size_t>((e + 1) * plan_.steps_per_epoch - 1)];
+      r.time = end - prev;
+      prev = end;
+      const double steps = static_cast<double>(plan_.steps_per_epoch);
+      r.samples_per_s = steps * static_cast<double>(s_.step.samples_per_step) / r.time;
+      r.min_node_wait_fraction = 1;
+      for (int n = 0; n < plan_.nodes; ++n) {
+        const auto& node = *nodes_[n];
+        const double w = node.wait[static_cast<std::size_t>(e)] / r.time;
+        r.wait_fraction += w / plan_.nodes;
+        r.io_wait_fraction += node.io_wait[static_cast<std::size_t>(e)] / r.time / plan_.nodes;
+        r.cpu_wait_fraction += node.cpu_wait[static_cast<std::size_t>(e)] / r.time / plan_.nodes;
+        if (w > r.max_node_wait_fraction) {
+          r.max_node_wait_fraction = w;
+          r.slowest_node = n;
+        }
+        r.min_node_wait_fraction = std::min(r.min_node_wait_fraction, w);
+        for (long k = 0; k < plan_.steps_per_epoch; ++k) {
+          const auto& rd = plan_.at(e, k, n);
+          r.bytes_page_cache += rd.page_cache;
+          r.bytes_disk += rd.local_disk;
+          for (std::size_t sv = 0; sv < rd.server_disk.size(); ++sv) {
+            r.bytes_disk += rd.server_disk[sv];
+            r.bytes_server_cache += rd.server_cache[sv];
+          }
+        }
+      }
+      r.accelerator_utilisation = steps * s_.step.accelerator_busy / r.time;
+      const double samples_per_node = steps * static_cast<double>(s_.step.samples_per_loader_batch * s_.step.loader_batches);
+      const double core_seconds = samples_per_node * s_.loader.preprocess_per_sample +
+                                  steps * s_.loader.collective_cpu_cores * s_.step.communication_time;
+      r.cpu_utilisation = core_seconds / (host.vcpus * r.time);
+      out.epochs.push_back(r);
+    }
+    out.diagnoses = pipeline::diagnose(out.epochs);
+    return out;
+  }
+
+  const PipelineSetup& s_;
+  const pipeline::ReadPlan& plan_;
+  std::vector<std::unique_ptr<NodeState>> nodes_;
+  std::vector<sg4::Host*> servers_;
+  std::vector<sg4::Disk*> disks_;
+  std::vector<sg4::Link*> nics_;
+  std::vector<sg4::Link*> nic_out_;
+  double credits_ = 0;
+  bool bursting_ = false;
+  sg4::BarrierPtr barrier_;
+  std::vector<Seconds> step_end_;
+  long steps_done_ = 0;
+};
+
+}  // namespace
+
+pipeline::PipelineResult simulate_input_pipeline(const PipelineSetup& setup) {
+  TRAINSIM_CHECK(setup.plan && setup.topology && setup.topology->host, "incomplete pipeline setup");
+  xbt_log_control_set("root.thresh:critical");
+  int argc = 1;
+  char name[] = "trainsim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine e(&argc, argv);
+  configure_exact_timing(e);
+  PipelineSim sim(setup);
+  return sim.run();
+}
+
+}  // namespace trainsim::engine

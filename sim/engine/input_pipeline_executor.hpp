@@ -1,0 +1,39 @@
+#pragma once
+// Simulates epochs of training with the input pipeline on its own SimGrid platform: per node a
+// host with the instance's vCPUs (DataLoader workers and the collective library's CPU work
+// share its cores) behind the node's fabric uplink; FSx file servers in their own zone, each
+// with its disks and network link sized from capacity, reached over the same uplinks the
+// gradients use (or each node's local NVMe). A node's trainer waits for its batches, meets the
+// other nodes (the step's all-reduce synchronises them), then runs the step as simulated in
+// detail beforehand: the accelerators' time, its inter-node bytes over the uplink and its CPU
+// work on the host. FSx network burst follows a credit bucket sampled every second.
+#include "pipeline/pipeline_result.hpp"
+#include "pipeline/read_plan.hpp"
+#include "storage/fsx_spec.hpp"
+#include "topology/topology.hpp"
+
+namespace trainsim::engine {
+
+struct PipelineStepProfile {
+  Seconds step_time = 0;          ///< the step without the pipeline (detailed simulation)
+  Seconds accelerator_busy = 0;   ///< compute time per step of one accelerator
+  Seconds communication_time = 0; ///< time the communication stream is busy per step
+  Bytes inter_node_bytes = 0;     ///< per node per step, sent over its uplink
+  int loader_batches = 1;         ///< per node per step (ranks x accumulation)
+  long samples_per_loader_batch = 1;
+  long samples_per_step = 1;      ///< whole job
+};
+
+struct PipelineSetup {
+  const pipeline::ReadPlan* plan = nullptr;
+  const topology::Topology* topology = nullptr;
+  pipeline::LoaderConfig loader;
+  bool local_nvme = false;
+  storage::FsxFileSystem fsx;
+  PipelineStepProfile step;
+};
+
+/// Must run in a process without another Engine (creates one).
+[[nodiscard]] pipeline::PipelineResult simulate_input_pipeline(const PipelineSetup& setup);
+
+}  // namespace trainsim::engine

@@ -1,0 +1,52 @@
+#pragma once
+// What an input-pipeline simulation measured, per epoch, and the diagnoses drawn from it.
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace trainsim::pipeline {
+
+struct EpochResult {
+  Seconds time = 0;
+  double samples_per_s = 0;
+  double wait_fraction = 0;     ///< of the epoch, trainers waiting for a batch (mean over nodes)
+  double io_wait_fraction = 0;  ///< the part of wait_fraction spent on reads
+  double cpu_wait_fraction = 0; ///< the part spent on pre-processing (and CPU contention)
+  double max_node_wait_fraction = 0;
+  double min_node_wait_fraction = 0;
+  int slowest_node = 0;
+  double accelerator_utilisation = 0;  ///< accelerator busy time / epoch time
+  double cpu_utilisation = 0;          ///< (pre-processing + collective) core-seconds / (vCPUs x time)
+  Bytes bytes_page_cache = 0, bytes_server_cache = 0, bytes_disk = 0;  ///< all nodes
+};
+
+/// A SageMaker-Debugger-style finding with its evidence.
+struct Diagnosis {
+  std::string rule;      ///< IOBottleneck, CPUBottleneck, LowGPUUtilization, LoadBalancing
+  int epoch = 0;         ///< 1-based
+  std::string evidence;
+};
+
+struct PipelineResult {
+  std::string source;                    ///< e.g. "FSx SCRATCH_2/200 1.2 TiB (1 server)"
+  double compute_bound_samples_per_s = 0;  ///< the step simulated without the pipeline
+  long steps_per_epoch = 0;
+  std::vector<EpochResult> epochs;
+  std::vector<Diagnosis> diagnoses;
+};
+
+/// Thresholds (our choice, in the spirit of the Debugger rules' defaults): a rule fires when
+/// more than 10% of an epoch is spent waiting on that resource, accelerators are busy less
+/// than 70% of the time, or one node waits 10 points of the epoch more than another.
+struct DiagnosisThresholds {
+  double wait = 0.10;
+  double accelerator_utilisation = 0.70;
+  double node_spread = 0.10;
+  double cpu_utilisation = 0.90;
+};
+
+[[nodiscard]] std::vector<Diagnosis> diagnose(const std::vector<EpochResult>& epochs,
+                                              const DiagnosisThresholds& t = {});
+
+}  // namespace trainsim::pipeline

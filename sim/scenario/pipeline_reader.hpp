@@ -1,0 +1,18 @@
+#pragma once
+// Reads a scenario's optional "data" section (the input pipeline) into pipeline::PipelineConfig.
+#include "core/json_reader.hpp"
+#include "pipeline/pipeline_config.hpp"
+#include "topology/topology.hpp"
+
+namespace trainsim::scenario {
+
+/// `file` is the scenario file (storage spec paths are relative to it). ConfigError on bad input,
+/// including a topology without the "host" section the pipeline needs.
+[[nodiscard]] pipeline::PipelineConfig read_pipeline(JsonObject o, const std::string& file,
+                                                     const topology::Topology& topo);
+
+/// Checks an FSx capacity against the deployment's allowed sizes; ConfigError naming `key`.
+void check_fsx_capacity(const pipeline::PipelineConfig& c, Bytes capacity, const JsonObject& o,
+                        const std::string& key);
+
+}  // namespace trainsim::scenario

@@ -1,0 +1,138 @@
+#include "scenario/pipeline_runner.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "engine/input_pipeline_executor.hpp"
+#include "pipeline/pipeline_result_json.hpp"
+#include "pipeline/read_plan.hpp"
+#include "program/data_parallel_schedule.hpp"
+
+namespace trainsim::scenario {
+
+namespace {
+
+/// Node 0's bytes per step over its uplink: every collective flow from one of its ranks to
+/// another node.
+Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataParallelConfig& cfg) {
+  const auto prog = program::build_data_parallel(p.model, s.device, cfg);
+  const collective::RankLayout layout{cfg.ranks_per_node};
+  Bytes total = 0;
+  for (const auto& c : prog.collectives) {
+    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives);
+    for (const auto& ph : plan.phases)
+      for (const auto& f : ph.flows)
+        if (f.src / cfg.ranks_per_node == 0 && f.dst / cfg.ranks_per_node != 0) total += f.bytes;
+  }
+  return total;
+}
+
+std::string run_in_child(const std::function<std::string()>& work, const std::string& what) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork() failed");
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    try {
+      out = "ok\n" + work();
+    } catch (const std::exception& e) {
+      out = std::string("error\n") + e.what();
+    }
+    const char* data = out.data();
+    std::size_t left = out.size();
+    while (left > 0) {
+      const ssize_t n = write(fds[1], data, left);
+      if (n <= 0) break;
+      data += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (text.rfind("ok\n", 0) == 0) return text.substr(3);
+  if (text.rfind("error\n", 0) == 0) throw std::runtime_error(what + " failed: " + text.substr(6));
+  throw std::runtime_error(what + " crashed (status " + std::to_string(status) + ")");
+}
+
+}  // namespace
+
+storage::FsxFileSystem point_file_system(const Scenario& s, const Point& p) {
+  const auto& c = *s.data;
+  return storage::size_file_system(c.fsx_spec, c.fsx_deployment,
+                                   p.storage_capacity ? *p.storage_capacity : c.fsx_capacity);
+}
+
+void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
+  const auto& c = *s.data;
+  const auto cfg = training_for(s, p);
+  engine::PipelineStepProfile step;
+  step.step_time = r.step_time;
+  for (const auto& sp : r.spans) {
+    if (sp.rank != 0) continue;
+    if (sp.stream_name == "compute") step.accelerator_busy += sp.end - sp.start;
+    else step.communication_time += sp.end - sp.start;
+  }
+  step.inter_node_bytes = p.nodes > 1 ? inter_node_bytes(s, p, cfg) : 0;
+  step.loader_batches = static_cast<int>(cfg.ranks_per_node * cfg.accumulation);
+  step.samples_per_loader_batch = cfg.micro_batch;
+  step.samples_per_step = static_cast<long>(cfg.world) * cfg.micro_batch * cfg.accumulation;
+
+  engine::PipelineSetup setup;
+  setup.topology = &s.topology;
+  setup.loader = c.loader;
+  setup.local_nvme = c.source == pipeline::SourceKind::local_nvme;
+  setup.step = step;
+  pipeline::ReadPlanInput in;
+  in.data = c.data;
+  in.nodes = p.nodes;
+  in.samples_per_node_step = static_cast<long>(cfg.ranks_per_node) * cfg.micro_batch * cfg.accumulation;
+  in.epochs = c.epochs;
+  in.local_nvme = setup.local_nvme;
+  in.page_cache_per_node = c.loader.page_cache_fraction * s.topology.host->memory;
+  in.seed = c.shuffle_seed;
+  std::string source;
+  if (!setup.local_nvme) {
+    setup.fsx = point_file_system(s, p);
+    in.servers = setup.fsx.servers;
+    in.server_cache = setup.fsx.cache;
+    in.large_file_threshold = setup.fsx.large_file_threshold;
+    in.large_file_stripes = setup.fsx.large_file_stripes;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "FSx %s %.1f TiB (%d servers, %.0f MB/s disk, %.0f MB/s network, %.1f GiB cache)",
+                  setup.fsx.deployment.c_str(), setup.fsx.capacity / 1099511627776.0, setup.fsx.servers,
+                  setup.fsx.disk_baseline / 1e6, setup.fsx.network_baseline / 1e6,
+                  setup.fsx.cache / 1073741824.0);
+    source = buf;
+  } else {
+    source = "local NVMe (" + format_bytes(s.topology.host->local_nvme_read) + "/s per node)";
+  }
+  const auto plan = pipeline::plan_reads(in);
+  if (plan.steps_per_epoch < 1)
+    throw std::runtime_error("the data set holds less than one global batch");
+  setup.plan = &plan;
+  const std::string text = run_in_child(
+      [&] { return pipeline::to_json(engine::simulate_input_pipeline(setup)).dump(); },
+      "input pipeline simulation of point \"" + p.label + "\"");
+  auto result = pipeline::pipeline_result_from_json(nlohmann::json::parse(text));
+  result.source = source;
+  const auto& last = result.epochs.back();
+  r.samples_per_s = last.samples_per_s;
+  r.step_time = last.time / static_cast<double>(plan.steps_per_epoch);
+  r.pipeline = std::move(result);
+}
+
+}  // namespace trainsim::scenario
