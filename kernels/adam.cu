@@ -1,7 +1,6 @@
-#include "adam.hpp"
-
 #include <cmath>
 
+#include "adam.hpp"
 #include "cuda_check.hpp"
 #include "device_math.cuh"
 
@@ -20,7 +19,8 @@ __global__ void adamw_kernel(float* w, const float* g, float* m, float* v, Bf16*
     m[i] = mi;
     v[i] = vi;
     const float wi = w[i];
-    const float updated = wi - lr * ((mi * inv_c1) / (sqrtf(vi * inv_c2) + eps) + weight_decay * wi);
+    const float updated =
+        wi - lr * ((mi * inv_c1) / (sqrtf(vi * inv_c2) + eps) + weight_decay * wi);
     w[i] = updated;
     device::store(working, i, updated);
   }
@@ -32,9 +32,8 @@ void adamw_step(float* w, const float* g, float* m, float* v, Bf16* working, lon
                 const reference::AdamParams& p, cudaStream_t stream) {
   const float inv_c1 = static_cast<float>(1.0 / (1.0 - std::pow(p.beta1, p.step)));
   const float inv_c2 = static_cast<float>(1.0 / (1.0 - std::pow(p.beta2, p.step)));
-  adamw_kernel<<<device::grid_for(n, 256), 256, 0, stream>>>(w, g, m, v, working, n, p.lr, p.beta1,
-                                                             p.beta2, p.eps, p.weight_decay,
-                                                             inv_c1, inv_c2);
+  adamw_kernel<<<device::grid_for(n, 256), 256, 0, stream>>>(
+      w, g, m, v, working, n, p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, inv_c1, inv_c2);
   TRAINSIM_CUDA_LAUNCHED();
 }
 

@@ -20,12 +20,12 @@ struct CudaError : std::runtime_error {
 
 }  // namespace trainsim::kernels
 
-#define TRAINSIM_CUDA(call)                                                                        \
-  do {                                                                                             \
-    const cudaError_t trainsim_err_ = (call);                                                      \
-    if (trainsim_err_ != cudaSuccess)                                                              \
-      ::trainsim::kernels::throw_cuda_error(#call, cudaGetErrorString(trainsim_err_), __FILE__,     \
-                                            __LINE__);                                             \
+#define TRAINSIM_CUDA(call)                                                                     \
+  do {                                                                                          \
+    const cudaError_t trainsim_err_ = (call);                                                   \
+    if (trainsim_err_ != cudaSuccess)                                                           \
+      ::trainsim::kernels::throw_cuda_error(#call, cudaGetErrorString(trainsim_err_), __FILE__, \
+                                            __LINE__);                                          \
   } while (0)
 
 /// After a kernel launch: launch-configuration errors surface here, not at the next call.

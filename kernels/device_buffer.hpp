@@ -22,7 +22,8 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     if (data_) cudaFree(data_);  // no throw from a destructor; a failed free is not recoverable
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), count_(std::exchange(o.count_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(count_, o.count_);

@@ -1,7 +1,6 @@
-#include "dropout.hpp"
-
 #include "cuda_check.hpp"
 #include "device_math.cuh"
+#include "dropout.hpp"
 #include "reference/pattern.hpp"
 
 namespace trainsim::kernels {
@@ -19,7 +18,8 @@ __global__ void forward_kernel(const Bf16* x, Bf16* y, std::uint8_t* mask, long 
   }
 }
 
-__global__ void backward_kernel(const Bf16* dy, const std::uint8_t* mask, Bf16* dx, long n, float p) {
+__global__ void backward_kernel(const Bf16* dy, const std::uint8_t* mask, Bf16* dx, long n,
+                                float p) {
   const float scale = 1.0f / (1.0f - p);
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x)

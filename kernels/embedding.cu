@@ -1,7 +1,6 @@
-#include "embedding.hpp"
-
 #include "cuda_check.hpp"
 #include "device_math.cuh"
+#include "embedding.hpp"
 
 namespace trainsim::kernels {
 
@@ -13,7 +12,8 @@ __global__ void embedding_kernel(const Bf16* table, const Bf16* position, const 
   const long row = static_cast<long>(tokens[t]) * hidden;
   const long pos = (t % seq) * hidden;
   for (long c = threadIdx.x; c < hidden; c += blockDim.x)
-    device::store(out, t * hidden + c, device::load(table, row + c) + device::load(position, pos + c));
+    device::store(out, t * hidden + c,
+                  device::load(table, row + c) + device::load(position, pos + c));
 }
 
 }  // namespace

@@ -1,10 +1,9 @@
-#include "fill.hpp"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "cuda_check.hpp"
 #include "device_math.cuh"
+#include "fill.hpp"
 #include "reference/pattern.hpp"
 
 namespace trainsim::kernels {
@@ -17,9 +16,15 @@ __global__ void fill_kernel(void* data, ElementType type, std::size_t count, Val
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const float v = value(i);
     switch (type) {
-      case ElementType::fp32: static_cast<float*>(data)[i] = v; break;
-      case ElementType::fp16: static_cast<__half*>(data)[i] = __float2half_rn(v); break;
-      case ElementType::bf16: static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(v); break;
+      case ElementType::fp32:
+        static_cast<float*>(data)[i] = v;
+        break;
+      case ElementType::fp16:
+        static_cast<__half*>(data)[i] = __float2half_rn(v);
+        break;
+      case ElementType::bf16:
+        static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(v);
+        break;
     }
   }
 }

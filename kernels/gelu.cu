@@ -1,7 +1,6 @@
-#include "gelu.hpp"
-
 #include "cuda_check.hpp"
 #include "device_math.cuh"
+#include "gelu.hpp"
 
 namespace trainsim::kernels {
 
@@ -23,7 +22,8 @@ __global__ void backward_kernel(const Bf16* x, const Bf16* dy, Bf16* dx, long n)
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     const float v = device::load(x, i);
     const float t = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-    const float grad = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+    const float grad = 0.5f * (1.0f + t) +
+                       0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
     device::store(dx, i, device::load(dy, i) * grad);
   }
 }

@@ -1,8 +1,7 @@
-#include "gemm_cublaslt.hpp"
-
 #include <string>
 
 #include "cuda_check.hpp"
+#include "gemm_cublaslt.hpp"
 
 namespace trainsim::kernels {
 
@@ -12,15 +11,19 @@ constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(std::string(what) + " failed: cuBLAS status " + std::to_string(static_cast<int>(s)));
+    throw CudaError(std::string(what) + " failed: cuBLAS status " +
+                    std::to_string(static_cast<int>(s)));
 }
 
 cudaDataType_t data_type(GemmPrecision p) {
   switch (p) {
-    case GemmPrecision::bf16: return CUDA_R_16BF;
-    case GemmPrecision::fp16: return CUDA_R_16F;
+    case GemmPrecision::bf16:
+      return CUDA_R_16BF;
+    case GemmPrecision::fp16:
+      return CUDA_R_16F;
     case GemmPrecision::tf32:
-    case GemmPrecision::fp32: return CUDA_R_32F;
+    case GemmPrecision::fp32:
+      return CUDA_R_32F;
   }
   return CUDA_R_32F;
 }
@@ -38,7 +41,8 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, long rows, long cols, long ld
   if (batch > 1) {
     const int count = static_cast<int>(batch);
     const std::int64_t offset = stride;
-    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                           sizeof count),
           "CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT");
     check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset,
                                            sizeof offset),
@@ -51,19 +55,26 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, long rows, long cols, long ld
 
 const char* precision_name(GemmPrecision p) {
   switch (p) {
-    case GemmPrecision::bf16: return "bf16";
-    case GemmPrecision::fp16: return "fp16";
-    case GemmPrecision::tf32: return "tf32";
-    case GemmPrecision::fp32: return "fp32";
+    case GemmPrecision::bf16:
+      return "bf16";
+    case GemmPrecision::fp16:
+      return "fp16";
+    case GemmPrecision::tf32:
+      return "tf32";
+    case GemmPrecision::fp32:
+      return "fp32";
   }
   return "?";
 }
 
 ElementType gemm_storage(GemmPrecision p) {
   switch (p) {
-    case GemmPrecision::bf16: return ElementType::bf16;
-    case GemmPrecision::fp16: return ElementType::fp16;
-    default: return ElementType::fp32;
+    case GemmPrecision::bf16:
+      return ElementType::bf16;
+    case GemmPrecision::fp16:
+      return ElementType::fp16;
+    default:
+      return ElementType::fp32;
   }
 }
 
@@ -80,12 +91,14 @@ GemmProblem packed(GemmProblem p) {
 std::size_t a_elements(const GemmProblem& p) {
   const GemmProblem q = packed(p);
   const long cols = q.trans_a ? q.m : q.k;
-  return static_cast<std::size_t>((q.batch - 1) * q.stride_a + static_cast<long long>(q.lda) * cols);
+  return static_cast<std::size_t>((q.batch - 1) * q.stride_a +
+                                  static_cast<long long>(q.lda) * cols);
 }
 std::size_t b_elements(const GemmProblem& p) {
   const GemmProblem q = packed(p);
   const long cols = q.trans_b ? q.k : q.n;
-  return static_cast<std::size_t>((q.batch - 1) * q.stride_b + static_cast<long long>(q.ldb) * cols);
+  return static_cast<std::size_t>((q.batch - 1) * q.stride_b +
+                                  static_cast<long long>(q.ldb) * cols);
 }
 std::size_t c_elements(const GemmProblem& p) {
   const GemmProblem q = packed(p);
@@ -115,11 +128,14 @@ GemmPlan::GemmPlan(const CublasLt& lt, const GemmProblem& problem, GemmPrecision
       workspace_(kWorkspaceBytes) {
   const GemmProblem& p = problem_;
   const cudaDataType_t type = data_type(precision);
-  check(cublasLtMatmulDescCreate(&d_->op, compute_type(precision), CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(cublasLtMatmulDescCreate(&d_->op, compute_type(precision), CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
-  check(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  check(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+        "TRANSA");
+  check(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+        "TRANSB");
   d_->a = layout(type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda, p.batch, p.stride_a);
   d_->b = layout(type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb, p.batch, p.stride_b);
   d_->c = layout(type, p.m, p.n, p.ldc, p.batch, p.stride_c);
@@ -127,7 +143,8 @@ GemmPlan::GemmPlan(const CublasLt& lt, const GemmProblem& problem, GemmPrecision
   cublasLtMatmulPreference_t pref{};
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::uint64_t ws = kWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof ws);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, d_->op, d_->a, d_->b, d_->c,

@@ -2,8 +2,8 @@
 // GEMMs through cuBLASLt, in the four precisions the simulator's dtypes name:
 //   bf16: bf16 operands and result, fp32 accumulate (CUBLAS_COMPUTE_32F)
 //   fp16: fp16 operands and result, fp32 accumulate
-//   tf32: fp32 operands and result, tensor cores on tf32-rounded inputs (CUBLAS_COMPUTE_32F_FAST_TF32)
-//   fp32: fp32 throughout on the CUDA cores (CUBLAS_COMPUTE_32F)
+//   tf32: fp32 operands and result, tensor cores on tf32-rounded inputs
+//   (CUBLAS_COMPUTE_32F_FAST_TF32) fp32: fp32 throughout on the CUDA cores (CUBLAS_COMPUTE_32F)
 // Matrices are column-major, as in cuBLAS: C (m x n) = alpha op(A) op(B) + beta C, with op(A)
 // m x k and op(B) k x n, `batch` times at fixed strides. The algorithm is cuBLASLt's first
 // heuristic choice for the problem, with a 32 MiB workspace (what PyTorch gives cuBLASLt on sm_90).

@@ -1,7 +1,6 @@
-#include "layer_norm.hpp"
-
 #include "cuda_check.hpp"
 #include "device_math.cuh"
+#include "layer_norm.hpp"
 
 namespace trainsim::kernels {
 
@@ -57,9 +56,8 @@ __global__ void backward_kernel(const Bf16* dy, const Bf16* x, const float* gamm
 
 }  // namespace
 
-void layer_norm_forward(const Bf16* x, const float* gamma, const float* beta, Bf16* y,
-                        float* mean, float* rstd, long rows, long cols, float eps,
-                        cudaStream_t stream) {
+void layer_norm_forward(const Bf16* x, const float* gamma, const float* beta, Bf16* y, float* mean,
+                        float* rstd, long rows, long cols, float eps, cudaStream_t stream) {
   forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, gamma, beta, y, mean,
                                                                        rstd, cols, eps);
   TRAINSIM_CUDA_LAUNCHED();

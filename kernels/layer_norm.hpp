@@ -9,9 +9,8 @@ namespace trainsim::kernels {
 
 /// y = (x - mean) * rstd * gamma + beta; writes mean and rstd (1/sqrt(var + eps)) per row for
 /// the backward pass.
-void layer_norm_forward(const Bf16* x, const float* gamma, const float* beta, Bf16* y,
-                        float* mean, float* rstd, long rows, long cols, float eps,
-                        cudaStream_t stream);
+void layer_norm_forward(const Bf16* x, const float* gamma, const float* beta, Bf16* y, float* mean,
+                        float* rstd, long rows, long cols, float eps, cudaStream_t stream);
 
 /// dx from dy and the saved statistics: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with
 /// g = dy * gamma and xhat = (x - mean) * rstd. dgamma and dbeta are accumulated (atomically) into

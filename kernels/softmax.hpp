@@ -7,7 +7,8 @@
 
 namespace trainsim::kernels {
 
-void softmax_forward(const Bf16* x, Bf16* y, long rows, long cols, float scale, cudaStream_t stream);
+void softmax_forward(const Bf16* x, Bf16* y, long rows, long cols, float scale,
+                     cudaStream_t stream);
 /// dx = scale * y * (dy - sum(dy * y)) per row.
 void softmax_backward(const Bf16* y, const Bf16* dy, Bf16* dx, long rows, long cols, float scale,
                       cudaStream_t stream);

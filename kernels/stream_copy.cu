@@ -1,6 +1,5 @@
-#include "stream_copy.hpp"
-
 #include "cuda_check.hpp"
+#include "stream_copy.hpp"
 
 namespace trainsim::kernels {
 

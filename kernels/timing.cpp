@@ -44,8 +44,8 @@ double time_per_call(const std::function<void()>& launch, cudaStream_t stream,
   TRAINSIM_CUDA(cudaStreamSynchronize(stream));
   // One call to size the timed loop.
   const double one = std::max(events.seconds(launch, stream, 1), 1e-7);
-  const int calls = std::clamp(static_cast<int>(std::ceil(policy.min_time / one)),
-                               policy.min_calls, policy.max_calls);
+  const int calls = std::clamp(static_cast<int>(std::ceil(policy.min_time / one)), policy.min_calls,
+                               policy.max_calls);
   return events.seconds(launch, stream, calls) / calls;
 }
 

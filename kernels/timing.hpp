@@ -9,8 +9,8 @@
 namespace trainsim::kernels {
 
 struct TimingPolicy {
-  int warmup = 5;            ///< untimed calls first (clocks up, caches and cuBLAS heuristics warm)
-  double min_time = 0.05;    ///< seconds the timed calls must last together
+  int warmup = 5;          ///< untimed calls first (clocks up, caches and cuBLAS heuristics warm)
+  double min_time = 0.05;  ///< seconds the timed calls must last together
   int min_calls = 3, max_calls = 2000;
 };
 

@@ -24,9 +24,12 @@ constexpr std::uint64_t kSeed = 20261122;
 
 double rtol_of(GemmPrecision p) {
   switch (p) {
-    case GemmPrecision::bf16: return 1.0 / 128;
-    case GemmPrecision::fp16: return 1.0 / 1024;
-    default: return 1e-5;
+    case GemmPrecision::bf16:
+      return 1.0 / 128;
+    case GemmPrecision::fp16:
+      return 1.0 / 1024;
+    default:
+      return 1e-5;
   }
 }
 
@@ -45,8 +48,9 @@ std::vector<float> download_as_float(const void* data, ElementType type, std::si
     } else {  // IEEE half -> float
       const std::uint32_t h = bits[i], sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023;
       float v = exp == 0 ? std::ldexp(static_cast<float>(man), -24)
-                : exp == 31 ? INFINITY
-                            : std::ldexp(static_cast<float>(man | 1024), static_cast<int>(exp) - 25);
+                : exp == 31
+                    ? INFINITY
+                    : std::ldexp(static_cast<float>(man | 1024), static_cast<int>(exp) - 25);
       out[i] = sign ? -v : v;
     }
   }
@@ -61,12 +65,14 @@ std::vector<float> host_pattern(std::size_t n, std::uint64_t seed) {
 
 std::vector<float> host_uniform(std::size_t n, std::uint64_t seed, float lo, float hi) {
   std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = reference::round_to_bf16(lo + (hi - lo) * uniform01(seed, i));
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = reference::round_to_bf16(lo + (hi - lo) * uniform01(seed, i));
   return v;
 }
 
 Verification compare(const std::string& name, const std::vector<float>& got,
-                     const std::vector<float>& ref, double rtol = kBf16Rtol, double atol = kBf16Atol) {
+                     const std::vector<float>& ref, double rtol = kBf16Rtol,
+                     double atol = kBf16Atol) {
   return {name, reference::worst_mismatch(got, ref, rtol, atol)};
 }
 
@@ -95,10 +101,14 @@ Verification verify_gemm_points(const GemmPlan& plan, const void* c, std::uint64
   const ElementType type = gemm_storage(plan.precision());
   std::vector<float> got, ref;
   for (std::uint64_t s = 0; s < 8; ++s) {
-    const long bt = static_cast<long>(mix64(seed_a ^ seed_b, 3 * s) % static_cast<std::uint64_t>(p.batch));
-    const long i = static_cast<long>(mix64(seed_a ^ seed_b, 3 * s + 1) % static_cast<std::uint64_t>(p.m));
-    const long j = static_cast<long>(mix64(seed_a ^ seed_b, 3 * s + 2) % static_cast<std::uint64_t>(p.n));
-    const std::size_t offset = static_cast<std::size_t>(bt * p.stride_c + static_cast<long long>(j) * p.ldc + i);
+    const long bt =
+        static_cast<long>(mix64(seed_a ^ seed_b, 3 * s) % static_cast<std::uint64_t>(p.batch));
+    const long i =
+        static_cast<long>(mix64(seed_a ^ seed_b, 3 * s + 1) % static_cast<std::uint64_t>(p.m));
+    const long j =
+        static_cast<long>(mix64(seed_a ^ seed_b, 3 * s + 2) % static_cast<std::uint64_t>(p.n));
+    const std::size_t offset =
+        static_cast<std::size_t>(bt * p.stride_c + static_cast<long long>(j) * p.ldc + i);
     const auto* base = static_cast<const std::uint8_t*>(c) + offset * element_bytes(type);
     got.push_back(download_as_float(base, type, 1)[0]);
     ref.push_back(static_cast<float>(
@@ -122,8 +132,10 @@ std::vector<Verification> verify_memory_bound_kernels(cudaStream_t stream) {
     DeviceBuffer<float> g(gamma), b(beta), mean(rows), rstd(rows), dg(cols), db(cols);
     TRAINSIM_CUDA(cudaMemsetAsync(dg.get(), 0, dg.bytes(), stream));
     TRAINSIM_CUDA(cudaMemsetAsync(db.get(), 0, db.bytes(), stream));
-    layer_norm_forward(dx_in.get(), g.get(), b.get(), y.get(), mean.get(), rstd.get(), rows, cols, 1e-5f, stream);
-    layer_norm_backward(d_dy.get(), dx_in.get(), g.get(), mean.get(), rstd.get(), dx.get(), dg.get(), db.get(), rows, cols, stream);
+    layer_norm_forward(dx_in.get(), g.get(), b.get(), y.get(), mean.get(), rstd.get(), rows, cols,
+                       1e-5f, stream);
+    layer_norm_backward(d_dy.get(), dx_in.get(), g.get(), mean.get(), rstd.get(), dx.get(),
+                        dg.get(), db.get(), rows, cols, stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
     std::vector<float> ref, ref_mean, ref_rstd;
     reference::layer_norm(x, gamma, beta, rows, cols, 1e-5f, ref, ref_mean, ref_rstd);
@@ -143,7 +155,8 @@ std::vector<Verification> verify_memory_bound_kernels(cudaStream_t stream) {
             ref_rstd[r] * (dy[r * cols + c] * gamma[c] - sg / cols - xhat * sgx / cols));
       }
     }
-    out.push_back(compare("layer_norm backward", from_bf16(dx.download()), ref_dx, kBf16Rtol, 1e-2));
+    out.push_back(
+        compare("layer_norm backward", from_bf16(dx.download()), ref_dx, kBf16Rtol, 1e-2));
   }
   {  // GELU
     gelu_forward(dx_in.get(), y.get(), n, stream);
@@ -164,25 +177,31 @@ std::vector<Verification> verify_memory_bound_kernels(cudaStream_t stream) {
     const auto probs = from_bf16(y.download());
     softmax_backward(y.get(), d_dy.get(), dx.get(), rows, cols, scale, stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
-    out.push_back(compare("softmax forward", probs, reference::softmax(x, rows, cols, scale), kBf16Rtol, 1e-5));
+    out.push_back(compare("softmax forward", probs, reference::softmax(x, rows, cols, scale),
+                          kBf16Rtol, 1e-5));
     out.push_back(compare("softmax backward", from_bf16(dx.download()),
-                          reference::softmax_backward(probs, dy, rows, cols, scale), kBf16Rtol, 1e-5));
+                          reference::softmax_backward(probs, dy, rows, cols, scale), kBf16Rtol,
+                          1e-5));
   }
   {  // dropout and bias + dropout + residual
     const float p = 0.1f;
     DeviceBuffer<std::uint8_t> mask(static_cast<std::size_t>(n));
     dropout_forward(dx_in.get(), y.get(), mask.get(), n, p, kSeed + 3, stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
-    out.push_back(compare("dropout forward", from_bf16(y.download()), reference::dropout(x, p, kSeed + 3)));
+    out.push_back(
+        compare("dropout forward", from_bf16(y.download()), reference::dropout(x, p, kSeed + 3)));
     dropout_backward(d_dy.get(), mask.get(), dx.get(), n, p, stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
-    out.push_back(compare("dropout backward", from_bf16(dx.download()), reference::dropout(dy, p, kSeed + 3)));
+    out.push_back(compare("dropout backward", from_bf16(dx.download()),
+                          reference::dropout(dy, p, kSeed + 3)));
     const auto bias = host_uniform(cols, kSeed + 4, -1, 1);
     DeviceBuffer<Bf16> d_bias(to_bf16(bias));
-    bias_dropout_residual(dx_in.get(), d_bias.get(), d_dy.get(), y.get(), mask.get(), n, cols, p, kSeed + 5, stream);
+    bias_dropout_residual(dx_in.get(), d_bias.get(), d_dy.get(), y.get(), mask.get(), n, cols, p,
+                          kSeed + 5, stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
     std::vector<float> biased(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) biased[i] = reference::round_to_bf16(x[i]) + bias[i % cols];
+    for (std::size_t i = 0; i < x.size(); ++i)
+      biased[i] = reference::round_to_bf16(x[i]) + bias[i % cols];
     auto ref = reference::dropout(biased, p, kSeed + 5);
     for (std::size_t i = 0; i < x.size(); ++i) ref[i] += dy[i];
     out.push_back(compare("bias_dropout_residual", from_bf16(y.download()), ref, kBf16Rtol, 1e-2));
@@ -195,7 +214,8 @@ std::vector<Verification> verify_memory_bound_kernels(cudaStream_t stream) {
     DeviceBuffer<Bf16> working(np);
     reference::AdamParams params;
     params.step = 3;
-    adamw_step(dw.get(), dg.get(), dm.get(), dv.get(), working.get(), static_cast<long>(np), params, stream);
+    adamw_step(dw.get(), dg.get(), dm.get(), dv.get(), working.get(), static_cast<long>(np), params,
+               stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
     reference::adamw_step(w, g, m, v, params);
     out.push_back(compare("adamw weights", dw.download(), w, 1e-5, 1e-6));
@@ -211,7 +231,8 @@ std::vector<Verification> verify_memory_bound_kernels(cudaStream_t stream) {
     DeviceBuffer<Bf16> d_table(to_bf16(table)), d_pos(to_bf16(position)),
         d_out(static_cast<std::size_t>(tokens * hidden));
     DeviceBuffer<int> d_ids(ids);
-    embedding_forward(d_table.get(), d_pos.get(), d_ids.get(), d_out.get(), tokens, seq, hidden, stream);
+    embedding_forward(d_table.get(), d_pos.get(), d_ids.get(), d_out.get(), tokens, seq, hidden,
+                      stream);
     TRAINSIM_CUDA(cudaStreamSynchronize(stream));
     out.push_back(compare("embedding", from_bf16(d_out.download()),
                           reference::embedding(table, position, ids, seq, hidden)));

@@ -23,7 +23,8 @@ struct Verification {
 };
 
 /// A small batched TN GEMM (m 72, n 40, k 56, batch 3) in `precision` against reference::gemm_tn.
-[[nodiscard]] Verification verify_gemm(const CublasLt& lt, GemmPrecision precision, cudaStream_t stream);
+[[nodiscard]] Verification verify_gemm(const CublasLt& lt, GemmPrecision precision,
+                                       cudaStream_t stream);
 
 /// Eight output elements of `plan`'s problem (TN, packed), whose A and B were filled with
 /// fill_gemm_pattern(seed_a / seed_b), against reference::gemm_tn_pattern_element.

@@ -68,10 +68,14 @@ KernelsOptions parse_kernels_options(const std::vector<std::string>& args) {
   Cursor c(args);
   while (!c.done()) {
     const std::string& a = c.next();
-    if (a == "--out") o.out = c.value(a);
-    else if (a == "--quick") o.quick = true;
-    else if (a == "--device") o.device = static_cast<int>(c.non_negative(a));
-    else unknown(a);
+    if (a == "--out")
+      o.out = c.value(a);
+    else if (a == "--quick")
+      o.quick = true;
+    else if (a == "--device")
+      o.device = static_cast<int>(c.non_negative(a));
+    else
+      unknown(a);
   }
   if (o.out.empty()) throw UsageError("kernels needs --out FILE");
   return o;
@@ -82,13 +86,20 @@ NcclOptions parse_nccl_options(const std::vector<std::string>& args) {
   Cursor c(args);
   while (!c.done()) {
     const std::string& a = c.next();
-    if (a == "--out") o.out = c.value(a);
-    else if (a == "--min-bytes") o.min_bytes = static_cast<std::size_t>(c.positive(a));
-    else if (a == "--max-bytes") o.max_bytes = static_cast<std::size_t>(c.positive(a));
-    else if (a == "--iters") o.iters = static_cast<int>(c.positive(a));
-    else if (a == "--warmup") o.warmup = static_cast<int>(c.non_negative(a));
-    else if (a == "--topology") o.topology = c.value(a);
-    else unknown(a);
+    if (a == "--out")
+      o.out = c.value(a);
+    else if (a == "--min-bytes")
+      o.min_bytes = static_cast<std::size_t>(c.positive(a));
+    else if (a == "--max-bytes")
+      o.max_bytes = static_cast<std::size_t>(c.positive(a));
+    else if (a == "--iters")
+      o.iters = static_cast<int>(c.positive(a));
+    else if (a == "--warmup")
+      o.warmup = static_cast<int>(c.non_negative(a));
+    else if (a == "--topology")
+      o.topology = c.value(a);
+    else
+      unknown(a);
   }
   if (o.out.empty()) throw UsageError("nccl needs --out FILE");
   if (o.min_bytes > o.max_bytes) throw UsageError("--min-bytes is larger than --max-bytes");
@@ -102,25 +113,37 @@ LayerOptions parse_layer_options(const std::vector<std::string>& args) {
   Cursor c(args);
   while (!c.done()) {
     const std::string& a = c.next();
-    if (a == "--model") model = c.value(a);
-    else if (a == "--hidden") hidden = c.positive(a);
-    else if (a == "--heads") heads = c.positive(a);
-    else if (a == "--seq") seq = c.positive(a);
-    else if (a == "--micro-batch") o.micro_batch = c.positive(a);
-    else if (a == "--calibration") o.calibration = c.value(a);
-    else if (a == "--device") o.device = static_cast<int>(c.non_negative(a));
-    else if (a == "--iters") o.iters = static_cast<int>(c.positive(a));
-    else unknown(a);
+    if (a == "--model")
+      model = c.value(a);
+    else if (a == "--hidden")
+      hidden = c.positive(a);
+    else if (a == "--heads")
+      heads = c.positive(a);
+    else if (a == "--seq")
+      seq = c.positive(a);
+    else if (a == "--micro-batch")
+      o.micro_batch = c.positive(a);
+    else if (a == "--calibration")
+      o.calibration = c.value(a);
+    else if (a == "--device")
+      o.device = static_cast<int>(c.non_negative(a));
+    else if (a == "--iters")
+      o.iters = static_cast<int>(c.positive(a));
+    else
+      unknown(a);
   }
   const bool by_shape = hidden || heads || seq;
-  if (!model.empty() && by_shape) throw UsageError("give --model or --hidden/--heads/--seq, not both");
+  if (!model.empty() && by_shape)
+    throw UsageError("give --model or --hidden/--heads/--seq, not both");
   if (!model.empty()) {
     const auto m = find_named_model(model);
-    if (!m) throw UsageError("unknown model \"" + model + "\" (bert-large, gpt-1.7b, gpt-7.5b, gpt-18b)");
+    if (!m)
+      throw UsageError("unknown model \"" + model + "\" (bert-large, gpt-1.7b, gpt-7.5b, gpt-18b)");
     o.spec = m->spec;
     if (o.micro_batch == 0) o.micro_batch = m->micro_batch;
   } else {
-    if (!hidden || !heads || !seq) throw UsageError("layer needs --model NAME or all of --hidden, --heads, --seq");
+    if (!hidden || !heads || !seq)
+      throw UsageError("layer needs --model NAME or all of --hidden, --heads, --seq");
     if (hidden % heads != 0) throw UsageError("--hidden must be a multiple of --heads");
     o.spec.name = "custom";
     o.spec.layers = 1;

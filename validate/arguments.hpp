@@ -28,12 +28,12 @@ struct KernelsOptions {
 };
 
 struct NcclOptions {
-  std::string out;                          ///< measurement file to write
-  std::size_t min_bytes = 1024;             ///< smallest S (bus_bandwidth.hpp), bytes
+  std::string out;                               ///< measurement file to write
+  std::size_t min_bytes = 1024;                  ///< smallest S (bus_bandwidth.hpp), bytes
   std::size_t max_bytes = std::size_t{1} << 30;  ///< largest S; sizes double from min to max
-  int iters = 20;                           ///< timed calls per size
-  int warmup = 5;                           ///< untimed calls per size first
-  std::string topology;                     ///< optional topology file stem for the file
+  int iters = 20;                                ///< timed calls per size
+  int warmup = 5;                                ///< untimed calls per size first
+  std::string topology;                          ///< optional topology file stem for the file
 };
 
 struct LayerOptions {

@@ -6,10 +6,14 @@ namespace trainsim::validate {
 
 const char* collective_name(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::all_reduce: return "all_reduce";
-    case CollectiveOp::all_gather: return "all_gather";
-    case CollectiveOp::reduce_scatter: return "reduce_scatter";
-    case CollectiveOp::alltoall: return "alltoall";
+    case CollectiveOp::all_reduce:
+      return "all_reduce";
+    case CollectiveOp::all_gather:
+      return "all_gather";
+    case CollectiveOp::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveOp::alltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -63,10 +67,14 @@ CollectiveCounts collective_counts(CollectiveOp op, std::size_t size_bytes, int 
 std::size_t collective_size_bytes(CollectiveOp op, const CollectiveCounts& c,
                                   std::size_t element_bytes) {
   switch (op) {
-    case CollectiveOp::all_reduce: return c.send_elements * element_bytes;
-    case CollectiveOp::all_gather: return c.recv_elements * element_bytes;
-    case CollectiveOp::reduce_scatter: return c.send_elements * element_bytes;
-    case CollectiveOp::alltoall: return c.send_elements * element_bytes;
+    case CollectiveOp::all_reduce:
+      return c.send_elements * element_bytes;
+    case CollectiveOp::all_gather:
+      return c.recv_elements * element_bytes;
+    case CollectiveOp::reduce_scatter:
+      return c.send_elements * element_bytes;
+    case CollectiveOp::alltoall:
+      return c.send_elements * element_bytes;
   }
   return 0;
 }

@@ -3,11 +3,13 @@
 // restated in validate/README.md. With S the "size" of a test, t its time and n the ranks:
 //   algbw = S / t
 //   busbw = algbw * factor, where factor is what a rank's links must carry relative to S for an
-//           optimal algorithm, so busbw compares with the hardware's peak link bandwidth whatever n:
+//           optimal algorithm, so busbw compares with the hardware's peak link bandwidth whatever
+//           n:
 //     all_reduce      2(n-1)/n   S = the buffer of each rank (count * sizeof)
-//     all_gather       (n-1)/n   S = the gathered buffer (recvcount * sizeof = n * sendcount * sizeof)
-//     reduce_scatter   (n-1)/n   S = the buffer before scattering (sendcount * sizeof = n * recvcount * sizeof)
-//     alltoall         (n-1)/n   S = each rank's whole send buffer (n blocks of count elements)
+//     all_gather       (n-1)/n   S = the gathered buffer (recvcount * sizeof = n * sendcount *
+//     sizeof) reduce_scatter   (n-1)/n   S = the buffer before scattering (sendcount * sizeof = n *
+//     recvcount * sizeof) alltoall         (n-1)/n   S = each rank's whole send buffer (n blocks of
+//     count elements)
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -37,8 +39,8 @@ struct CollectiveCounts {
 };
 /// S is rounded down to a whole number of elements per rank and block (nccl-tests does the same),
 /// so the bytes a row reports are `collective_size_bytes` of the counts, not the size asked for.
-[[nodiscard]] CollectiveCounts collective_counts(CollectiveOp op, std::size_t size_bytes,
-                                                 int ranks, std::size_t element_bytes);
+[[nodiscard]] CollectiveCounts collective_counts(CollectiveOp op, std::size_t size_bytes, int ranks,
+                                                 std::size_t element_bytes);
 /// S of a test with these counts (inverse of collective_counts on whole sizes).
 [[nodiscard]] std::size_t collective_size_bytes(CollectiveOp op, const CollectiveCounts& c,
                                                 std::size_t element_bytes);

@@ -1,7 +1,6 @@
 #include "collective_measurements.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 
 namespace trainsim::validate {
@@ -11,9 +10,8 @@ void write_collective_measurements(std::ostream& out, const CollectiveMeasuremen
   ordered_json j;
   j["schema"] = "trainsim.collective_measurements/1";
   const auto& p = m.provenance;
-  j["provenance"] = {{"method", p.method}, {"source", p.source}, {"date", p.date},
-                     {"gpu", p.gpu},       {"driver", p.driver}, {"cuda", p.cuda},
-                     {"nccl", p.nccl}};
+  j["provenance"] = {{"method", p.method}, {"source", p.source}, {"date", p.date}, {"gpu", p.gpu},
+                     {"driver", p.driver}, {"cuda", p.cuda},     {"nccl", p.nccl}};
   if (!m.topology.empty()) j["topology"] = m.topology;
   j["rows"] = ordered_json::array();
   for (const auto& r : m.rows) {

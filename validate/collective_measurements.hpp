@@ -1,12 +1,14 @@
 #pragma once
 // The file `trainsim-validate nccl` writes and `trainsim collective --compare FILE` reads:
 //   { "schema": "trainsim.collective_measurements/1",
-//     "provenance": {"method": "measured", "source": "trainsim-validate nccl", "date": "YYYY-MM-DD",
+//     "provenance": {"method": "measured", "source": "trainsim-validate nccl", "date":
+//     "YYYY-MM-DD",
 //                    "gpu": "...", "driver": "...", "cuda": "...", "nccl": "..."},
 //     "topology": "optional topology file stem",
 //     "rows": [ {"op": "all_reduce", "nodes": 1, "ranks": 8, "size_bytes": 1048576,
 //                "time_us": 123.4, "algbw_gbps": 8.5, "busbw_gbps": 15.9} ] }
-// Bandwidths in GB/s = 10^9 bytes/s (nccl-tests' unit); the metrics are defined in bus_bandwidth.hpp.
+// Bandwidths in GB/s = 10^9 bytes/s (nccl-tests' unit); the metrics are defined in
+// bus_bandwidth.hpp.
 #include <iosfwd>
 #include <string>
 #include <vector>

@@ -26,8 +26,10 @@ std::vector<GemmShape> gemm_sweep_shapes(bool quick) {
 
   // Hidden sizes other than the named models' (1024, 2304, 4096, 6144), so the layer check
   // interpolates between them.
-  const std::vector<long> hidden = quick ? std::vector<long>{1536} : std::vector<long>{768, 1536, 3072, 5120, 8192};
-  const std::vector<long> tokens = quick ? std::vector<long>{2048} : std::vector<long>{1024, 2048, 16384};
+  const std::vector<long> hidden =
+      quick ? std::vector<long>{1536} : std::vector<long>{768, 1536, 3072, 5120, 8192};
+  const std::vector<long> tokens =
+      quick ? std::vector<long>{2048} : std::vector<long>{1024, 2048, 16384};
   for (long t : tokens)
     for (long h : hidden) {
       add_with_backward(shapes, t, 3 * h, h, 1);
@@ -37,7 +39,8 @@ std::vector<GemmShape> gemm_sweep_shapes(bool quick) {
     }
 
   // Attention: per (sequence, head) pair, scores S x S x d and context S x d x S, 96 pairs.
-  const std::vector<long> seqs = quick ? std::vector<long>{256} : std::vector<long>{256, 1024, 4096};
+  const std::vector<long> seqs =
+      quick ? std::vector<long>{256} : std::vector<long>{256, 1024, 4096};
   const std::vector<long> head_dims = quick ? std::vector<long>{64} : std::vector<long>{64, 128};
   const long pairs = 96;
   for (long s : seqs)

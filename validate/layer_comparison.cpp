@@ -59,8 +59,10 @@ void print_layer_comparison(std::ostream& out, const LayerComparison& c) {
   std::snprintf(line, sizeof line, "%-28s %12.2f %12.2f %+8.1f%%\n", "total (whole pass)",
                 c.measured_total * 1e6, c.predicted_total * 1e6, 100 * c.total_error());
   out << line;
-  for (const auto& n : c.only_measured) out << "measured but not in the simulator's list: " << n << "\n";
-  for (const auto& n : c.only_predicted) out << "in the simulator's list but not measured: " << n << "\n";
+  for (const auto& n : c.only_measured)
+    out << "measured but not in the simulator's list: " << n << "\n";
+  for (const auto& n : c.only_predicted)
+    out << "in the simulator's list but not measured: " << n << "\n";
 }
 
 model::DeviceProfile validation_profile(const model::KernelCalibration& c, double gemm_tile) {

@@ -18,18 +18,21 @@ struct OpComparison {
   std::string name;
   Seconds measured = 0;
   Seconds predicted = 0;
-  bool sampled_shape = false;  ///< a GEMM whose exact shape is a calibration sample (no interpolation)
+  bool sampled_shape =
+      false;  ///< a GEMM whose exact shape is a calibration sample (no interpolation)
   /// (predicted - measured) / measured.
   [[nodiscard]] double error() const { return (predicted - measured) / measured; }
 };
 
 struct LayerComparison {
-  std::vector<OpComparison> ops;             ///< in the simulator's order
-  Seconds measured_total = 0;                ///< the whole pass, timed without per-kernel events
-  Seconds predicted_total = 0;               ///< ops_duration of the simulator's list
-  std::vector<std::string> only_measured;    ///< kernels the simulator has no operation for
-  std::vector<std::string> only_predicted;   ///< operations the GPU run did not time
-  [[nodiscard]] double total_error() const { return (predicted_total - measured_total) / measured_total; }
+  std::vector<OpComparison> ops;            ///< in the simulator's order
+  Seconds measured_total = 0;               ///< the whole pass, timed without per-kernel events
+  Seconds predicted_total = 0;              ///< ops_duration of the simulator's list
+  std::vector<std::string> only_measured;   ///< kernels the simulator has no operation for
+  std::vector<std::string> only_predicted;  ///< operations the GPU run did not time
+  [[nodiscard]] double total_error() const {
+    return (predicted_total - measured_total) / measured_total;
+  }
 };
 
 /// Pairs `measured` (kernel name, seconds per call) with `predicted_ops` costed on `dev`.

@@ -16,8 +16,9 @@ struct NamedModel {
   const char* source = "";
 };
 
-/// bert-large (1024 hidden, 16 heads, seq 512), gpt-1.7b (2304, 24, 2048), gpt-7.5b (4096, 32, 2048),
-/// gpt-18b (6144, 48, 2048): the last three are Megatron-LM's Table 1 (Narayanan et al. 2021).
+/// bert-large (1024 hidden, 16 heads, seq 512), gpt-1.7b (2304, 24, 2048), gpt-7.5b (4096, 32,
+/// 2048), gpt-18b (6144, 48, 2048): the last three are Megatron-LM's Table 1 (Narayanan et al.
+/// 2021).
 [[nodiscard]] const std::vector<NamedModel>& named_models();
 [[nodiscard]] std::optional<NamedModel> find_named_model(const std::string& name);
 

@@ -17,7 +17,8 @@ namespace trainsim::validate {
 
 /// A version code major*10000 + minor*100 + patch (cublasLtGetVersion, ncclGetVersion) as "M.m.p".
 [[nodiscard]] std::string dotted_version(long code);
-/// A CUDA version code major*1000 + minor*10 (cudaRuntimeGetVersion, cudaDriverGetVersion) as "M.m".
+/// A CUDA version code major*1000 + minor*10 (cudaRuntimeGetVersion, cudaDriverGetVersion) as
+/// "M.m".
 [[nodiscard]] std::string cuda_version(int code);
 
 }  // namespace trainsim::validate

@@ -9,8 +9,8 @@
 
 namespace trainsim::kernels::reference {
 
-std::vector<float> gemm_tn(const std::vector<float>& a, const std::vector<float>& b, long m,
-                           long n, long k, long batch) {
+std::vector<float> gemm_tn(const std::vector<float>& a, const std::vector<float>& b, long m, long n,
+                           long k, long batch) {
   std::vector<float> c(static_cast<std::size_t>(m * n * batch));
   for (long bt = 0; bt < batch; ++bt)
     for (long j = 0; j < n; ++j)

@@ -24,7 +24,8 @@ void layer_norm(const std::vector<float>& x, const std::vector<float>& gamma,
                 const std::vector<float>& beta, long rows, long cols, float eps,
                 std::vector<float>& y, std::vector<float>& mean, std::vector<float>& rstd);
 
-/// GELU, tanh approximation (what Megatron and BERT use): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+/// GELU, tanh approximation (what Megatron and BERT use): 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715
+/// x^3))).
 [[nodiscard]] float gelu(float x);
 /// d gelu(x) / dx.
 [[nodiscard]] float gelu_grad(float x);

@@ -41,5 +41,7 @@ int sweep_command(const std::vector<std::string>& args);
 extern const char* const kSweepUsage;
 int memory_command(const std::vector<std::string>& args);
 extern const char* const kMemoryUsage;
+int collective_command(const std::vector<std::string>& args);
+extern const char* const kCollectiveUsage;
 
 }  // namespace trainsim::cli

@@ -1,25 +1,188 @@
 #include "collective/collective_calibration.hpp"
 
+#include <filesystem>
+
 #include "core/json_reader.hpp"
 
 namespace trainsim::collective {
 
-const char* algorithm_name(Algorithm a) { return a == Algorithm::ring ? "ring" : "direct"; }
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::direct: return "direct";
+    case Algorithm::tree: return "tree";
+    case Algorithm::nvls: return "nvls";
+    case Algorithm::nvls_tree: return "nvls_tree";
+    case Algorithm::pairwise: return "pairwise";
+  }
+  return "?";
+}
+
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+    case Protocol::simple: return "Simple";
+  }
+  return "?";
+}
+
+bool FabricLevel::allows(Algorithm a) const {
+  for (Algorithm x : algorithms)
+    if (x == a) return true;
+  return false;
+}
+
+bool FabricLevel::allows(Protocol p) const {
+  for (Protocol x : protocols)
+    if (x == p) return true;
+  return false;
+}
+
+double FabricLevel::efficiency(Algorithm a) const {
+  switch (a) {
+    case Algorithm::tree: return tree_efficiency;
+    case Algorithm::nvls: return nvls_efficiency;
+    case Algorithm::nvls_tree: return 0;  // per level: nvls inside the node, tree across
+    default: return ring_efficiency;  // ring, pairwise and point-to-point share the link path
+  }
+}
 
 namespace {
+
+double fraction(JsonObject& o, const std::string& key) {
+  const double v = o.number(key);
+  if (v <= 0 || v > 1) o.fail(key, "expected a value in (0, 1]");
+  return v;
+}
+
+void require_source(JsonObject& o) {
+  if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
+  o.allow("note");
+}
 
 LevelCalibration read_level(JsonObject o) {
   LevelCalibration l;
   l.algorithm = o.choice("algorithm", {"ring", "direct"}) == "ring" ? Algorithm::ring
                                                                    : Algorithm::direct;
   l.step_latency = o.non_negative_quantity("step_latency", Dimension::seconds);
-  l.bandwidth_efficiency = o.number("bandwidth_efficiency");
-  if (l.bandwidth_efficiency <= 0 || l.bandwidth_efficiency > 1)
-    o.fail("bandwidth_efficiency", "expected a value in (0, 1]");
-  if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
-  o.allow("note");
+  l.bandwidth_efficiency = fraction(o, "bandwidth_efficiency");
+  require_source(o);
   o.finish();
   return l;
+}
+
+/// "fitted": [{"parameter", "rows", "method"}] -> text lines and row keys.
+void read_fitted(JsonObject& root, const std::string& prefix, CollectiveCalibration& c) {
+  if (!root.has("fitted")) return;
+  for (auto& f : root.object_array("fitted")) {
+    std::string line = prefix + f.string("parameter") + " fitted to";
+    for (const auto& r : f.string_array("rows")) {
+      line += " " + r;
+      c.fitted_rows.push_back(r);
+    }
+    line += " (" + f.string("method") + ")";
+    f.finish();
+    c.fitted.push_back(line);
+  }
+}
+
+std::string beside(const std::string& file, const std::string& name) {
+  const auto p = std::filesystem::path(name);
+  if (p.is_absolute()) return name;
+  return (std::filesystem::path(file).parent_path() / p).lexically_normal().string();
+}
+
+void read_protocols(const std::string& path, CollectiveCalibration& c) {
+  const auto doc = read_json_file(path);
+  JsonObject root = root_object(doc, path);
+  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
+  if (root.string("kind") != "nccl_protocols") root.fail("kind", "expected \"nccl_protocols\"");
+  root.allow("description");
+  for (Protocol p : kProtocols) {
+    JsonObject o = root.object(protocol_name(p));
+    ProtocolParams& pp = c.protocols[static_cast<std::size_t>(p)];
+    pp.bandwidth_fraction = fraction(o, "bandwidth_fraction");
+    pp.base_latency = o.non_negative_quantity("base_latency", Dimension::seconds);
+    pp.chunk = o.quantity_or("chunk", Dimension::bytes, 0);
+    require_source(o);
+    o.finish();
+  }
+  root.finish();
+}
+
+FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
+  const auto doc = read_json_file(path);
+  JsonObject root = root_object(doc, path);
+  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
+  if (root.string("kind") != "nccl_fabric") root.fail("kind", "expected \"nccl_fabric\"");
+  FabricLevel f;
+  f.file = path;
+  f.name = root.string("name");
+  root.allow("description");
+  root.allow("protocols_source");
+  for (const auto& a : root.string_array("algorithms")) {
+    if (a == "ring") f.algorithms.push_back(Algorithm::ring);
+    else if (a == "tree") f.algorithms.push_back(Algorithm::tree);
+    else if (a == "nvls") f.algorithms.push_back(Algorithm::nvls);
+    else root.fail("algorithms", "unknown algorithm \"" + a + "\"; expected ring, tree or nvls");
+  }
+  if (root.has("protocols")) {
+    for (const auto& name : root.string_array("protocols")) {
+      bool known = false;
+      for (Protocol p : kProtocols)
+        if (name == protocol_name(p)) {
+          f.protocols.push_back(p);
+          known = true;
+        }
+      if (!known) root.fail("protocols", "unknown protocol \"" + name + "\"; expected LL, LL128 or Simple");
+    }
+    if (!f.allows(Protocol::simple)) root.fail("protocols", "Simple must be allowed");
+  } else {
+    f.protocols.assign(kProtocols.begin(), kProtocols.end());
+  }
+  {
+    JsonObject e = root.object("efficiency");
+    f.ring_efficiency = fraction(e, "ring");
+    if (e.has("tree")) f.tree_efficiency = fraction(e, "tree");
+    if (e.has("nvls")) f.nvls_efficiency = fraction(e, "nvls");
+    require_source(e);
+    e.finish();
+    for (Algorithm a : f.algorithms)
+      if (f.efficiency(a) <= 0)
+        root.fail("efficiency", std::string("no efficiency for allowed algorithm ") +
+                                    algorithm_name(a));
+  }
+  {
+    JsonObject s = root.object("step_latency");
+    for (Protocol p : kProtocols)
+      f.step_latency[static_cast<std::size_t>(p)] =
+          s.non_negative_quantity(protocol_name(p), Dimension::seconds);
+    require_source(s);
+    s.finish();
+  }
+  {
+    JsonObject s = root.object("simple_chunk");
+    f.simple_chunk = s.quantity("value", Dimension::bytes);
+    require_source(s);
+    s.finish();
+  }
+  f.tree_chunk = f.simple_chunk;
+  if (root.has("tree_chunk")) {
+    JsonObject s = root.object("tree_chunk");
+    f.tree_chunk = s.quantity("value", Dimension::bytes);
+    require_source(s);
+    s.finish();
+  }
+  if (f.allows(Algorithm::nvls)) {
+    JsonObject s = root.object("nvls_latency");
+    f.nvls_latency = s.non_negative_quantity("value", Dimension::seconds);
+    require_source(s);
+    s.finish();
+  }
+  read_fitted(root, std::filesystem::path(path).filename().string() + " ", c);
+  root.finish();
+  return f;
 }
 
 }  // namespace
@@ -27,26 +190,25 @@ LevelCalibration read_level(JsonObject o) {
 CollectiveCalibration load_collective_calibration(const std::string& path) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
   CollectiveCalibration c;
   c.file = path;
+  const double version = root.number("schema_version");
+  if (version != 1 && version != 2) root.fail("schema_version", "expected 1 or 2");
+  c.schema_version = static_cast<int>(version);
   c.library = root.string("library");
   root.allow("description");
-  c.intra_node = read_level(root.object("intra_node"));
-  c.inter_node = read_level(root.object("inter_node"));
-  if (root.has("fitted")) {
-    for (auto& f : root.object_array("fitted")) {
-      std::string line = f.string("parameter") + " fitted to";
-      for (const auto& r : f.string_array("rows")) {
-        line += " " + r;
-        c.fitted_rows.push_back(r);
-      }
-      line += " (" + f.string("method") + ")";
-      f.finish();
-      c.fitted.push_back(line);
-    }
+  if (c.schema_version == 1) {
+    c.intra_node = read_level(root.object("intra_node"));
+    c.inter_node = read_level(root.object("inter_node"));
+    read_fitted(root, "", c);
   } else {
-    root.allow("fitted");
+    read_protocols(beside(path, root.string("protocols")), c);
+    c.intra_fabric = read_fabric(beside(path, root.string("intra_node")), c);
+    c.inter_fabric = read_fabric(beside(path, root.string("inter_node")), c);
+    if (!c.intra_fabric.allows(Algorithm::ring))
+      root.fail("intra_node", "the intra-node fabric must allow ring");
+    if (!c.inter_fabric.allows(Algorithm::ring))
+      root.fail("inter_node", "the inter-node fabric must allow ring");
   }
   root.finish();
   return c;

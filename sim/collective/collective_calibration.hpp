@@ -1,7 +1,14 @@
 #pragma once
-// How a collective library behaves on one fabric level: which algorithm it uses, its latency per
-// algorithm step and the fraction of link bandwidth its protocol achieves. Loaded from the
-// topology's collective calibration file (topologies/calibration/*.json), each number sourced.
+// How a collective library behaves on a cluster's fabrics. Loaded from the topology's collective
+// calibration file (topologies/calibration/*.json), each number sourced.
+//
+// Two shapes exist:
+// - schema_version 1 (HCCL on DL1): one fixed algorithm per level, composed hierarchically
+//   (intra-node reduce-scatter, inter-node collective, intra-node all-gather).
+// - schema_version 2 (NCCL): the file names a protocol table (LL / LL128 / Simple) and one fabric
+//   file per level (NVSwitch, EFA, InfiniBand); the tuner (nccl_tuner.hpp) picks an algorithm and
+//   a protocol per call, as NCCL does.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -9,25 +16,70 @@
 
 namespace trainsim::collective {
 
-enum class Algorithm { ring, direct };
+/// direct belongs to schema 1; the rest are NCCL's (tree = double binary tree across nodes with
+/// a chain inside each node; nvls = NVSwitch-local reduction, NVLink SHARP; nvls_tree = NVLS
+/// inside each node and the double binary tree across nodes; pairwise = all-to-all and
+/// point-to-point exchanges).
+enum class Algorithm { ring, direct, tree, nvls, nvls_tree, pairwise };
 [[nodiscard]] const char* algorithm_name(Algorithm a);
 
+enum class Protocol { ll, ll128, simple };
+constexpr std::array<Protocol, 3> kProtocols{Protocol::ll, Protocol::ll128, Protocol::simple};
+[[nodiscard]] const char* protocol_name(Protocol p);  ///< "LL", "LL128", "Simple"
+
+/// Schema 1: one fabric level.
 struct LevelCalibration {
   Algorithm algorithm = Algorithm::ring;
   Seconds step_latency = 0;          ///< per algorithm step
   double bandwidth_efficiency = 1;   ///< achieved / link bandwidth, in (0, 1]
 };
 
-struct CollectiveCalibration {
-  std::string library;  ///< e.g. "HCCL (SynapseAI 1.5)"
-  std::string file;
-  LevelCalibration intra_node;
-  LevelCalibration inter_node;
-  std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
-  std::vector<std::string> fitted_rows;  ///< every "scenario#label" row used to fit a value
+/// Schema 2: what a protocol costs wherever it runs (NCCL's kernels).
+struct ProtocolParams {
+  double bandwidth_fraction = 1;  ///< payload / bytes on the wire (LL 4 of 8, LL128 120 of 128)
+  Seconds base_latency = 0;       ///< per call (NCCL baseLat)
+  Bytes chunk = 0;                ///< pipeline chunk; 0 = the fabric's simple_chunk
 };
 
-/// Loads a calibration file; ConfigError on bad input.
+/// Schema 2: how NCCL performs on one fabric level (e.g. HGX H100 NVSwitch, p5 EFA).
+struct FabricLevel {
+  std::string name;
+  std::string file;
+  std::vector<Algorithm> algorithms;  ///< those the tuner may use on this level
+  std::vector<Protocol> protocols;    ///< those NCCL enables on this level (default: all three)
+  /// Achieved fraction of the link bandwidth per algorithm, in (0, 1]; 0 = not usable.
+  double ring_efficiency = 0;
+  double tree_efficiency = 0;
+  double nvls_efficiency = 0;
+  std::array<Seconds, 3> step_latency{};  ///< per ring/tree step, by Protocol (NCCL hwLat)
+  Seconds nvls_latency = 0;               ///< per NVLS call, on top of the protocol's base latency
+  Bytes simple_chunk = 0;                 ///< Simple's pipeline chunk on this level (ring)
+  Bytes tree_chunk = 0;                   ///< the same for tree algorithms (default: simple_chunk)
+
+  [[nodiscard]] bool allows(Algorithm a) const;
+  [[nodiscard]] bool allows(Protocol p) const;
+  [[nodiscard]] double efficiency(Algorithm a) const;
+};
+
+struct CollectiveCalibration {
+  int schema_version = 1;
+  std::string library;  ///< e.g. "HCCL (SynapseAI 1.5)"
+  std::string file;
+  LevelCalibration intra_node;  ///< schema 1
+  LevelCalibration inter_node;  ///< schema 1
+  std::array<ProtocolParams, 3> protocols{};  ///< schema 2, by Protocol
+  FabricLevel intra_fabric;                   ///< schema 2
+  FabricLevel inter_fabric;                   ///< schema 2
+  std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
+  std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
+
+  [[nodiscard]] const ProtocolParams& protocol(Protocol p) const {
+    return protocols[static_cast<std::size_t>(p)];
+  }
+};
+
+/// Loads a calibration file (and, for schema 2, the files it names, relative to it);
+/// ConfigError on bad input.
 [[nodiscard]] CollectiveCalibration load_collective_calibration(const std::string& path);
 
 }  // namespace trainsim::collective

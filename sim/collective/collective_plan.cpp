@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
 
 namespace trainsim::collective {
@@ -11,8 +12,18 @@ const char* op_name(Op op) {
     case Op::all_reduce: return "all_reduce";
     case Op::reduce_scatter: return "reduce_scatter";
     case Op::all_gather: return "all_gather";
+    case Op::broadcast: return "broadcast";
+    case Op::alltoall: return "alltoall";
+    case Op::send_recv: return "send_recv";
   }
   return "?";
+}
+
+std::optional<Op> parse_op(const std::string& name) {
+  for (Op op : {Op::all_reduce, Op::reduce_scatter, Op::all_gather, Op::broadcast, Op::alltoall,
+                Op::send_recv})
+    if (name == op_name(op)) return op;
+  return std::nullopt;
 }
 
 Phase ring_phase(Op op, Bytes size, const std::vector<int>& members, const LevelCalibration& cal) {
@@ -69,11 +80,12 @@ Phase merge(std::vector<Phase> parts, const std::string& name, bool inter) {
   return m;
 }
 
-}  // namespace
-
-CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
-                               const RankLayout& layout, const CollectiveCalibration& cal) {
+/// Schema 1: the calibration's fixed algorithm per level, composed hierarchically across nodes.
+CollectivePlan plan_hierarchical(Op op, Bytes size, const std::vector<int>& group,
+                                 const RankLayout& layout, const CollectiveCalibration& cal) {
   CollectivePlan plan;
+  plan.algorithm = std::string("hierarchical(") + algorithm_name(cal.intra_node.algorithm) + "+" +
+                   algorithm_name(cal.inter_node.algorithm) + ")";
   if (group.size() < 2) return plan;
   // Members by node, in group order.
   std::map<int, std::vector<int>> by_node;
@@ -127,8 +139,22 @@ CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
       plan.phases.push_back(inter_phase(Op::all_gather, size / k));
       plan.phases.push_back(intra_phase(Op::all_gather, size));
       break;
+    default: break;  // rejected by plan_collective
   }
   return plan;
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
+                               const RankLayout& layout, const CollectiveCalibration& cal,
+                               const FabricRates& rates, const TunerOverride& force) {
+  if (cal.schema_version >= 2) return plan_nccl(op, size, group, layout, cal, rates, force);
+  if (op != Op::all_reduce && op != Op::reduce_scatter && op != Op::all_gather)
+    throw ConfigError(cal.file, "/schema_version",
+                      std::string("schema-1 calibrations plan all_reduce, reduce_scatter and "
+                                  "all_gather only, not ") + op_name(op));
+  return plan_hierarchical(op, size, group, layout, cal);
 }
 
 }  // namespace trainsim::collective

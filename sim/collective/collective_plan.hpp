@@ -1,36 +1,44 @@
 #pragma once
 // Collectives as transfers: an algorithm turns one collective call into phases of point-to-point
 // flows (plain data, no SimGrid). The engine runs each phase's flows concurrently on the platform,
-// so contention with other traffic is SimGrid's, and adds the phase's per-step latency
-// analytically. One flow per rank per phase carries all the bytes that rank sends to that peer
-// over the phase's steps (the form measured in SIMGRID-NOTES.md to match per-step rings).
+// so contention with other traffic is SimGrid's, and adds the phase's latency analytically. One
+// flow per (sender, receiver) per phase carries all the bytes that rank sends to that peer over
+// the phase's steps (the form measured in SIMGRID-NOTES.md to match per-step rings).
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collective/collective_calibration.hpp"
+#include "collective/fabric_rates.hpp"
 #include "core/units.hpp"
 
 namespace trainsim::collective {
 
-enum class Op { all_reduce, reduce_scatter, all_gather };
+enum class Op { all_reduce, reduce_scatter, all_gather, broadcast, alltoall, send_recv };
 [[nodiscard]] const char* op_name(Op op);
+/// Parses an op name as op_name writes it; nullopt when unknown.
+[[nodiscard]] std::optional<Op> parse_op(const std::string& name);
 
 struct Flow {
   int src;      ///< global rank
   int dst;      ///< global rank
-  Bytes bytes;  ///< bytes on the wire, protocol efficiency included
+  Bytes bytes;  ///< bytes on the wire, protocol and efficiency included
 };
 
 struct Phase {
   std::string name;  ///< e.g. "intra reduce_scatter (direct)"
   std::vector<Flow> flows;
-  int steps = 0;                ///< sequential algorithm steps (each pays the step latency)
+  int steps = 0;                ///< sequential algorithm steps (each pays step + route latency)
   Seconds step_latency = 0;     ///< software + protocol latency per step, from calibration
+  Seconds fixed_latency = 0;    ///< latency computed by the planner (NCCL: base, steps, pipeline fill)
   bool inter_node = false;      ///< flows cross the fabric
 };
 
 struct CollectivePlan {
   std::vector<Phase> phases;  ///< run one after another
+  std::string algorithm;      ///< e.g. "tree", "ring", "hierarchical(direct+ring)"
+  std::string protocol;       ///< "LL", "LL128", "Simple", or "" (schema-1 calibrations)
+  Seconds predicted = 0;      ///< the tuner's uncontended estimate (schema 2), else 0
 };
 
 /// Where each global rank lives.
@@ -40,17 +48,27 @@ struct RankLayout {
   [[nodiscard]] int local_of(int rank) const { return rank % ranks_per_node; }
 };
 
+/// Forces the tuner's choice, like NCCL_ALGO / NCCL_PROTO. An algorithm that cannot run the call
+/// (tree inside one node, NVLS across nodes or without NVLink SHARP) is ignored for that call,
+/// as NCCL falls back.
+struct TunerOverride {
+  std::optional<Algorithm> algorithm;
+  std::optional<Protocol> protocol;
+};
+
 /// Plans `op` over `group` (global ranks, in ring order). `size` is nccl-tests' S: the per-rank
-/// buffer for all_reduce, the whole gathered/scattered array for all_gather/reduce_scatter.
-/// Groups inside one node use the intra-node algorithm; groups with one rank per node use the
-/// inter-node algorithm; mixed groups use the hierarchical composition (intra-node
-/// reduce-scatter, inter-node collective on each rank's shard, intra-node all-gather) that HCCL
-/// and NCCL use across nodes. Mixed groups need the same number of ranks on every node.
+/// buffer for all_reduce and broadcast, the whole gathered/scattered array for all_gather,
+/// reduce_scatter and alltoall, the message for send_recv (group = {sender, receiver}).
+/// Schema-2 calibrations go through the NCCL tuner (nccl_tuner.hpp); schema-1 calibrations use
+/// their fixed per-level algorithm composed hierarchically (all_reduce, reduce_scatter and
+/// all_gather only). Multi-node groups need the same number of ranks on every node.
 [[nodiscard]] CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
                                              const RankLayout& layout,
-                                             const CollectiveCalibration& cal);
+                                             const CollectiveCalibration& cal,
+                                             const FabricRates& rates,
+                                             const TunerOverride& force = {});
 
-/// Single-level algorithms (exposed for tests).
+/// Single-level schema-1 algorithms (exposed for tests).
 [[nodiscard]] Phase ring_phase(Op op, Bytes size, const std::vector<int>& members,
                                const LevelCalibration& cal);
 [[nodiscard]] Phase direct_phase(Op op, Bytes size, const std::vector<int>& members,

@@ -45,7 +45,7 @@ public:
           hop = std::max(hop, platform.route_latency(ph.flows[f].src, ph.flows[f].dst));
         }
         st.flows_by_src.push_back(std::move(by_src));
-        st.latency.push_back(ph.steps * (ph.step_latency + hop));
+        st.latency.push_back(ph.fixed_latency + ph.steps * (ph.step_latency + hop));
       }
       collectives_.push_back(std::move(st));
     }

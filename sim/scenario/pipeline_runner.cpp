@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "engine/fabric_rates.hpp"
 #include "engine/input_pipeline_executor.hpp"
 #include "pipeline/pipeline_result_json.hpp"
 #include "pipeline/read_plan.hpp"
@@ -20,9 +21,10 @@ namespace {
 Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataParallelConfig& cfg) {
   const auto prog = program::build_data_parallel(p.model, s.device, cfg);
   const collective::RankLayout layout{cfg.ranks_per_node};
+  const auto rates = engine::fabric_rates(s.topology);
   Bytes total = 0;
   for (const auto& c : prog.collectives) {
-    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives);
+    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates);
     for (const auto& ph : plan.phases)
       for (const auto& f : ph.flows)
         if (f.src / cfg.ranks_per_node == 0 && f.dst / cfg.ranks_per_node != 0) total += f.bytes;

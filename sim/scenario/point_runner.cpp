@@ -10,6 +10,7 @@
 #include <xbt/log.h>
 
 #include "core/error.hpp"
+#include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
 #include "program/build_program.hpp"
@@ -53,10 +54,11 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   const auto platform = engine::build_platform(s.topology, p.nodes);
   const auto prog = program::build_program(schedule_inputs(s, p));
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
+  const auto rates = engine::fabric_rates(s.topology);
   const auto result = engine::execute_program(
       prog, platform,
       [&](const program::CollectiveCall& c) {
-        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives);
+        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates);
       },
       trace);
   PointResult r;

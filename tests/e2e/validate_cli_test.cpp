@@ -1,10 +1,9 @@
 // trainsim-validate as a user runs it: usage errors exit 2; on a machine without a GPU every
 // subcommand exits 1 with a message saying so and writes nothing (on a GPU machine those tests
 // skip: the message cannot be reached there).
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-
-#include <cuda_runtime_api.h>
 
 #include <array>
 #include <cstdio>
@@ -48,9 +47,11 @@ TEST(ValidateCli, UsageErrorsExitTwo) {
 }
 
 TEST(ValidateCli, WithoutAGpuEverySubcommandSaysSoAndWritesNothing) {
-  if (has_cuda_device()) GTEST_SKIP() << "this machine has a CUDA device: the no-GPU path is not reachable";
+  if (has_cuda_device())
+    GTEST_SKIP() << "this machine has a CUDA device: the no-GPU path is not reachable";
   const std::string out = testing::TempDir() + "validate_cli_no_gpu.json";
-  for (const std::string& args : {"kernels --out " + out, "nccl --out " + out, std::string("layer --model bert-large")}) {
+  for (const std::string& args :
+       {"kernels --out " + out, "nccl --out " + out, std::string("layer --model bert-large")}) {
     const CliRun r = run(args);
     EXPECT_EQ(r.status, 1) << args << "\n" << r.output;
     EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;

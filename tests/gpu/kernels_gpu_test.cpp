@@ -1,8 +1,7 @@
 // Each CUDA kernel against its CPU reference (kernels/verify.hpp), on the GPU. Without a CUDA
 // device every test skips with the reason: a skip never reads as a pass.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <string>
 
@@ -23,10 +22,10 @@ std::string no_device_reason() {
   return "";
 }
 
-#define REQUIRE_CUDA_DEVICE()                                                      \
-  do {                                                                             \
-    const std::string reason = no_device_reason();                                 \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason;             \
+#define REQUIRE_CUDA_DEVICE()                                          \
+  do {                                                                 \
+    const std::string reason = no_device_reason();                     \
+    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
   } while (0)
 
 }  // namespace
@@ -35,7 +34,8 @@ TEST(KernelsGpu, GemmMatchesReferenceInEveryPrecision) {
   REQUIRE_CUDA_DEVICE();
   CudaStream stream;
   CublasLt lt;
-  for (auto p : {GemmPrecision::bf16, GemmPrecision::fp16, GemmPrecision::tf32, GemmPrecision::fp32}) {
+  for (auto p :
+       {GemmPrecision::bf16, GemmPrecision::fp16, GemmPrecision::tf32, GemmPrecision::fp32}) {
     const auto v = verify_gemm(lt, p, stream.get());
     EXPECT_TRUE(v.ok()) << v.kernel << ": worst mismatch " << v.worst << " x tolerance";
   }
@@ -46,7 +46,8 @@ TEST(KernelsGpu, MemoryBoundKernelsMatchReferences) {
   CudaStream stream;
   const auto results = verify_memory_bound_kernels(stream.get());
   EXPECT_GE(results.size(), 14u);
-  for (const auto& v : results) EXPECT_TRUE(v.ok()) << v.kernel << ": worst mismatch " << v.worst << " x tolerance";
+  for (const auto& v : results)
+    EXPECT_TRUE(v.ok()) << v.kernel << ": worst mismatch " << v.worst << " x tolerance";
 }
 
 TEST(KernelsGpu, TimedGemmIsCheckedAtSampledPoints) {

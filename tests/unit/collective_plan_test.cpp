@@ -120,7 +120,7 @@ TEST(DirectPhase, SendsAsManyBytesAsTheRing) {
 
 TEST(PlanCollective, GroupInsideOneNodeUsesTheIntraAlgorithm) {
   const RankLayout layout{8};
-  const auto plan = plan_collective(Op::all_reduce, kS, ranks(8, 8), layout, two_level());
+  const auto plan = plan_collective(Op::all_reduce, kS, ranks(8, 8), layout, two_level(), FabricRates{});
   ASSERT_EQ(plan.phases.size(), 1u);
   const Phase& p = plan.phases[0];
   EXPECT_FALSE(p.inter_node);
@@ -133,7 +133,7 @@ TEST(PlanCollective, GroupInsideOneNodeUsesTheIntraAlgorithm) {
 TEST(PlanCollective, OneRankPerNodeUsesTheInterAlgorithm) {
   const RankLayout layout{8};
   const std::vector<int> group = {0, 8, 16, 24};  // local rank 0 of 4 nodes
-  const auto plan = plan_collective(Op::all_reduce, kS, group, layout, two_level());
+  const auto plan = plan_collective(Op::all_reduce, kS, group, layout, two_level(), FabricRates{});
   ASSERT_EQ(plan.phases.size(), 1u);
   const Phase& p = plan.phases[0];
   EXPECT_TRUE(p.inter_node);
@@ -146,7 +146,7 @@ TEST(PlanCollective, OneRankPerNodeUsesTheInterAlgorithm) {
 TEST(PlanCollective, HierarchicalAllReduceOnTwoNodesOfEight) {
   const RankLayout layout{8};
   const double nodes = 2, k = 8;
-  const auto plan = plan_collective(Op::all_reduce, kS, ranks(0, 16), layout, two_level());
+  const auto plan = plan_collective(Op::all_reduce, kS, ranks(0, 16), layout, two_level(), FabricRates{});
   ASSERT_EQ(plan.phases.size(), 3u);
   const Phase& rs = plan.phases[0];
   const Phase& ar = plan.phases[1];
@@ -189,7 +189,7 @@ TEST(PlanCollective, HierarchicalAllReduceOnTwoNodesOfEight) {
 TEST(PlanCollective, HierarchicalTrafficLeavingANodeOnFourNodes) {
   const RankLayout layout{8};
   const double nodes = 4;
-  const auto plan = plan_collective(Op::all_reduce, kS, ranks(0, 32), layout, two_level());
+  const auto plan = plan_collective(Op::all_reduce, kS, ranks(0, 32), layout, two_level(), FabricRates{});
   ASSERT_EQ(plan.phases.size(), 3u);
   EXPECT_EQ(plan.phases[1].steps, 2 * 3);
   for (const auto& [node, bytes] : bytes_leaving_nodes(plan.phases[1], layout))
@@ -198,25 +198,25 @@ TEST(PlanCollective, HierarchicalTrafficLeavingANodeOnFourNodes) {
 
 TEST(PlanCollective, HierarchicalReduceScatterAndAllGather) {
   const RankLayout layout{8};
-  const auto rs = plan_collective(Op::reduce_scatter, kS, ranks(0, 16), layout, two_level());
+  const auto rs = plan_collective(Op::reduce_scatter, kS, ranks(0, 16), layout, two_level(), FabricRates{});
   ASSERT_EQ(rs.phases.size(), 2u);  // intra, then inter on the shard
   EXPECT_FALSE(rs.phases[0].inter_node);
   EXPECT_TRUE(rs.phases[1].inter_node);
   for (const auto& f : rs.phases[1].flows) EXPECT_DOUBLE_EQ(f.bytes, 0.5 * (kS / 8) / 0.5);
 
-  const auto ag = plan_collective(Op::all_gather, kS, ranks(0, 16), layout, two_level());
+  const auto ag = plan_collective(Op::all_gather, kS, ranks(0, 16), layout, two_level(), FabricRates{});
   ASSERT_EQ(ag.phases.size(), 2u);  // inter on the shard, then intra
   EXPECT_TRUE(ag.phases[0].inter_node);
   EXPECT_FALSE(ag.phases[1].inter_node);
 }
 
 TEST(PlanCollective, SingleRankIsEmpty) {
-  EXPECT_TRUE(plan_collective(Op::all_reduce, kS, {0}, RankLayout{8}, two_level()).phases.empty());
+  EXPECT_TRUE(plan_collective(Op::all_reduce, kS, {0}, RankLayout{8}, two_level(), FabricRates{}).phases.empty());
 }
 
 TEST(PlanCollective, UnevenRanksPerNodeThrow) {
   const std::vector<int> group = {0, 1, 2, 8};  // 3 ranks on node 0, 1 on node 1
-  EXPECT_THROW((void)plan_collective(Op::all_reduce, kS, group, RankLayout{8}, two_level()),
+  EXPECT_THROW((void)plan_collective(Op::all_reduce, kS, group, RankLayout{8}, two_level(), FabricRates{}),
                InvariantError);
 }
 
@@ -237,7 +237,7 @@ TEST(CollectiveCalibration, ShippedFilesLoad) {
 }
 
 TEST(CollectiveCalibration, RejectsEfficiencyOutsideZeroOne) {
-  nlohmann::json doc = read_json_file("topologies/calibration/p4d-nccl.json");
+  nlohmann::json doc = read_json_file("topologies/calibration/dl1-hccl.json");
   doc["intra_node"]["bandwidth_efficiency"] = 0;
   const std::string file = testing::TempDir() + "calibration_zero_efficiency.json";
   std::ofstream(file) << doc.dump();

@@ -131,7 +131,8 @@ TEST_F(EngineTest, IntraNodeAllReduceMatchesThePlanByHand) {
   Program p = one_stream_each(8, {collective_task(0)});
   p.collectives = {{"all_reduce", collective::Op::all_reduce, s, {0, 1, 2, 3, 4, 5, 6, 7}}};
   const ExecutionResult r = run(p, [&](const CollectiveCall& c) {
-    return collective::plan_collective(c.op, c.size, c.group, collective::RankLayout{8}, cal);
+    return collective::plan_collective(c.op, c.size, c.group, collective::RankLayout{8}, cal,
+                                           collective::FabricRates{});
   });
   ASSERT_TRUE(r.completed);
   // Direct all-reduce: each of the 56 ordered pairs has its own mesh link direction and sends
@@ -147,7 +148,9 @@ TEST_F(EngineTest, FlowsSharingAnEfaPortTakeTwiceAsLong) {
   auto one_phase = [](std::vector<collective::Flow> flows) {
     collective::Phase ph;
     ph.flows = std::move(flows);
-    return CollectivePlan{{ph}};
+    CollectivePlan plan;
+    plan.phases.push_back(std::move(ph));
+    return plan;
   };
   // Ranks 0, 1 and 2 run three hand-planned "collectives" one after another (each member starts
   // the flows it sends): hpu0 -> node 1 alone; hpu0 and hpu1 at once, which both leave through

@@ -32,7 +32,8 @@ TEST(KernelReference, PatternElementEqualsFullGemmOnPatternInputs) {
   for (long bt = 0; bt < batch; ++bt)
     for (long j = 0; j < n; ++j)
       for (long i = 0; i < m; ++i)
-        EXPECT_DOUBLE_EQ(gemm_tn_pattern_element(11, 12, m, n, k, bt, i, j), c[bt * m * n + j * m + i]);
+        EXPECT_DOUBLE_EQ(gemm_tn_pattern_element(11, 12, m, n, k, bt, i, j),
+                         c[bt * m * n + j * m + i]);
 }
 
 TEST(KernelReference, GemmPatternIsExactInBf16AndSixteenthSteps) {
@@ -71,7 +72,8 @@ TEST(KernelReference, GeluValuesAndDerivative) {
   EXPECT_NEAR(gelu(1), 0.841192, 1e-6);
   for (float x : {-3.0f, -0.7f, 0.0f, 0.4f, 2.5f}) {
     const double h = 1e-3;
-    const double numeric = (gelu(static_cast<float>(x + h)) - gelu(static_cast<float>(x - h))) / (2 * h);
+    const double numeric =
+        (gelu(static_cast<float>(x + h)) - gelu(static_cast<float>(x - h))) / (2 * h);
     EXPECT_NEAR(gelu_grad(x), numeric, 1e-3) << "x = " << x;
   }
 }
@@ -130,7 +132,7 @@ TEST(KernelReference, AdamwFirstStepMovesBySignOfGradient) {
   adamw_step(w, {0.3f, -4.0f}, m, v, p);
   EXPECT_NEAR(w[0], 1.0 - 0.1 * (1 + 0.5 * 1.0), 1e-6);
   EXPECT_NEAR(w[1], -2.0 - 0.1 * (-1 + 0.5 * -2.0), 1e-6);
-  EXPECT_NEAR(m[0], 0.1 * 0.3, 1e-7);            // (1 - beta1) g
+  EXPECT_NEAR(m[0], 0.1 * 0.3, 1e-7);     // (1 - beta1) g
   EXPECT_NEAR(v[1], 0.001 * 16.0, 1e-6);  // (1 - beta2) g^2; 1 - 0.999f is 0.00099999 in fp32
 }
 

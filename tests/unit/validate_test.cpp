@@ -2,10 +2,9 @@
 // calibration writing through the harness's own path, the layer comparison, argument parsing.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "arguments.hpp"
@@ -15,9 +14,11 @@
 #include "core/error.hpp"
 #include "gemm_sweep.hpp"
 #include "layer_comparison.hpp"
+#include "layer_reference.hpp"
 #include "model/compute_cost.hpp"
 #include "named_models.hpp"
 #include "provenance.hpp"
+#include "reference/reference.hpp"
 
 using namespace trainsim;
 using namespace trainsim::validate;
@@ -76,9 +77,10 @@ TEST(CollectiveMeasurements, WritesTheAgreedFormat) {
   EXPECT_EQ(row["ranks"], 8);
   EXPECT_EQ(row["size_bytes"], 1048576);
   EXPECT_DOUBLE_EQ(row["time_us"].get<double>(), 100.0);
-  EXPECT_NEAR(row["algbw_gbps"].get<double>(), 10.48576, 1e-9);          // 1048576 / 100e-6 / 1e9
+  EXPECT_NEAR(row["algbw_gbps"].get<double>(), 10.48576, 1e-9);         // 1048576 / 100e-6 / 1e9
   EXPECT_NEAR(row["busbw_gbps"].get<double>(), 10.48576 * 1.75, 1e-9);  // x 2 * 7 / 8
-  const std::vector<std::string> keys = {"op", "nodes", "ranks", "size_bytes", "time_us", "algbw_gbps", "busbw_gbps"};
+  const std::vector<std::string> keys = {"op",      "nodes",      "ranks",     "size_bytes",
+                                         "time_us", "algbw_gbps", "busbw_gbps"};
   std::vector<std::string> got;
   for (auto it = row.begin(); it != row.end(); ++it) got.push_back(it.key());
   std::sort(got.begin(), got.end());
@@ -92,7 +94,8 @@ TEST(GemmSweep, SquaresTransformerAndAttentionShapesWithoutDuplicates) {
   for (long s = 256; s <= 16384; s *= 2)
     EXPECT_NE(std::find(shapes.begin(), shapes.end(), GemmShape{s, s, s, 1}), shapes.end()) << s;
   // tokens 2048, hidden 1536: QKV forward, its data gradient, its weight gradient.
-  for (GemmShape s : {GemmShape{2048, 4608, 1536, 1}, GemmShape{2048, 1536, 4608, 1}, GemmShape{1536, 4608, 2048, 1}})
+  for (GemmShape s : {GemmShape{2048, 4608, 1536, 1}, GemmShape{2048, 1536, 4608, 1},
+                      GemmShape{1536, 4608, 2048, 1}})
     EXPECT_NE(std::find(shapes.begin(), shapes.end(), s), shapes.end());
   EXPECT_NE(std::find(shapes.begin(), shapes.end(), GemmShape{1024, 1024, 64, 96}), shapes.end());
   for (std::size_t i = 0; i < shapes.size(); ++i)
@@ -108,8 +111,10 @@ TEST(GemmSweep, NamedModelsGemmsAreNotSweptSoTheLayerCheckInterpolates) {
     ops.insert(ops.end(), bwd.begin(), bwd.end());
     for (const auto& op : ops) {
       if (op.kind != model::OpKind::gemm) continue;
-      const GemmShape s{static_cast<long>(op.m), static_cast<long>(op.n), static_cast<long>(op.k), static_cast<long>(op.batch)};
-      EXPECT_EQ(std::find(shapes.begin(), shapes.end(), s), shapes.end()) << nm.spec.name << " " << op.name;
+      const GemmShape s{static_cast<long>(op.m), static_cast<long>(op.n), static_cast<long>(op.k),
+                        static_cast<long>(op.batch)};
+      EXPECT_EQ(std::find(shapes.begin(), shapes.end(), s), shapes.end())
+          << nm.spec.name << " " << op.name;
     }
   }
 }
@@ -122,7 +127,12 @@ TEST(CalibrationOutput, HarnessSamplesWriteAndLoadBackIntoACurve) {
   EXPECT_DOUBLE_EQ(copy_bandwidth(1073741824.0, 5e-4), 2 * 1073741824.0 / 5e-4);
 
   model::KernelCalibration c;
-  c.provenance = {"measured", "trainsim-validate kernels", "2026-11-22", "GPU X", "580.1", "13.0", "13.1.0", "", 132, 1980, 2619};
+  c.provenance = {"measured",   "trainsim-validate kernels",
+                  "2026-11-22", "GPU X",
+                  "580.1",      "13.0",
+                  "13.1.0",     "",
+                  132,          1980,
+                  2619};
   c.gemm = {gemm_sample(model::Dtype::bf16, {1024, 1024, 1024, 1}, 20e-6), g};
   c.memory_bandwidth = 3e12;
   c.launch_overhead = 2e-6;
@@ -155,9 +165,11 @@ TEST(LayerComparison, PairsByNameAndReportsUnpairedKernels) {
   c.launch_overhead = 0;
   const auto dev = validation_profile(c, 0);
   // A GEMM at the sampled shape: 2e9 FLOP / 200e12 = 10 us; 2e6 bytes at 1 TB/s = 2 us.
-  const std::vector<model::Operation> ops = {model::make_gemm("qkv", 1000, 1000, 1000, 1, model::Dtype::bf16),
-                                             model::make_elementwise("gelu", 2e6)};
-  const auto cmp = compare_layer({{"qkv", 8e-6}, {"gelu", 2.5e-6}, {"extra", 1e-6}}, 12e-6, ops, dev);
+  const std::vector<model::Operation> ops = {
+      model::make_gemm("qkv", 1000, 1000, 1000, 1, model::Dtype::bf16),
+      model::make_elementwise("gelu", 2e6)};
+  const auto cmp =
+      compare_layer({{"qkv", 8e-6}, {"gelu", 2.5e-6}, {"extra", 1e-6}}, 12e-6, ops, dev);
   ASSERT_EQ(cmp.ops.size(), 2u);
   EXPECT_NEAR(cmp.ops[0].predicted, 10e-6, 1e-12);
   EXPECT_NEAR(cmp.ops[0].error(), (10.0 - 8.0) / 8.0, 1e-9);
@@ -182,7 +194,8 @@ TEST(Arguments, ParsesEachSubcommand) {
   EXPECT_EQ(l.spec.hidden, 4096);
   EXPECT_EQ(l.spec.ffn_hidden, 4 * 4096);
   EXPECT_EQ(l.micro_batch, 1);
-  const auto c = parse_layer_options({"--hidden", "768", "--heads", "12", "--seq", "128", "--micro-batch", "4"});
+  const auto c = parse_layer_options(
+      {"--hidden", "768", "--heads", "12", "--seq", "128", "--micro-batch", "4"});
   EXPECT_EQ(c.spec.heads, 12);
   EXPECT_EQ(c.micro_batch, 4);
 }
@@ -197,11 +210,16 @@ TEST(Arguments, BadUsageSaysWhat) {
     return std::string("no error");
   };
   EXPECT_EQ(message(parse_kernels_options, {}), "kernels needs --out FILE");
-  EXPECT_EQ(message(parse_nccl_options, {"--out", "x", "--iters", "0"}), "--iters expects a positive integer, not \"0\"");
-  EXPECT_EQ(message(parse_nccl_options, {"--out", "x", "--min-bytes", "9", "--max-bytes", "8"}), "--min-bytes is larger than --max-bytes");
-  EXPECT_EQ(message(parse_layer_options, {"--model", "gpt-99"}), "unknown model \"gpt-99\" (bert-large, gpt-1.7b, gpt-7.5b, gpt-18b)");
-  EXPECT_EQ(message(parse_layer_options, {"--hidden", "100", "--heads", "3", "--seq", "8"}), "--hidden must be a multiple of --heads");
-  EXPECT_EQ(message(parse_layer_options, {"--model", "bert-large", "--hidden", "8"}), "give --model or --hidden/--heads/--seq, not both");
+  EXPECT_EQ(message(parse_nccl_options, {"--out", "x", "--iters", "0"}),
+            "--iters expects a positive integer, not \"0\"");
+  EXPECT_EQ(message(parse_nccl_options, {"--out", "x", "--min-bytes", "9", "--max-bytes", "8"}),
+            "--min-bytes is larger than --max-bytes");
+  EXPECT_EQ(message(parse_layer_options, {"--model", "gpt-99"}),
+            "unknown model \"gpt-99\" (bert-large, gpt-1.7b, gpt-7.5b, gpt-18b)");
+  EXPECT_EQ(message(parse_layer_options, {"--hidden", "100", "--heads", "3", "--seq", "8"}),
+            "--hidden must be a multiple of --heads");
+  EXPECT_EQ(message(parse_layer_options, {"--model", "bert-large", "--hidden", "8"}),
+            "give --model or --hidden/--heads/--seq, not both");
   EXPECT_EQ(message(parse_kernels_options, {"--out", "x", "--fast"}), "unknown argument --fast");
 }
 
@@ -210,12 +228,43 @@ TEST(Provenance, VersionsAndDriverParse) {
   EXPECT_EQ(dotted_version(22809), "2.28.9");   // ncclGetVersion
   EXPECT_EQ(cuda_version(13000), "13.0");
   EXPECT_EQ(cuda_version(12080), "12.8");
-  EXPECT_EQ(parse_nvidia_driver_version(
-                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.82.07  Wed Aug 20 2025\nGCC version: gcc 12"),
+  EXPECT_EQ(parse_nvidia_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.82.07 "
+                                        " Wed Aug 20 2025\nGCC version: gcc 12"),
             "580.82.07");
-  EXPECT_EQ(parse_nvidia_driver_version(
-                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build"),
-            "570.133.20");
+  EXPECT_EQ(
+      parse_nvidia_driver_version(
+          "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build"),
+      "570.133.20");
   EXPECT_EQ(parse_nvidia_driver_version("nothing here"), "");
   EXPECT_EQ(today_utc().size(), 10u);
+}
+
+TEST(LayerReference, ZeroWeightsReduceTheLayerToTwoLayerNorms) {
+  // With every weight and bias 0: qkv = 0, so attention outputs 0 and residual1 = x; the MLP
+  // outputs gelu(0) * 0 = 0, so residual2 = ln1 = LN(x) and out = LN(LN(x)) (gamma 1, beta 0).
+  model::TransformerSpec s;
+  s.layers = 1, s.hidden = 8, s.heads = 2, s.ffn_hidden = 32, s.seq_len = 3;
+  const long b = 2, t = b * s.seq_len, h = s.hidden;
+  LayerInputs in;
+  for (long i = 0; i < t * h; ++i)
+    in.x.push_back(kernels::reference::round_to_bf16(static_cast<float>((i * 7) % 11) - 5.0f));
+  in.w_qkv.assign(3 * h * h, 0);
+  in.w_o.assign(h * h, 0);
+  in.w_1.assign(h * s.ffn_hidden, 0);
+  in.w_2.assign(h * s.ffn_hidden, 0);
+  in.bias_o.assign(h, 0);
+  in.bias_2.assign(h, 0);
+  in.gamma1.assign(h, 1);
+  in.gamma2.assign(h, 1);
+  in.beta1.assign(h, 0);
+  in.beta2.assign(h, 0);
+  const auto out = layer_forward_reference(s, b, in);
+  std::vector<float> ln, ln2, mean, rstd;
+  kernels::reference::layer_norm(in.x, in.gamma1, in.beta1, t, h, LayerConstants::eps, ln, mean,
+                                 rstd);
+  ln = kernels::reference::round_to_bf16(ln);
+  kernels::reference::layer_norm(ln, in.gamma2, in.beta2, t, h, LayerConstants::eps, ln2, mean,
+                                 rstd);
+  ln2 = kernels::reference::round_to_bf16(ln2);
+  EXPECT_EQ(out, ln2);
 }

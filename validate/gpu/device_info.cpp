@@ -20,7 +20,8 @@ int require_cuda_devices() {
 DeviceInfo describe_device(int device) {
   const int count = require_cuda_devices();
   if (device < 0 || device >= count)
-    throw NoDeviceError("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " visible)");
+    throw NoDeviceError("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) +
+                        " visible)");
   TRAINSIM_CUDA(cudaSetDevice(device));
   cudaDeviceProp prop{};
   TRAINSIM_CUDA(cudaGetDeviceProperties(&prop, device));
@@ -28,7 +29,8 @@ DeviceInfo describe_device(int device) {
   info.name = prop.name;
   info.sm_count = prop.multiProcessorCount;
   int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) == cudaSuccess) info.sm_clock_mhz = khz / 1000.0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) == cudaSuccess)
+    info.sm_clock_mhz = khz / 1000.0;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess)
     info.memory_clock_mhz = khz / 1000.0;
   int runtime = 0, driver_api = 0;
@@ -40,7 +42,8 @@ DeviceInfo describe_device(int device) {
   return info;
 }
 
-model::CalibrationProvenance measured_provenance(const DeviceInfo& info, const std::string& source) {
+model::CalibrationProvenance measured_provenance(const DeviceInfo& info,
+                                                 const std::string& source) {
   model::CalibrationProvenance p;
   p.method = "measured";
   p.source = source;

@@ -19,8 +19,8 @@ struct DeviceInfo {
   std::string name;
   long sm_count = 0;
   double sm_clock_mhz = 0, memory_clock_mhz = 0;  ///< maximum clocks the driver reports
-  std::string driver;                              ///< kernel module version, else the CUDA driver API version
-  std::string cuda;                                ///< CUDA runtime version
+  std::string driver;  ///< kernel module version, else the CUDA driver API version
+  std::string cuda;    ///< CUDA runtime version
 };
 
 /// Selects `device` and describes it.

@@ -32,6 +32,12 @@ class GpuLayer {
 
   /// Enqueues forward and backward once.
   void run() const;
+  /// Runs the forward pass and compares its output with layer_forward_reference (CPU, from the
+  /// same inputs downloaded): reference::worst_mismatch with rtol = atol = 2^-5 (a few bf16
+  /// roundings of every intermediate); <= 1 passes. Affordable for small layers only.
+  [[nodiscard]] double verify_forward() const;
+  /// Names of the kernels in run order (the simulator's operation names).
+  [[nodiscard]] std::vector<std::string> kernel_names() const;
   /// Seconds per kernel, averaged over `iters` passes with an event between kernels, in run order.
   [[nodiscard]] std::vector<std::pair<std::string, Seconds>> time_per_kernel(int iters) const;
   /// Seconds per whole pass without per-kernel events (after warm-up).
@@ -46,7 +52,8 @@ class GpuLayer {
   void build_forward();
   void build_backward();
   /// A GEMM step: plans `p` and runs it on (a, b, c) offsets into device buffers.
-  void gemm(const std::string& name, const kernels::GemmProblem& p, const void* a, const void* b, void* c);
+  void gemm(const std::string& name, const kernels::GemmProblem& p, const void* a, const void* b,
+            void* c);
 
   model::TransformerSpec spec_;
   long micro_batch_;
@@ -55,6 +62,11 @@ class GpuLayer {
   std::unique_ptr<Buffers> buf_;
   std::vector<std::unique_ptr<kernels::GemmPlan>> plans_;
   std::vector<Step> steps_;
+  std::size_t forward_steps_ = 0;
 };
+
+/// verify_forward of a small layer (hidden 128, 2 heads of 64, seq 32, micro-batch 2): the
+/// kernels and strided GEMMs every size uses, at a size the CPU reference can afford.
+[[nodiscard]] double verify_small_gpu_layer(const kernels::CublasLt& lt, cudaStream_t stream);
 
 }  // namespace trainsim::validate

@@ -8,11 +8,13 @@
 #include "cuda_stream.hpp"
 #include "device_buffer.hpp"
 #include "dropout.hpp"
+#include "embedding.hpp"
 #include "fill.hpp"
 #include "gelu.hpp"
 #include "gemm_cublaslt.hpp"
 #include "gemm_sweep.hpp"
 #include "layer_norm.hpp"
+#include "reference/pattern.hpp"
 #include "softmax.hpp"
 #include "stream_copy.hpp"
 #include "timing.hpp"
@@ -29,10 +31,14 @@ constexpr std::uint64_t kSeedA = 1, kSeedB = 2;
 
 kernels::GemmPrecision precision_of(model::Dtype d) {
   switch (d) {
-    case model::Dtype::bf16: return kernels::GemmPrecision::bf16;
-    case model::Dtype::fp16: return kernels::GemmPrecision::fp16;
-    case model::Dtype::tf32: return kernels::GemmPrecision::tf32;
-    default: return kernels::GemmPrecision::fp32;
+    case model::Dtype::bf16:
+      return kernels::GemmPrecision::bf16;
+    case model::Dtype::fp16:
+      return kernels::GemmPrecision::fp16;
+    case model::Dtype::tf32:
+      return kernels::GemmPrecision::tf32;
+    default:
+      return kernels::GemmPrecision::fp32;
   }
 }
 
@@ -63,7 +69,8 @@ model::GemmSample time_gemm(const kernels::CublasLt& lt, model::Dtype dtype, con
   plan.run(a.get(), b.get(), c.get(), stream);
   TRAINSIM_CUDA(cudaStreamSynchronize(stream));
   require(kernels::verify_gemm_points(plan, c.get(), kSeedA, kSeedB));
-  const double t = kernels::time_per_call([&] { plan.run(a.get(), b.get(), c.get(), stream); }, stream);
+  const double t =
+      kernels::time_per_call([&] { plan.run(a.get(), b.get(), c.get(), stream); }, stream);
   return gemm_sample(dtype, shape, t);
 }
 
@@ -90,16 +97,41 @@ std::vector<model::ElementwiseSample> time_memory_bound(cudaStream_t stream, std
   DeviceBuffer<std::uint8_t> mask(static_cast<std::size_t>(n));
   std::vector<model::ElementwiseSample> out;
   const double b = static_cast<double>(n);
-  out.push_back(time_elementwise("layer_norm", 4 * b, [&] {
-    kernels::layer_norm_forward(x.get(), gamma.get(), beta.get(), y.get(), mean.get(), rstd.get(), rows, cols, 1e-5f, stream);
-  }, stream, log));
-  out.push_back(time_elementwise("gelu", 4 * b, [&] { kernels::gelu_forward(x.get(), y.get(), n, stream); }, stream, log));
-  out.push_back(time_elementwise("softmax", 4 * b, [&] {
-    kernels::softmax_forward(x.get(), y.get(), n / 1024, 1024, 0.125f, stream);
-  }, stream, log));
-  out.push_back(time_elementwise("dropout", 5 * b, [&] {
-    kernels::dropout_forward(x.get(), y.get(), mask.get(), n, 0.1f, 6, stream);
-  }, stream, log));
+  out.push_back(time_elementwise(
+      "layer_norm", 4 * b,
+      [&] {
+        kernels::layer_norm_forward(x.get(), gamma.get(), beta.get(), y.get(), mean.get(),
+                                    rstd.get(), rows, cols, 1e-5f, stream);
+      },
+      stream, log));
+  out.push_back(time_elementwise(
+      "gelu", 4 * b, [&] { kernels::gelu_forward(x.get(), y.get(), n, stream); }, stream, log));
+  out.push_back(time_elementwise(
+      "softmax", 4 * b,
+      [&] { kernels::softmax_forward(x.get(), y.get(), n / 1024, 1024, 0.125f, stream); }, stream,
+      log));
+  out.push_back(time_elementwise(
+      "dropout", 5 * b,
+      [&] { kernels::dropout_forward(x.get(), y.get(), mask.get(), n, 0.1f, 6, stream); }, stream,
+      log));
+  {  // embedding: 64 Mi output elements gathered from a 50,304 x 4096 table (GPT-2's padded
+     // vocabulary)
+    const long vocab = 50304, hidden = cols, tokens = n / hidden, seq = 2048;
+    DeviceBuffer<Bf16> table(static_cast<std::size_t>(vocab * hidden)),
+        position(static_cast<std::size_t>(seq * hidden));
+    std::vector<int> ids(static_cast<std::size_t>(tokens));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      ids[i] = static_cast<int>(kernels::mix64(9, i) % vocab);
+    DeviceBuffer<int> d_ids(ids);
+    // Per output element: read a table and a position element, write one (2 bytes each).
+    out.push_back(time_elementwise(
+        "embedding", 6 * b,
+        [&] {
+          kernels::embedding_forward(table.get(), position.get(), d_ids.get(), y.get(), tokens, seq,
+                                     hidden, stream);
+        },
+        stream, log));
+  }
   {
     const long params = 32L << 20;  // fp32 master, grad, two moments, bf16 copy: 30 bytes each
     DeviceBuffer<float> w(params), g(params), m(params), v(params);
@@ -107,9 +139,13 @@ std::vector<model::ElementwiseSample> time_memory_bound(cudaStream_t stream, std
     for (auto* buf : {&w, &g, &m})
       kernels::fill_uniform(buf->get(), kernels::ElementType::fp32, params, 7, -1, 1, stream);
     kernels::fill_uniform(v.get(), kernels::ElementType::fp32, params, 8, 0, 0.01f, stream);
-    out.push_back(time_elementwise("adamw", 30.0 * params, [&] {
-      kernels::adamw_step(w.get(), g.get(), m.get(), v.get(), working.get(), params, {}, stream);
-    }, stream, log));
+    out.push_back(time_elementwise(
+        "adamw", 30.0 * params,
+        [&] {
+          kernels::adamw_step(w.get(), g.get(), m.get(), v.get(), working.get(), params, {},
+                              stream);
+        },
+        stream, log));
   }
   return out;
 }
@@ -122,10 +158,12 @@ model::KernelCalibration measure_kernels(const KernelsOptions& options, const De
   kernels::CublasLt lt;
   model::KernelCalibration cal;
   cal.provenance = measured_provenance(info, "trainsim-validate kernels");
-  if (options.quick) cal.provenance.note = "--quick: a smoke test of the harness, not a calibration";
+  if (options.quick)
+    cal.provenance.note = "--quick: a smoke test of the harness, not a calibration";
 
   log << "verifying kernels against the CPU references\n";
-  for (auto d : gemm_sweep_dtypes()) require(kernels::verify_gemm(lt, precision_of(d), stream.get()));
+  for (auto d : gemm_sweep_dtypes())
+    require(kernels::verify_gemm(lt, precision_of(d), stream.get()));
   for (const auto& v : kernels::verify_memory_bound_kernels(stream.get())) require(v);
 
   const auto shapes = gemm_sweep_shapes(options.quick);
@@ -142,11 +180,13 @@ model::KernelCalibration measure_kernels(const KernelsOptions& options, const De
     const std::size_t bytes = std::size_t{1} << 30;
     DeviceBuffer<std::uint8_t> src(bytes), dst(bytes);
     TRAINSIM_CUDA(cudaMemsetAsync(src.get(), 1, bytes, stream.get()));
-    const double t = kernels::time_per_call([&] { kernels::stream_copy(src.get(), dst.get(), bytes, stream.get()); }, stream.get());
+    const double t = kernels::time_per_call(
+        [&] { kernels::stream_copy(src.get(), dst.get(), bytes, stream.get()); }, stream.get());
     cal.memory_bandwidth = copy_bandwidth(static_cast<double>(bytes), t);
     log << "stream copy: " << *cal.memory_bandwidth / 1e9 << " GB/s\n";
   }
-  cal.launch_overhead = kernels::time_per_call([&] { kernels::empty_kernel(stream.get()); }, stream.get());
+  cal.launch_overhead =
+      kernels::time_per_call([&] { kernels::empty_kernel(stream.get()); }, stream.get());
   log << "empty kernel, back to back: " << *cal.launch_overhead * 1e6 << " us\n";
   cal.elementwise = time_memory_bound(stream.get(), log);
   return cal;

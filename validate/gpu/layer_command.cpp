@@ -34,8 +34,8 @@ int layer_command(const std::vector<std::string>& args) {
   } else {
     calibration = model::load_kernel_calibration(o.calibration);
     if (calibration.provenance.gpu != info.name)
-      std::cerr << "warning: " << o.calibration << " was measured on \"" << calibration.provenance.gpu
-                << "\", this is \"" << info.name << "\"\n";
+      std::cerr << "warning: " << o.calibration << " was measured on \""
+                << calibration.provenance.gpu << "\", this is \"" << info.name << "\"\n";
   }
   const model::DeviceProfile device = validation_profile(calibration, kGemmTile);
 
@@ -45,6 +45,12 @@ int layer_command(const std::vector<std::string>& args) {
 
   kernels::CudaStream stream;
   kernels::CublasLt lt;
+  const double mismatch = verify_small_gpu_layer(lt, stream.get());
+  if (mismatch > 1)
+    throw VerificationError(
+        "the GPU layer's forward pass does not match the CPU reference (worst "
+        "mismatch " +
+        std::to_string(mismatch) + " x tolerance); nothing was timed");
   const GpuLayer layer(o.spec, o.micro_batch, lt, stream.get());
   const auto per_kernel = layer.time_per_kernel(o.iters);
   const Seconds whole = layer.time_pass(o.iters);

@@ -36,7 +36,8 @@ int nccl_command(const std::vector<std::string>& args) {
                                    &alltoall_test()};
   // Correctness first: a small size and one whose blocks are not a multiple of 7 elements.
   for (const auto* t : tests)
-    for (std::size_t check_bytes : {std::size_t{4096} * ranks, std::size_t{4 * 1000 * 1001} * ranks})
+    for (std::size_t check_bytes :
+         {std::size_t{4096} * ranks, std::size_t{4 * 1000 * 1001} * ranks})
       if (check_bytes <= options.max_bytes) world.check(*t, check_bytes);
 
   std::printf("%-15s %6s %14s %12s %12s %12s\n", "op", "ranks", "size (B)", "time (us)",
@@ -60,7 +61,8 @@ int nccl_command(const std::vector<std::string>& args) {
   std::ofstream out(options.out);
   if (!out) throw ConfigError(options.out, "", "cannot open the measurement file for writing");
   write_collective_measurements(out, m);
-  std::cout << "wrote " << options.out << ": " << m.rows.size() << " rows over " << ranks << " GPU(s)\n";
+  std::cout << "wrote " << options.out << ": " << m.rows.size() << " rows over " << ranks
+            << " GPU(s)\n";
   return 0;
 }
 

@@ -52,7 +52,8 @@ void NcclRanks::check(const CollectiveTest& test, std::size_t size_bytes) {
     std::vector<float> host(counts.send_elements);
     for (std::size_t j = 0; j < host.size(); ++j) host[j] = static_cast<float>(send_value(r, j));
     TRAINSIM_CUDA(cudaSetDevice(r));
-    TRAINSIM_CUDA(cudaMemcpy(send_[r].get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    TRAINSIM_CUDA(cudaMemcpy(send_[r].get(), host.data(), host.size() * sizeof(float),
+                             cudaMemcpyHostToDevice));
     TRAINSIM_CUDA(cudaMemset(recv_[r].get(), 0xFF, counts.recv_elements * sizeof(float)));  // NaNs
   }
   launch_all(test, counts);
@@ -60,7 +61,8 @@ void NcclRanks::check(const CollectiveTest& test, std::size_t size_bytes) {
   for (int r = 0; r < ranks(); ++r) {
     std::vector<float> got(counts.recv_elements);
     TRAINSIM_CUDA(cudaSetDevice(r));
-    TRAINSIM_CUDA(cudaMemcpy(got.data(), recv_[r].get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    TRAINSIM_CUDA(
+        cudaMemcpy(got.data(), recv_[r].get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost));
     for (std::size_t i = 0; i < got.size(); ++i) {
       const double want = test.expected(r, ranks(), i, counts);
       if (!(std::fabs(got[i] - want) <= 1e-6 * std::fabs(want)))

@@ -52,7 +52,8 @@ class NcclRanks {
   /// buffer with test.expected; throws VerificationError-like std::runtime_error on a mismatch.
   void check(const CollectiveTest& test, std::size_t size_bytes);
   /// Seconds per call of `test` at `size_bytes` (warm-up calls first, then `iters` timed).
-  [[nodiscard]] double time(const CollectiveTest& test, std::size_t size_bytes, int warmup, int iters);
+  [[nodiscard]] double time(const CollectiveTest& test, std::size_t size_bytes, int warmup,
+                            int iters);
 
  private:
   void launch_all(const CollectiveTest& test, const CollectiveCounts& counts);
@@ -67,10 +68,10 @@ class NcclRanks {
 
 }  // namespace trainsim::validate
 
-#define TRAINSIM_NCCL(call)                                                                        \
-  do {                                                                                             \
-    const ncclResult_t trainsim_nccl_ = (call);                                                    \
-    if (trainsim_nccl_ != ncclSuccess)                                                             \
-      ::trainsim::kernels::throw_cuda_error(#call, ncclGetErrorString(trainsim_nccl_), __FILE__,    \
-                                            __LINE__);                                             \
+#define TRAINSIM_NCCL(call)                                                                      \
+  do {                                                                                           \
+    const ncclResult_t trainsim_nccl_ = (call);                                                  \
+    if (trainsim_nccl_ != ncclSuccess)                                                           \
+      ::trainsim::kernels::throw_cuda_error(#call, ncclGetErrorString(trainsim_nccl_), __FILE__, \
+                                            __LINE__);                                           \
   } while (0)

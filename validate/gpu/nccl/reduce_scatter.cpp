@@ -13,7 +13,8 @@ void launch(const float* send, float* recv, const CollectiveCounts& c, ncclComm_
 
 double expected(int rank, int ranks, std::size_t i, const CollectiveCounts& c) {
   double sum = 0;
-  for (int r = 0; r < ranks; ++r) sum += send_value(r, static_cast<std::size_t>(rank) * c.call_count + i);
+  for (int r = 0; r < ranks; ++r)
+    sum += send_value(r, static_cast<std::size_t>(rank) * c.call_count + i);
   return sum;
 }
 

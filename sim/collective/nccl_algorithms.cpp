@@ -1,0 +1,210 @@
+#include "collective/nccl_algorithms.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/error.hpp"
+
+namespace trainsim::collective {
+
+GroupShape shape_of(const std::vector<int>& group, const RankLayout& layout) {
+  GroupShape g;
+  std::map<int, std::size_t> index;  // node id -> position in g.nodes
+  for (int r : group) {
+    const auto [it, fresh] = index.emplace(layout.node_of(r), g.nodes.size());
+    if (fresh) g.nodes.emplace_back();
+    g.nodes[it->second].push_back(r);
+  }
+  for (const auto& members : g.nodes)
+    if (members.size() != g.nodes.front().size())
+      throw InvariantError("collective group has an uneven number of ranks per node");
+  return g;
+}
+
+namespace {
+
+/// Sums bytes per (src, dst) so channels sharing a pair become one flow; ordered output.
+class FlowSum {
+public:
+  void add(int src, int dst, Bytes bytes, bool inter) {
+    if (bytes > 0 && src != dst) sum_[{src, dst, inter}] += bytes;
+  }
+  [[nodiscard]] std::vector<PayloadFlow> flows() const {
+    std::vector<PayloadFlow> out;
+    out.reserve(sum_.size());
+    for (const auto& [key, bytes] : sum_)
+      out.push_back({std::get<0>(key), std::get<1>(key), bytes, std::get<2>(key)});
+    return out;
+  }
+
+private:
+  std::map<std::tuple<int, int, bool>, Bytes> sum_;
+};
+
+int ceil_log2(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return l;
+}
+
+/// Parent of node i in NCCL-style tree t over n nodes (-1 for the root). Tree 0 is heap-ordered
+/// (root 0); tree 1 is its mirror (root n-1), so a node inner in one tree is a leaf in the other.
+int tree_parent(int t, int i, int n) {
+  if (t == 0) return i == 0 ? -1 : (i - 1) / 2;
+  const int m = n - 1 - i;
+  return m == 0 ? -1 : n - 1 - (m - 1) / 2;
+}
+
+}  // namespace
+
+Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::ring;
+  const int n = g.ranks(), nodes = g.node_count(), k = g.per_node();
+  if (n < 2) return s;
+  const bool twice = op == Op::all_reduce;  // reduce-scatter then all-gather around the ring
+  const int steps = twice ? 2 * (n - 1) : n - 1;
+  s.inter_steps = nodes > 1 ? (twice ? 2 * (nodes - 1) : nodes - 1) : 0;
+  s.intra_steps = steps - s.inter_steps;
+  const Bytes per_rank = static_cast<double>(steps) * size / n;  // broadcast: S (n-1)/n
+  s.pipeline_depth = steps;
+  s.pipeline_unit = op == Op::broadcast ? size : size / n;
+  s.units_per_lane = per_rank / s.pipeline_unit;
+  FlowSum sum;
+  for (int m = 0; m < nodes; ++m) {
+    const auto& here = g.nodes[m];
+    const auto& next = g.nodes[(m + 1) % nodes];
+    for (int j = 0; j < k; ++j) {
+      if (nodes == 1) {
+        sum.add(here[j], here[(j + 1) % k], per_rank, false);
+        continue;
+      }
+      // Channel c leaves a node from position c-1 and enters the next at position c.
+      sum.add(here[j], here[(j + 1) % k], per_rank * (k - 1) / k, false);
+      sum.add(here[j], next[(j + 1) % k], per_rank / k, true);
+    }
+  }
+  s.flows = sum.flows();
+  return s;
+}
+
+namespace {
+
+/// The double binary tree's inter-node flows: lane l (of max(k, 2)) runs on position l % k of
+/// every node, on tree l % 2, carrying S / lanes up to the parent and back down.
+void add_tree_flows(Bytes size, const GroupShape& g, FlowSum& sum) {
+  const int nodes = g.node_count(), k = g.per_node();
+  const int lanes = std::max(k, 2);
+  const Bytes lane_bytes = size / lanes;
+  for (int l = 0; l < lanes; ++l) {
+    const int p = l % k, t = l % 2;
+    for (int m = 0; m < nodes; ++m) {
+      const int parent = tree_parent(t, m, nodes);
+      if (parent < 0) continue;
+      sum.add(g.nodes[m][p], g.nodes[parent][p], lane_bytes, true);  // reduce up the tree
+      sum.add(g.nodes[parent][p], g.nodes[m][p], lane_bytes, true);  // broadcast down the tree
+    }
+  }
+}
+
+}  // namespace
+
+Schedule tree_schedule(Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::tree;
+  const int nodes = g.node_count(), k = g.per_node();
+  TRAINSIM_CHECK(nodes >= 2, "tree all_reduce needs at least two nodes");
+  const int lanes = std::max(k, 2);  // each lane: one channel, on one of the two trees
+  const Bytes lane_bytes = size / lanes;
+  FlowSum sum;
+  for (int l = 0; l < lanes; ++l) {
+    const int p = l % k;
+    for (int m = 0; m < nodes; ++m) {
+      const auto& here = g.nodes[m];
+      for (int i = 0; i + 1 < k; ++i) {
+        const int a = here[(p + i) % k], b = here[(p + i + 1) % k];
+        sum.add(b, a, lane_bytes, false);  // reduce up the chain
+        sum.add(a, b, lane_bytes, false);  // broadcast down the chain
+      }
+    }
+  }
+  add_tree_flows(size, g, sum);
+  s.flows = sum.flows();
+  const int depth = ceil_log2(nodes);
+  s.intra_steps = 2 * (k - 1);
+  s.inter_steps = 2 * depth;
+  // A chunk crosses the chain once (its up and down legs overlap) and the tree up and down.
+  s.pipeline_depth = k + 2 * depth;
+  s.pipeline_unit = size / 2;  // each tree streams half of S
+  s.units_per_lane = 1;
+  return s;
+}
+
+Schedule nvls_schedule(Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::nvls;
+  TRAINSIM_CHECK(g.node_count() == 1, "NVLS all_reduce runs inside one node");
+  const auto& r = g.nodes.front();
+  const int k = g.per_node();
+  if (k < 2) return s;
+  FlowSum sum;
+  // The switch reduces: each port carries S up and S down. Ring-neighbour flows give exactly
+  // those port loads on a non-blocking switch with k flows instead of k(k-1).
+  for (int j = 0; j < k; ++j) sum.add(r[j], r[(j + 1) % k], size, false);
+  s.flows = sum.flows();
+  s.pipeline_depth = 2;  // into the switch, out of it
+  s.pipeline_unit = size;
+  s.units_per_lane = 1;
+  return s;
+}
+
+Schedule nvls_tree_schedule(Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::nvls_tree;
+  const int nodes = g.node_count(), k = g.per_node();
+  TRAINSIM_CHECK(nodes >= 2, "NVLS tree all_reduce needs at least two nodes");
+  FlowSum sum;
+  if (k > 1)
+    for (const auto& r : g.nodes)
+      for (int j = 0; j < k; ++j) sum.add(r[j], r[(j + 1) % k], size, false);  // as nvls_schedule
+  add_tree_flows(size, g, sum);
+  s.flows = sum.flows();
+  const int depth = ceil_log2(nodes);
+  s.inter_steps = 2 * depth;
+  // Into the switch, up and down the tree, out of the switch.
+  s.pipeline_depth = 2 + 2 * depth;
+  s.pipeline_unit = size / 2;
+  s.units_per_lane = 1;
+  return s;
+}
+
+Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
+  Schedule s;
+  s.algorithm = Algorithm::pairwise;
+  const int n = g.ranks(), nodes = g.node_count(), k = g.per_node();
+  FlowSum sum;
+  if (op == Op::send_recv) {
+    TRAINSIM_CHECK(n == 2, "send_recv needs a group of exactly two ranks");
+    const bool inter = nodes == 2;
+    sum.add(g.nodes[0][0], inter ? g.nodes[1][0] : g.nodes[0][1], size, inter);
+    (inter ? s.inter_steps : s.intra_steps) = 1;
+    s.flows = sum.flows();
+    return s;
+  }
+  TRAINSIM_CHECK(op == Op::alltoall, "pairwise schedules are for alltoall and send_recv");
+  if (n < 2) return s;
+  const Bytes share = size / n;
+  for (int m = 0; m < nodes; ++m)
+    for (int j = 0; j < k; ++j) {
+      for (int i = 0; i < k; ++i) sum.add(g.nodes[m][j], g.nodes[m][i], share, false);
+      for (int o = 0; o < nodes; ++o)
+        if (o != m) sum.add(g.nodes[m][j], g.nodes[o][j], share * k, true);
+    }
+  s.flows = sum.flows();
+  s.intra_steps = k > 1 ? 1 : 0;
+  s.inter_steps = nodes > 1 ? 1 : 0;
+  return s;
+}
+
+}  // namespace trainsim::collective

@@ -1,0 +1,68 @@
+#pragma once
+// NCCL's algorithms as payload schedules: which rank sends how many bytes to which peer over a
+// whole collective call, plus the step and pipeline counts its latency depends on. Plain data;
+// nccl_tuner.hpp turns a schedule into a timed Phase for a protocol and fabric.
+//
+// Channels: NCCL runs several rings/trees ("channels") side by side, each crossing between nodes
+// through a different NIC. With k ranks per node we use k channels: channel c enters every node
+// at local rank c, so the inter-node traffic of a node is spread evenly over its accelerators'
+// NIC paths. Flows of all channels between the same two ranks are merged into one flow.
+#include <vector>
+
+#include "collective/collective_plan.hpp"
+
+namespace trainsim::collective {
+
+/// A group's members by node: nodes[m][j] is the global rank at position j on the m-th node.
+struct GroupShape {
+  std::vector<std::vector<int>> nodes;
+  [[nodiscard]] int node_count() const { return static_cast<int>(nodes.size()); }
+  [[nodiscard]] int per_node() const { return static_cast<int>(nodes.front().size()); }
+  [[nodiscard]] int ranks() const { return node_count() * per_node(); }
+};
+
+/// Groups `group` by node (nodes in order of first appearance); InvariantError when nodes hold
+/// different numbers of its ranks.
+[[nodiscard]] GroupShape shape_of(const std::vector<int>& group, const RankLayout& layout);
+
+struct PayloadFlow {
+  int src;
+  int dst;
+  Bytes bytes;      ///< payload, before protocol and efficiency
+  bool inter_node;  ///< crosses the inter-node fabric
+};
+
+struct Schedule {
+  Algorithm algorithm = Algorithm::ring;
+  std::vector<PayloadFlow> flows;
+  int intra_steps = 0;      ///< sequential steps on NVLink/PCIe (each pays a step latency)
+  int inter_steps = 0;      ///< sequential steps across the network
+  int pipeline_depth = 0;   ///< hops a chunk travels before the pipeline is full (0: none)
+  Bytes pipeline_unit = 0;  ///< bytes one pipeline stage moves (a ring step's S/n, a tree's S/2)
+  double units_per_lane = 1;  ///< stages a lane streams one after another (ring: its steps)
+};
+
+/// Ring over all ranks with k channels (all_reduce, reduce_scatter, all_gather, broadcast).
+/// Per rank: all_reduce 2(n-1)/n S, reduce_scatter and all_gather (n-1)/n S, broadcast S(n-1)/n
+/// (every link of the pipeline chain carries S; spread evenly over the ring).
+[[nodiscard]] Schedule ring_schedule(Op op, Bytes size, const GroupShape& g);
+
+/// all_reduce across >= 2 nodes: a chain through each node's ranks and two complementary binary
+/// trees over the nodes (NCCL's double binary tree), each tree carrying S/2; reduce goes up and
+/// broadcast comes down at the same time (pipelined).
+[[nodiscard]] Schedule tree_schedule(Bytes size, const GroupShape& g);
+
+/// all_reduce inside one NVSwitch node with NVLink SHARP: every accelerator sends S into the
+/// switch and receives the reduced S; as port loads that is S per direction per accelerator.
+[[nodiscard]] Schedule nvls_schedule(Bytes size, const GroupShape& g);
+
+/// all_reduce across >= 2 NVLS nodes: NVLS inside each node (S per direction per accelerator
+/// port) and the double binary tree across nodes on the same lanes as tree_schedule.
+[[nodiscard]] Schedule nvls_tree_schedule(Bytes size, const GroupShape& g);
+
+/// alltoall (S = each rank's whole send buffer, S/n to every rank) and send_recv (S from the
+/// group's first rank to its second). Inter-node bytes for all ranks of a remote node travel
+/// to the rank at the same position there (NCCL's rail-aligned PXN path).
+[[nodiscard]] Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g);
+
+}  // namespace trainsim::collective

@@ -1,0 +1,52 @@
+#pragma once
+// NCCL's tuner, as a model: for each algorithm that can run a call and each protocol, predict
+// the time as latency + pipeline fill + bandwidth time and keep the smallest (NCCL does the same
+// with its own tables, src/graph/tuning.cc). The chosen schedule becomes the timed Phase the
+// engine runs, so the prediction is also what an uncontended simulation gives.
+//
+//   bandwidth time = the most loaded port's bytes / its bandwidth, where a flow's bytes are its
+//                    payload / (fabric efficiency of the algorithm x protocol bandwidth fraction)
+//                    and ports are each accelerator's link into the node fabric (both directions)
+//                    and each node's uplink (both directions)
+//   latency        = protocol base latency + intra steps x (step latency + hop latency)
+//                    + inter steps x (step latency + hop latency) [+ NVLS call latency]
+//   pipeline fill  = (depth - 1) x min(unit, chunk) / unit x bandwidth time / units per lane:
+//                    the first chunk crosses `depth` hops before the pipeline streams
+#include <vector>
+
+#include "collective/collective_plan.hpp"
+#include "collective/nccl_algorithms.hpp"
+
+namespace trainsim::collective {
+
+struct Prediction {
+  Algorithm algorithm = Algorithm::ring;
+  Protocol protocol = Protocol::simple;
+  Seconds bandwidth_time = 0;
+  Seconds latency = 0;  ///< base, steps and NVLS latency
+  Seconds fill = 0;     ///< pipeline fill
+  [[nodiscard]] Seconds total() const { return bandwidth_time + latency + fill; }
+};
+
+/// Algorithms able to run `op` on a group of this shape with these fabrics, in tie-break order.
+[[nodiscard]] std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
+                                                          const CollectiveCalibration& cal);
+
+/// Protocols usable with an algorithm (NVLS: Simple only) on every fabric level it crosses.
+[[nodiscard]] std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
+                                                        const CollectiveCalibration& cal);
+
+/// Uncontended time of a schedule with a protocol (see the formulas above).
+[[nodiscard]] Prediction predict(const Schedule& s, Protocol p, const GroupShape& g,
+                                 const RankLayout& layout, const CollectiveCalibration& cal,
+                                 const FabricRates& rates);
+
+/// The payload schedule of an algorithm for a call.
+[[nodiscard]] Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g);
+
+/// Tuner + timed phase for a schema-2 calibration (what plan_collective calls).
+[[nodiscard]] CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
+                                       const RankLayout& layout, const CollectiveCalibration& cal,
+                                       const FabricRates& rates, const TunerOverride& force);
+
+}  // namespace trainsim::collective

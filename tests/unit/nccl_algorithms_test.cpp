@@ -1,0 +1,161 @@
+// NCCL algorithms as payload schedules (collective/nccl_algorithms.hpp), no SimGrid: the bytes
+// each algorithm puts on each accelerator port and node uplink, with the arithmetic written out.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "collective/nccl_algorithms.hpp"
+
+namespace trainsim::collective {
+namespace {
+
+constexpr double kS = 64e6;  // collective size S in bytes
+
+std::vector<int> ranks(int count) {
+  std::vector<int> r(static_cast<std::size_t>(count));
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+GroupShape shape(int nodes, int per_node) {
+  return shape_of(ranks(nodes * per_node), RankLayout{per_node});
+}
+
+struct Loads {
+  std::map<int, Bytes> rank_intra_out, rank_inter_out, node_out, node_in;
+};
+
+Loads loads(const Schedule& s, int per_node) {
+  Loads l;
+  for (const auto& f : s.flows) {
+    if (f.inter_node) {
+      l.rank_inter_out[f.src] += f.bytes;
+      l.node_out[f.src / per_node] += f.bytes;
+      l.node_in[f.dst / per_node] += f.bytes;
+    } else {
+      l.rank_intra_out[f.src] += f.bytes;
+    }
+  }
+  return l;
+}
+
+TEST(RingSchedule, OneNodeAllReduceSendsTwoNMinusOneOverNOfSToTheSuccessor) {
+  const auto s = ring_schedule(Op::all_reduce, kS, shape(1, 8));
+  ASSERT_EQ(s.flows.size(), 8u);
+  for (const auto& f : s.flows) {
+    EXPECT_EQ(f.dst, (f.src + 1) % 8);
+    EXPECT_FALSE(f.inter_node);
+    EXPECT_DOUBLE_EQ(f.bytes, 2.0 * 7 / 8 * kS);  // 2(n-1) steps of S/n
+  }
+  EXPECT_EQ(s.intra_steps, 14);
+  EXPECT_EQ(s.inter_steps, 0);
+  EXPECT_EQ(s.pipeline_depth, 14);
+  EXPECT_DOUBLE_EQ(s.pipeline_unit, kS / 8);
+  EXPECT_DOUBLE_EQ(s.units_per_lane, 14);
+}
+
+TEST(RingSchedule, ChannelsSpreadTheNodeCrossingOverEveryAccelerator) {
+  // 2 nodes x 4: n = 8 ranks, per rank X = 2(n-1)/n S = 1.75 S for all_reduce. Channel c leaves
+  // each node from position c-1: every rank sends X/4 across and 3X/4 to its node neighbour.
+  const auto s = ring_schedule(Op::all_reduce, kS, shape(2, 4));
+  const Bytes x = 2.0 * 7 / 8 * kS;
+  const auto l = loads(s, 4);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_DOUBLE_EQ(l.rank_intra_out.at(r), x * 3 / 4) << r;
+    EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), x / 4) << r;
+  }
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_DOUBLE_EQ(l.node_out.at(n), x);  // the ring limit: busbw <= uplink
+    EXPECT_DOUBLE_EQ(l.node_in.at(n), x);
+  }
+  EXPECT_EQ(s.inter_steps, 2);  // 2(nodes-1)
+  EXPECT_EQ(s.intra_steps, 12);
+  // Position 3 of node 0 crosses to position 0 of node 1.
+  bool found = false;
+  for (const auto& f : s.flows) found = found || (f.src == 3 && f.dst == 4 && f.inter_node);
+  EXPECT_TRUE(found);
+}
+
+TEST(RingSchedule, GatherAndScatterMoveNMinusOneOverNOfS) {
+  for (Op op : {Op::all_gather, Op::reduce_scatter}) {
+    const auto s = ring_schedule(op, kS, shape(1, 4));
+    for (const auto& f : s.flows) EXPECT_DOUBLE_EQ(f.bytes, 3.0 / 4 * kS) << op_name(op);
+    EXPECT_EQ(s.intra_steps, 3);
+  }
+}
+
+TEST(TreeSchedule, TwoNodesMoveSOnceEachWayAcrossTheNetwork) {
+  // Two trees of S/2: on one node i is the root's child in tree 0 and the root in tree 1, so it
+  // sends S/2 up one tree and S/2 down the other: S per direction, half the ring's 2(n-1)/n S.
+  const auto s = tree_schedule(kS, shape(2, 8));
+  const auto l = loads(s, 8);
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_DOUBLE_EQ(l.node_out.at(n), kS);
+    EXPECT_DOUBLE_EQ(l.node_in.at(n), kS);
+  }
+  for (int r = 0; r < 16; ++r) EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), kS / 8);  // 8 lanes
+  // Each lane's chain carries S/8 up and S/8 down over k-1 = 7 links: 2 * 7 * S/8 per lane,
+  // 8 lanes per node.
+  Bytes intra = 0;
+  for (int r = 0; r < 8; ++r) intra += l.rank_intra_out.at(r);
+  EXPECT_DOUBLE_EQ(intra, 8 * 2 * 7 * kS / 8);
+  EXPECT_EQ(s.intra_steps, 14);  // 2(k-1)
+  EXPECT_EQ(s.inter_steps, 2);   // 2 ceil(log2 nodes)
+}
+
+TEST(TreeSchedule, FourNodesAreInnerInOneTreeAndLeafInTheOther) {
+  // Tree 0: 0 <- {1, 2}, 1 <- {3}. Tree 1 (mirror): 3 <- {2, 1}, 2 <- {0}. Per tree of S/2 a
+  // node sends S/2 to its parent and S/2 to each child: node 0 sends 2 x S/2 in tree 0 and
+  // S/2 in tree 1 = 1.5 S, and by symmetry every node sends 1.5 S.
+  const auto s = tree_schedule(kS, shape(4, 2));
+  const auto l = loads(s, 2);
+  for (int n = 0; n < 4; ++n) {
+    EXPECT_DOUBLE_EQ(l.node_out.at(n), 1.5 * kS) << n;
+    EXPECT_DOUBLE_EQ(l.node_in.at(n), 1.5 * kS) << n;
+  }
+  EXPECT_EQ(s.inter_steps, 4);
+}
+
+TEST(NvlsSchedule, EachPortCarriesSOnce) {
+  const auto s = nvls_schedule(kS, shape(1, 8));
+  const auto l = loads(s, 8);
+  for (int r = 0; r < 8; ++r) EXPECT_DOUBLE_EQ(l.rank_intra_out.at(r), kS);
+  EXPECT_EQ(s.pipeline_depth, 2);
+}
+
+TEST(NvlsTreeSchedule, SwitchInsideTreeAcross) {
+  const auto s = nvls_tree_schedule(kS, shape(2, 4));
+  const auto l = loads(s, 4);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_DOUBLE_EQ(l.rank_intra_out.at(r), kS);      // as nvls
+    EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), kS / 4);  // as tree, 4 lanes
+  }
+  for (int n = 0; n < 2; ++n) EXPECT_DOUBLE_EQ(l.node_out.at(n), kS);
+}
+
+TEST(PairwiseSchedule, AlltoallSendsSOverNToEveryPeer) {
+  // 2 nodes x 2: n = 4. Each rank sends S/4 to its node peer and, for the 2 ranks of the other
+  // node, 2 x S/4 to its rail peer there. Node egress = k (n - k) / n S = 2 * 2 / 4 S = S.
+  const auto s = pairwise_schedule(Op::alltoall, kS, shape(2, 2));
+  const auto l = loads(s, 2);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(l.rank_intra_out.at(r), kS / 4);
+    EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), kS / 2);
+  }
+  EXPECT_DOUBLE_EQ(l.node_out.at(0), kS);
+}
+
+TEST(PairwiseSchedule, SendRecvIsOneFlow) {
+  const auto s = pairwise_schedule(Op::send_recv, kS, shape_of({0, 8}, RankLayout{8}));
+  ASSERT_EQ(s.flows.size(), 1u);
+  EXPECT_EQ(s.flows[0].src, 0);
+  EXPECT_EQ(s.flows[0].dst, 8);
+  EXPECT_TRUE(s.flows[0].inter_node);
+  EXPECT_DOUBLE_EQ(s.flows[0].bytes, kS);
+  EXPECT_EQ(s.inter_steps, 1);
+}
+
+}  // namespace
+}  // namespace trainsim::collective

@@ -1,0 +1,137 @@
+// The NCCL-like tuner (collective/nccl_tuner.hpp), no SimGrid: its time formula on a hand-made
+// fabric with round numbers, and which algorithm and protocol it picks on small cases.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "collective/nccl_tuner.hpp"
+#include "core/error.hpp"
+
+namespace trainsim::collective {
+namespace {
+
+/// Round numbers: protocols as NCCL's (LL 1/2, LL128 120/128) with base latencies 5 / 8 /
+/// 10 us, 1 MB chunks; NVSwitch with ring 0.8 and NVLS 0.5 efficiency and a 40 us NVLS call;
+/// network ring 0.9, tree 0.6.
+CollectiveCalibration round_cal(bool nvls) {
+  CollectiveCalibration c;
+  c.schema_version = 2;
+  c.protocols[0] = {0.5, 5e-6, 64e3};
+  c.protocols[1] = {0.9375, 8e-6, 0};
+  c.protocols[2] = {1.0, 10e-6, 0};
+  auto& intra = c.intra_fabric;
+  intra.algorithms = {Algorithm::ring};
+  if (nvls) intra.algorithms.push_back(Algorithm::nvls);
+  intra.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
+  intra.ring_efficiency = 0.8;
+  intra.nvls_efficiency = 0.5;
+  intra.step_latency = {1e-6, 1e-6, 1e-6};
+  intra.nvls_latency = 40e-6;
+  intra.simple_chunk = intra.tree_chunk = 1e6;
+  auto& inter = c.inter_fabric;
+  inter.algorithms = {Algorithm::ring, Algorithm::tree};
+  inter.protocols = {Protocol::simple};
+  inter.ring_efficiency = 0.9;
+  inter.tree_efficiency = 0.6;
+  inter.step_latency = {0, 0, 10e-6};
+  inter.simple_chunk = inter.tree_chunk = 1e6;
+  return c;
+}
+
+/// 100 GB/s NVLink port, 1 us hop; 50 GB/s node uplink, 10 us hop.
+FabricRates round_rates() { return {100e9, 1e-6, 50e9, 10e-6}; }
+
+std::vector<int> ranks(int count) {
+  std::vector<int> r(static_cast<std::size_t>(count));
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+TEST(NcclTuner, RingPredictionIsLatencyPlusFillPlusBandwidth) {
+  const auto cal = round_cal(false);
+  const RankLayout layout{4};
+  const auto g = shape_of(ranks(4), layout);
+  const Bytes s = 64e6;
+  const auto p = predict(ring_schedule(Op::all_reduce, s, g), Protocol::simple, g, layout, cal,
+                         round_rates());
+  // Per rank X = 2(n-1)/n S = 1.5 S on a 100 GB/s port at 0.8 efficiency.
+  const Seconds bw = 1.5 * s / 0.8 / 100e9;
+  EXPECT_NEAR(p.bandwidth_time, bw, 1e-12);
+  // base 10 us + 2(n-1) = 6 steps x (1 us step + 1 us hop).
+  EXPECT_NEAR(p.latency, 10e-6 + 6 * 2e-6, 1e-12);
+  // (depth - 1) x min(S/n, chunk) / (S/n) x bw / units: 5 x (1 MB / 16 MB) x bw / 6.
+  EXPECT_NEAR(p.fill, 5 * (1e6 / 16e6) * bw / 6, 1e-12);
+}
+
+TEST(NcclTuner, SmallMessagesTakeLLAndLargeOnesSimple) {
+  const auto cal = round_cal(false);
+  const RankLayout layout{8};
+  const auto small = plan_nccl(Op::all_reduce, 1024, ranks(8), layout, cal, round_rates(), {});
+  EXPECT_EQ(small.algorithm, "ring");
+  EXPECT_EQ(small.protocol, "LL");  // 5 us base against 8 and 10; bandwidth is negligible
+  const auto large = plan_nccl(Op::all_reduce, 1e9, ranks(8), layout, cal, round_rates(), {});
+  EXPECT_EQ(large.protocol, "Simple");  // LL halves bandwidth, LL128 loses 1/16
+}
+
+TEST(NcclTuner, NvlsWinsLargeAllReduceWhenItBeatsTheRingLimit) {
+  // Ring: 2(n-1)/n S = 1.75 S per port at 0.8 -> S / 45.7 GB/s; NVLS: S per port at 0.5 ->
+  // S / 50 GB/s: NVLS is faster for large S; for 8 bytes ring/LL's 5 + 14 x 2 = 33 us beats
+  // NVLS's 10 + 40 + 1 = 51 us.
+  const auto cal = round_cal(true);
+  const RankLayout layout{8};
+  EXPECT_EQ(plan_nccl(Op::all_reduce, 1e9, ranks(8), layout, cal, round_rates(), {}).algorithm,
+            "nvls");
+  EXPECT_EQ(plan_nccl(Op::all_reduce, 8, ranks(8), layout, cal, round_rates(), {}).algorithm,
+            "ring");
+  // NVLS reduces; all_gather stays a ring.
+  EXPECT_EQ(plan_nccl(Op::all_gather, 1e9, ranks(8), layout, cal, round_rates(), {}).algorithm,
+            "ring");
+}
+
+TEST(NcclTuner, TwoNodesPickTheTreeAboveTheRingLimit) {
+  // 2 nodes x 8: ring moves 2(n-1)/n S = 1.875 S out of each node at 0.9 x 50 GB/s; tree moves
+  // S at 0.6 x 50 GB/s: 1.875 / 45 > 1 / 30, so the tree wins and its busbw (1.875 S / t) is
+  // above what the ring could ever reach (45 GB/s).
+  const auto cal = round_cal(false);
+  const RankLayout layout{8};
+  const Bytes s = 4e9;
+  const auto plan = plan_nccl(Op::all_reduce, s, ranks(16), layout, cal, round_rates(), {});
+  EXPECT_EQ(plan.algorithm, "tree");
+  const double busbw = 1.875 * s / plan.predicted;
+  EXPECT_GT(busbw, 45e9);
+  // At 8 nodes a node of the tree sends 1.5 S or more, the ring 2(n-1)/n S ~ 2 S at a higher
+  // efficiency: 1.5 / 30 > 2 / 45, so the ring wins.
+  const auto eight = plan_nccl(Op::all_reduce, s, ranks(64), layout, cal, round_rates(), {});
+  EXPECT_EQ(eight.algorithm, "ring");
+}
+
+TEST(NcclTuner, OverridesForceTheChoiceWhereTheyApply) {
+  const auto cal = round_cal(true);
+  const RankLayout layout{8};
+  TunerOverride force;
+  force.algorithm = Algorithm::ring;
+  force.protocol = Protocol::ll128;
+  const auto p = plan_nccl(Op::all_reduce, 1e9, ranks(8), layout, cal, round_rates(), force);
+  EXPECT_EQ(p.algorithm, "ring");
+  EXPECT_EQ(p.protocol, "LL128");
+  // NVLS cannot run across nodes: the override is ignored, as NCCL falls back.
+  force.algorithm = Algorithm::nvls;
+  force.protocol.reset();
+  const auto q = plan_nccl(Op::all_reduce, 1e9, ranks(16), layout, cal, round_rates(), force);
+  EXPECT_NE(q.algorithm, "nvls");
+}
+
+TEST(NcclTuner, PhaseBytesIncludeEfficiencyAndProtocol) {
+  const auto cal = round_cal(false);
+  TunerOverride force;
+  force.protocol = Protocol::ll;
+  const auto p = plan_nccl(Op::all_gather, 8e6, ranks(4), RankLayout{4}, cal, round_rates(), force);
+  ASSERT_EQ(p.phases.size(), 1u);
+  // (n-1)/n S payload / (0.8 efficiency x 0.5 LL fraction).
+  for (const auto& f : p.phases[0].flows) EXPECT_DOUBLE_EQ(f.bytes, 0.75 * 8e6 / (0.8 * 0.5));
+  EXPECT_NEAR(p.phases[0].fixed_latency + 0.75 * 8e6 / 0.4 / 100e9, p.predicted, 1e-12);
+}
+
+}  // namespace
+}  // namespace trainsim::collective
