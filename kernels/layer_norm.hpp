@@ -15,6 +15,7 @@ void layer_norm_forward(const Bf16* x, const float* gamma, const float* beta, Bf
 /// dx from dy and the saved statistics: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with
 /// g = dy * gamma and xhat = (x - mean) * rstd. dgamma and dbeta are accumulated (atomically) into
 /// the fp32 buffers, which the caller zeroes.
+/// At most 16384 columns.
 void layer_norm_backward(const Bf16* dy, const Bf16* x, const float* gamma, const float* mean,
                          const float* rstd, Bf16* dx, float* dgamma, float* dbeta, long rows,
                          long cols, cudaStream_t stream);
