@@ -61,7 +61,10 @@ public:
       result_.peak_memory_time.push_back(0);
       if (record_) result_.memory.push_back({rp.rank, 0, rp.resident});
       rank_mutex_.push_back(sg4::Mutex::create());
-      rank_cv_.push_back(sg4::ConditionVariable::create());
+      std::vector<sg4::ConditionVariablePtr> cvs;
+      for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
+      stream_cv_.push_back(std::move(cvs));
+      waiting_.emplace_back(rp.streams.size(), -1);
     }
   }
 
@@ -91,8 +94,12 @@ private:
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& t = tasks[i];
       if (!deps_done(rank, t)) {
+        // Sleep until a finishing task of another stream finds this one ready (no spurious
+        // wake-ups: with several streams per rank they dominated the simulator's time).
         std::unique_lock<sg4::Mutex> lock(*rank_mutex_[rank]);
-        while (!deps_done(rank, t)) rank_cv_[rank]->wait(lock);
+        waiting_[rank][stream] = static_cast<int>(i);
+        while (!deps_done(rank, t)) stream_cv_[rank][stream]->wait(lock);
+        waiting_[rank][stream] = -1;
       }
       const Seconds start = now();
       change_memory(rank, t.alloc + t.workspace);
@@ -106,7 +113,12 @@ private:
       ++finished_tasks_;
       if (record_) result_.records.push_back({rank, stream, static_cast<int>(i), start, now()});
       result_.makespan = std::max(result_.makespan, now());
-      rank_cv_[rank]->notify_all();
+      const auto& streams = prog_.ranks[rank].streams;
+      for (std::size_t other = 0; other < streams.size(); ++other) {
+        const int w = waiting_[rank][other];
+        if (w >= 0 && deps_done(rank, streams[other].tasks[static_cast<std::size_t>(w)]))
+          stream_cv_[rank][other]->notify_one();
+      }
     }
   }
 
@@ -160,7 +172,8 @@ private:
   std::vector<CollectiveState> collectives_;
   std::vector<std::vector<std::vector<char>>> done_;
   std::vector<sg4::MutexPtr> rank_mutex_;
-  std::vector<sg4::ConditionVariablePtr> rank_cv_;
+  std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [rank][stream]
+  std::vector<std::vector<int>> waiting_;  ///< [rank][stream]: task index it sleeps on, or -1
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
   ExecutionResult result_;

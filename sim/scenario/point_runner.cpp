@@ -13,34 +13,35 @@
 #include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
+#include "program/build_program.hpp"
 #include "pipeline/pipeline_result_json.hpp"
-#include "program/data_parallel_schedule.hpp"
 #include "scenario/pipeline_runner.hpp"
 
 namespace trainsim::scenario {
 
-std::string unsupported_reason(const Point& p) {
-  const auto& t = p.training;
-  if (t.sharding == plan::Sharding::zero3 || t.sharding == plan::Sharding::fsdp)
-    return "parameter-sharded schedules (ZeRO-3, FSDP) have no time schedule yet";
-  if (t.tp > 1) return "tensor parallelism has no time schedule yet";
-  if (t.pp > 1) return "pipeline parallelism has no time schedule yet";
-  return "";
-}
-
 namespace {
 
-/// The data-parallel configuration with the memory model's numbers for the engine to follow.
-program::DataParallelConfig config_with_memory(const Scenario& s, const Point& p) {
-  auto cfg = training_for(s, p);
-  const auto rank = memory::stage_memory(memory_inputs(s, p), 0);
-  cfg.activation_memory = rank.term("activations");
-  cfg.workspace_memory = rank.term("activation_workspace");
-  cfg.resident_memory = rank.peak - cfg.activation_memory - cfg.workspace_memory;
-  return cfg;
+/// What the schedule builders read, with the memory model's numbers for the engine to follow.
+program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
+  program::ScheduleInputs in{p.model, p.training, p.layout, s.device, {}};
+  const auto mem_in = memory_inputs(s, p);
+  for (long stage = 0; stage < p.training.pp; ++stage) {
+    const auto r = memory::stage_memory(mem_in, stage);
+    const double in_flight = memory::micro_batches_in_flight(p.training, stage);
+    program::StageMemory m;
+    m.activations_per_micro_batch = r.term("activations") / in_flight;
+    m.workspace = r.term("activation_workspace");
+    m.resident = r.peak - r.term("activations") - m.workspace;
+    in.stages.push_back(m);
+  }
+  return in;
 }
 
 }  // namespace
+
+std::string unsupported_reason(const Scenario& s, const Point& p) {
+  return program::unsupported_plan(schedule_inputs(s, p));
+}
 
 PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -51,9 +52,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(s.topology, p.nodes);
-  const auto cfg = config_with_memory(s, p);
-  const auto prog = program::build_data_parallel(p.model, s.device, cfg);
-  const collective::RankLayout layout{cfg.ranks_per_node};
+  const auto prog = program::build_program(schedule_inputs(s, p));
+  const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
   const auto rates = engine::fabric_rates(s.topology);
   const auto result = engine::execute_program(
       prog, platform,
@@ -63,7 +63,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
       trace);
   PointResult r;
   r.point = p;
-  r.accelerators = cfg.world;
+  r.accelerators = static_cast<int>(p.layout.world);
   r.completed = result.completed;
   r.step_time = result.makespan;
   r.samples_per_s = result.makespan > 0 ? static_cast<double>(prog.samples_per_step) / result.makespan : 0;
@@ -133,7 +133,7 @@ PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
     r.oom = true;
     return unsimulated(r);
   }
-  if (const auto why = unsupported_reason(p); !why.empty()) {
+  if (const auto why = unsupported_reason(s, p); !why.empty()) {
     PointResult r;
     r.not_simulated = why;
     return unsimulated(r);

@@ -46,7 +46,7 @@ struct PointResult {
 };
 
 /// Why `p`'s plan cannot be simulated in time yet; empty when it can.
-[[nodiscard]] std::string unsupported_reason(const Point& p);
+[[nodiscard]] std::string unsupported_reason(const Scenario& s, const Point& p);
 
 /// Simulates `p` in this process (creates the SimGrid Engine: once per process only).
 [[nodiscard]] PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace);

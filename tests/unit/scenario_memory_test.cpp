@@ -78,3 +78,17 @@ TEST(SimulatePoint, EngineTracksTheModelsPeakAlongTheTimeline) {
 
 }  // namespace
 }  // namespace trainsim::scenario
+
+namespace trainsim::scenario {
+namespace {
+
+TEST(SimulatePoint, FsdpPointRunsAndTracksTheModelsPeak) {
+  const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
+  const PointResult r = simulate_point(s, s.points[0], false);
+  ASSERT_TRUE(r.completed) << r.not_simulated;
+  EXPECT_GT(r.samples_per_s, 0);
+  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 1e-9 * r.memory.worst_peak);
+}
+
+}  // namespace
+}  // namespace trainsim::scenario

@@ -1,0 +1,34 @@
+#pragma once
+// What every schedule builder reads: the model, the plan and its layout on the job, the device
+// (to cost operations) and, per pipeline stage, the memory the engine should follow.
+#include <vector>
+
+#include "core/units.hpp"
+#include "model/device_profile.hpp"
+#include "model/transformer.hpp"
+#include "plan/training_plan.hpp"
+
+namespace trainsim::program {
+
+/// Device memory of one pipeline stage's ranks, from the memory model.
+struct StageMemory {
+  Bytes resident = 0;                     ///< model states, buffers, runtime: the whole step
+  Bytes activations_per_micro_batch = 0;  ///< allocated by a forward, freed by its backward
+  Bytes workspace = 0;                    ///< held during a backward pass
+};
+
+struct ScheduleInputs {
+  model::TransformerSpec model;
+  plan::TrainingPlan plan;
+  plan::Layout layout;
+  model::DeviceProfile device;
+  std::vector<StageMemory> stages;  ///< one per pipeline stage (pp entries)
+};
+
+/// Global rank of (pipeline stage, data-parallel index, tensor-parallel index) in Megatron's
+/// order: TP ranks consecutive (inside a node), then data parallelism, then pipeline stages.
+[[nodiscard]] inline int rank_of(const ScheduleInputs& in, long stage, long dp, long tp) {
+  return static_cast<int>((stage * in.layout.dp + dp) * in.plan.tp + tp);
+}
+
+}  // namespace trainsim::program

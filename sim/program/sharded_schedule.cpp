@@ -1,0 +1,241 @@
+#include "program/sharded_schedule.hpp"
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "model/compute_cost.hpp"
+
+namespace trainsim::program {
+
+namespace {
+
+using model::ops_duration;
+
+enum Streams { kCompute = 0, kGather = 1, kReduce = 2, kTensor = 3 };
+
+/// One FSDP unit: what it costs to compute on this rank and how many parameters it gathers.
+struct Unit {
+  std::string name;
+  double params = 0;  ///< on one TP rank (the full unit is gathered over the shard group)
+  Seconds forward = 0;
+  Seconds backward = 0;  ///< including the recomputed forward under checkpointing
+  bool tensor_parallel = false;  ///< ends each pass with a TP all-reduce
+};
+
+std::vector<Unit> units_of(const ScheduleInputs& in) {
+  const auto& s = in.model;
+  const auto& p = in.plan;
+  const auto& dev = in.device;
+  const double tp = static_cast<double>(p.tp);
+  const model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention,
+                                p.fused_cross_entropy};
+  std::vector<Unit> units;
+  const auto emb = model::embedding_forward_ops(s, shape);
+  units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
+                   ops_duration(model::backward_of(emb), dev), false});
+  const auto layer_f = model::layer_forward_ops(s, shape);
+  const Seconds lf = ops_duration(layer_f, dev);
+  Seconds lb = ops_duration(model::backward_of(layer_f), dev);
+  if (p.activation_checkpointing) lb += lf;
+  for (long l = 0; l < s.layers; ++l)
+    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, p.tp > 1});
+  const auto head = model::head_forward_ops(s, shape);
+  units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),
+                   ops_duration(model::backward_of(head), dev), false});
+  return units;
+}
+
+}  // namespace
+
+Program build_sharded_data_parallel(const ScheduleInputs& in) {
+  const auto& p = in.plan;
+  const auto& L = in.layout;
+  TRAINSIM_CHECK(p.pp == 1, "the sharded schedule has no pipeline stages");
+  TRAINSIM_CHECK(!in.stages.empty(), "stage memory is required");
+  const long shard = L.shard;
+  const long replicas = L.dp / shard;
+  const std::vector<Unit> units = units_of(in);
+  const std::size_t n = units.size();
+  const double total_params = [&] {
+    double t = 0;
+    for (const auto& u : units) t += u.params;
+    return t;
+  }();
+  const double tokens_bytes =
+      2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
+
+  Program prog;
+  prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;
+  // Groups, by (tp index, replica) for shards and (tp index, shard position) for replicas.
+  auto shard_group = [&](long t, long replica) {
+    std::vector<int> g;
+    for (long k = 0; k < shard; ++k) g.push_back(rank_of(in, 0, replica * shard + k, t));
+    return g;
+  };
+  auto replica_group = [&](long t, long position) {
+    std::vector<int> g;
+    for (long r = 0; r < replicas; ++r) g.push_back(rank_of(in, 0, r * shard + position, t));
+    return g;
+  };
+  auto tensor_group = [&](long d) {
+    std::vector<int> g;
+    for (long t = 0; t < p.tp; ++t) g.push_back(rank_of(in, 0, d, t));
+    return g;
+  };
+  // Collective calls are created once per group and looked up by (key, group id).
+  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+    return static_cast<int>(prog.collectives.size()) - 1;
+  };
+
+  // Call indices: [micro-batch][unit][pass] for gathers, per shard group.
+  const long shard_groups = p.tp * replicas;
+  const long replica_groups = p.tp * shard;
+  struct UnitCalls {
+    std::vector<int> gather_fwd, gather_bwd, reduce, replicate;  // by group id
+    std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // by dp index
+  };
+  std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
+                                            std::vector<UnitCalls>(n));
+  for (long mb = 0; mb < p.accumulation; ++mb) {
+    const std::string tag = " mb" + std::to_string(mb);
+    for (std::size_t u = 0; u < n; ++u) {
+      auto& c = calls[mb][u];
+      const Unit& unit = units[u];
+      for (long gid = 0; gid < shard_groups; ++gid) {
+        const long t = gid % p.tp, replica = gid / p.tp;
+        if (shard > 1) {
+          c.gather_fwd.push_back(add_call("all-gather " + unit.name + tag, collective::Op::all_gather,
+                                          unit.params * p.parameter_wire_bytes, shard_group(t, replica)));
+          c.gather_bwd.push_back(add_call("all-gather " + unit.name + " (backward)" + tag,
+                                          collective::Op::all_gather, unit.params * p.parameter_wire_bytes,
+                                          shard_group(t, replica)));
+          c.reduce.push_back(add_call("reduce-scatter " + unit.name + tag, collective::Op::reduce_scatter,
+                                      unit.params * p.gradient_wire_bytes, shard_group(t, replica)));
+        }
+      }
+      if (replicas > 1)
+        for (long gid = 0; gid < replica_groups; ++gid) {
+          const long t = gid % p.tp, position = gid / p.tp;
+          c.replicate.push_back(add_call("replica all-reduce " + unit.name + tag, collective::Op::all_reduce,
+                                         unit.params / static_cast<double>(shard) * p.gradient_wire_bytes,
+                                         replica_group(t, position)));
+        }
+      if (unit.tensor_parallel)
+        for (long d = 0; d < L.dp; ++d) {
+          c.tensor_fwd.push_back(add_call("tp all-reduce " + unit.name + tag, collective::Op::all_reduce,
+                                          2 * tokens_bytes, tensor_group(d)));
+          c.tensor_bwd.push_back(add_call("tp all-reduce " + unit.name + " (backward)" + tag,
+                                          collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
+          if (p.activation_checkpointing)
+            c.tensor_recompute.push_back(add_call("tp all-reduce " + unit.name + " (recompute)" + tag,
+                                                  collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
+        }
+    }
+  }
+
+  const Seconds optimizer =
+      model::op_duration(model::optimizer_step_op(total_params / static_cast<double>(shard)), in.device);
+  const StageMemory& mem = in.stages.front();
+
+  for (long d = 0; d < L.dp; ++d)
+    for (long t = 0; t < p.tp; ++t) {
+      const long replica = d / shard, position = d % shard;
+      const long shard_gid = replica * p.tp + t;
+      const long replica_gid = position * p.tp + t;
+      RankProgram rp;
+      rp.rank = rank_of(in, 0, d, t);
+      rp.resident = mem.resident;
+      rp.streams = {{"compute", StreamKind::compute, {}},
+                    {"all-gather", StreamKind::communication, {}},
+                    {"reduce-scatter", StreamKind::communication, {}},
+                    {"tensor-parallel", StreamKind::communication, {}}};
+      auto& comp = rp.streams[kCompute].tasks;
+      auto& gather = rp.streams[kGather].tasks;
+      auto& reduce = rp.streams[kReduce].tasks;
+      auto& tensor = rp.streams[kTensor].tasks;
+      auto last = [](const std::vector<Task>& v, int stream) {
+        return TaskRef{stream, static_cast<int>(v.size()) - 1};
+      };
+      // Runs a unit pass: compute after `ready`, then (TP) its all-reduce; returns the task the
+      // next pass must wait for.
+      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call) {
+        task.deps = std::move(ready);
+        comp.push_back(std::move(task));
+        if (tensor_call < 0) return last(comp, kCompute);
+        tensor.push_back({comp.back().name + " all-reduce", TaskKind::collective,
+                          comp.back().phase, 0, tensor_call, {last(comp, kCompute)}});
+        return last(tensor, kTensor);
+      };
+      std::vector<TaskRef> reduced;
+      for (long mb = 0; mb < p.accumulation; ++mb) {
+        const std::string tag = " mb" + std::to_string(mb);
+        const auto& c = calls[mb];
+        // Forward: gathers run ahead by at most two units.
+        std::vector<int> computed;  // compute-stream index of each unit's forward
+        TaskRef previous{-1, -1};
+        for (std::size_t u = 0; u < n; ++u) {
+          std::vector<TaskRef> ready;
+          if (shard > 1) {
+            std::vector<TaskRef> gdeps;
+            if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
+            gather.push_back({"all-gather " + units[u].name + tag, TaskKind::collective,
+                              Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
+            ready.push_back(last(gather, kGather));
+          }
+          if (previous.stream >= 0) ready.push_back(previous);
+          Task f{"forward " + units[u].name + tag, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
+          if (u == 0) f.alloc = mem.activations_per_micro_batch;
+          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1);
+          computed.push_back(static_cast<int>(comp.size()) - 1);
+        }
+        // Backward: head first, embedding last; gathers one unit ahead.
+        std::vector<int> done;  // compute-stream index of each backward, in backward order
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::size_t u = n - 1 - k;
+          std::vector<TaskRef> ready{previous};
+          if (shard > 1) {
+            std::vector<TaskRef> gdeps;
+            if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
+            gather.push_back({"all-gather " + units[u].name + " (backward)" + tag, TaskKind::collective,
+                              Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
+            ready.push_back(last(gather, kGather));
+          }
+          if (p.activation_checkpointing && units[u].tensor_parallel) {
+            // The recomputed forward's all-reduce, then the backward proper.
+            Task r{"recompute " + units[u].name + tag, TaskKind::compute, Phase::backward,
+                   units[u].forward, -1, {}};
+            r.workspace = mem.workspace;
+            ready = {pass(r, ready, c[u].tensor_recompute[d])};
+          }
+          const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
+          Task b{"backward " + units[u].name + tag, TaskKind::compute, Phase::backward, dur, -1, {}};
+          b.workspace = mem.workspace;
+          if (u == 0) b.release = mem.activations_per_micro_batch;
+          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1);
+          done.push_back(static_cast<int>(comp.size()) - 1);
+          if (shard > 1) {
+            reduce.push_back({"reduce-scatter " + units[u].name + tag, TaskKind::collective,
+                              Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
+            reduced.push_back(last(reduce, kReduce));
+          }
+          if (replicas > 1) {
+            std::vector<TaskRef> rdeps{{kCompute, done.back()}};
+            if (shard > 1) rdeps = {last(reduce, kReduce)};
+            reduce.push_back({"replica all-reduce " + units[u].name + tag, TaskKind::collective,
+                              Phase::gradient_sync, 0, c[u].replicate[replica_gid], rdeps});
+            reduced.push_back(last(reduce, kReduce));
+          }
+        }
+        if (reduced.empty()) reduced.push_back(previous);
+      }
+      Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, reduced};
+      comp.push_back(std::move(step));
+      prog.ranks.push_back(std::move(rp));
+    }
+  // Ranks in global order (rank_of puts TP innermost, and this loop visits d then t).
+  return prog;
+}
+
+}  // namespace trainsim::program

@@ -1,0 +1,25 @@
+#pragma once
+// Parameter-sharded data parallelism: PyTorch FSDP (full or hybrid sharding, SMP v2) and
+// DeepSpeed ZeRO-3, optionally with Megatron-style tensor parallelism inside each replica.
+//
+// Units are the embedding, each transformer layer and the head (FSDP's per-layer wrapping).
+// Per micro-batch, every rank:
+//  - forward: all-gathers each unit's parameters (on a gather stream) before computing it; the
+//    gather of unit i+1 may start once unit i-1 is computed (two units in flight: FSDP's
+//    limit_all_gathers / forward prefetch), so gathers hide behind compute when they can;
+//  - backward (head, last layer ... embedding): gathers each unit again (resharded after
+//    forward), prefetched one unit ahead (BACKWARD_PRE); recomputes the unit's forward first
+//    under activation checkpointing; reduce-scatters its gradients on a reduce stream as soon as
+//    it is done, overlapping the next unit's backward; with hybrid sharding, all-reduces the
+//    reduced shard across the replicas;
+//  - tensor parallelism: each layer pass ends with an all-reduce of its output over the TP group
+//    (Megatron's two all-reduces per layer and pass, merged), in the critical path;
+//  - the optimizer steps on the rank's shard once every gradient is reduced.
+#include "program/program.hpp"
+#include "program/schedule_inputs.hpp"
+
+namespace trainsim::program {
+
+[[nodiscard]] Program build_sharded_data_parallel(const ScheduleInputs& in);
+
+}  // namespace trainsim::program

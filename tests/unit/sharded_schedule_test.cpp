@@ -1,0 +1,132 @@
+// FSDP / ZeRO-3 programs (program/sharded_schedule.hpp), checked as plain data: which tasks each
+// rank runs, on which stream, what each waits for, and which ranks meet in each collective.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "program/build_program.hpp"
+#include "support/fixtures.hpp"
+
+namespace trainsim::program {
+namespace {
+
+ScheduleInputs inputs(long world, long shard, long tp, long accumulation = 1) {
+  ScheduleInputs in;
+  in.model = {"tiny", 2, 64, 4, 256, 100, 16, false};
+  in.plan.sharding = plan::Sharding::fsdp;
+  in.plan.shard_degree = shard;
+  in.plan.tp = tp;
+  in.plan.micro_batch = 2;
+  in.plan.accumulation = accumulation;
+  EXPECT_TRUE(plan::precision_recipe("fsdp_mixed", in.plan.precision));
+  in.layout = plan::layout_of(in.plan, world, 4);
+  in.device = testing_support::round_number_device();
+  in.stages = {{1000, 100, 10}};
+  return in;
+}
+
+const Task& find(const Stream& s, const std::string& name) {
+  auto it = std::find_if(s.tasks.begin(), s.tasks.end(), [&](const Task& t) { return t.name == name; });
+  if (it == s.tasks.end()) ADD_FAILURE() << "no task " << name << " on " << s.name;
+  return *it;
+}
+
+int index_of(const Stream& s, const std::string& name) {
+  return static_cast<int>(&find(s, name) - s.tasks.data());
+}
+
+bool waits_for(const Task& t, int stream, int index) {
+  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
+}
+
+TEST(ShardedSchedule, FullShardTaskCountsAndValidity) {
+  const Program prog = build_program(inputs(4, 4, 1));
+  validate(prog);
+  ASSERT_EQ(prog.ranks.size(), 4u);
+  const auto& r = prog.ranks[0];
+  // Units: embedding, 2 layers, head = 4. Compute: 4 forwards + 4 backwards + optimizer.
+  EXPECT_EQ(r.streams[0].tasks.size(), 9u);
+  EXPECT_EQ(r.streams[1].tasks.size(), 8u);  // a gather per unit in forward and in backward
+  EXPECT_EQ(r.streams[2].tasks.size(), 4u);  // a reduce-scatter per unit
+  EXPECT_TRUE(r.streams[3].tasks.empty());   // no tensor parallelism
+  EXPECT_EQ(prog.samples_per_step, 2 * 4);   // micro-batch x DP
+}
+
+TEST(ShardedSchedule, ForwardGathersRunAtMostTwoUnitsAhead) {
+  const Program prog = build_program(inputs(4, 4, 1));
+  const auto& r = prog.ranks[1];
+  const auto& comp = r.streams[0];
+  const auto& gather = r.streams[1];
+  // Gathering layer 1 (the third unit) waits for the embedding's forward to finish.
+  const Task& g = find(gather, "all-gather layer 1 mb0");
+  EXPECT_TRUE(waits_for(g, 0, index_of(comp, "forward embedding mb0")));
+  // Computing a unit waits for its own gather and for the unit before it.
+  const Task& f = find(comp, "forward layer 1 mb0");
+  EXPECT_TRUE(waits_for(f, 1, index_of(gather, "all-gather layer 1 mb0")));
+  EXPECT_TRUE(waits_for(f, 0, index_of(comp, "forward layer 0 mb0")));
+}
+
+TEST(ShardedSchedule, BackwardReduceScattersOverlapTheNextUnit) {
+  const Program prog = build_program(inputs(4, 4, 1));
+  const auto& r = prog.ranks[2];
+  const auto& comp = r.streams[0];
+  const auto& reduce = r.streams[2];
+  const Task& rs = find(reduce, "reduce-scatter layer 1 mb0");
+  EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "backward layer 1 mb0")));
+  // The next unit's backward does not wait for that reduce-scatter: they overlap.
+  const Task& next = find(comp, "backward layer 0 mb0");
+  for (const auto& d : next.deps) EXPECT_NE(d.stream, 2);
+  // The optimizer waits for every reduction.
+  const Task& step = comp.tasks.back();
+  EXPECT_EQ(step.phase, Phase::optimizer);
+  EXPECT_EQ(step.deps.size(), reduce.tasks.size());
+}
+
+TEST(ShardedSchedule, HybridShardingReducesWithinAShardGroupThenAcrossReplicas) {
+  // 4 ranks, shard groups {0,1} and {2,3}, replica groups {0,2} and {1,3}.
+  const Program prog = build_program(inputs(4, 2, 1));
+  validate(prog);
+  const auto& reduce = prog.ranks[1].streams[2];
+  const Task& rs = find(reduce, "reduce-scatter head mb0");
+  const Task& ar = find(reduce, "replica all-reduce head mb0");
+  EXPECT_EQ(prog.collectives[rs.collective].group, (std::vector<int>{0, 1}));
+  EXPECT_EQ(prog.collectives[ar.collective].group, (std::vector<int>{1, 3}));
+  EXPECT_TRUE(waits_for(ar, 2, index_of(reduce, "reduce-scatter head mb0")));
+  // The replica all-reduce carries the shard: a half of the unit's gradients.
+  EXPECT_DOUBLE_EQ(prog.collectives[ar.collective].size * 2, prog.collectives[rs.collective].size);
+}
+
+TEST(ShardedSchedule, TensorParallelLayersEndWithAnAllReduceInTheCriticalPath) {
+  // TP 2 x FSDP over 2: TP groups {0,1} and {2,3}; shard groups {0,2} and {1,3}.
+  const Program prog = build_program(inputs(4, 2, 2));
+  validate(prog);
+  const auto& r = prog.ranks[3];
+  const auto& comp = r.streams[0];
+  const auto& tensor = r.streams[3];
+  EXPECT_EQ(tensor.tasks.size(), 4u);  // 2 layers x (forward, backward)
+  const Task& ar = find(tensor, "forward layer 0 mb0 all-reduce");
+  EXPECT_EQ(prog.collectives[ar.collective].group, (std::vector<int>{2, 3}));
+  const Task& next = find(comp, "forward layer 1 mb0");
+  EXPECT_TRUE(waits_for(next, 3, index_of(tensor, "forward layer 0 mb0 all-reduce")));
+  const Task& g = find(r.streams[1], "all-gather layer 0 mb0");
+  EXPECT_EQ(prog.collectives[g.collective].group, (std::vector<int>{1, 3}));
+}
+
+TEST(ShardedSchedule, MemoryIsAllocatedByTheFirstForwardAndFreedByTheLastBackward) {
+  const Program prog = build_program(inputs(4, 4, 1));
+  const auto& comp = prog.ranks[0].streams[0];
+  EXPECT_EQ(prog.ranks[0].resident, 1000);
+  EXPECT_EQ(find(comp, "forward embedding mb0").alloc, 100);
+  EXPECT_EQ(find(comp, "backward embedding mb0").release, 100);
+  EXPECT_EQ(find(comp, "backward layer 0 mb0").workspace, 10);
+}
+
+TEST(BuildProgram, SaysWhatItCannotBuildYet) {
+  ScheduleInputs in = inputs(4, 4, 1);
+  EXPECT_TRUE(unsupported_plan(in).empty());
+  in.plan.pp = 2;
+  EXPECT_FALSE(unsupported_plan(in).empty());
+}
+
+}  // namespace
+}  // namespace trainsim::program
