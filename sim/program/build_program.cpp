@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "program/pipeline_schedule.hpp"
 #include "program/sharded_schedule.hpp"
 
 namespace trainsim::program {
@@ -22,6 +23,7 @@ DataParallelConfig data_parallel_config(const ScheduleInputs& in) {
   c.bucket_elements = in.plan.bucket_elements;
   c.gradient_bytes = in.plan.gradient_wire_bytes;
   c.parameter_bytes = in.plan.parameter_wire_bytes;
+  c.activation_checkpointing = in.plan.activation_checkpointing;
   c.resident_memory = in.stages.at(0).resident;
   c.activation_memory = in.stages.at(0).activations_per_micro_batch;
   c.workspace_memory = in.stages.at(0).workspace;
@@ -36,7 +38,15 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     if (p.pp > 1) return "pipeline parallelism with ZeRO-3/FSDP has no time schedule yet";
     return "";
   }
-  if (p.tp > 1 || p.pp > 1) return "tensor and pipeline parallelism have no time schedule yet";
+  if (p.tp > 1 || p.pp > 1) {
+    if (p.sharding != plan::Sharding::none)
+      return "tensor/pipeline parallelism with ZeRO-1/2 has no time schedule yet (use ddp)";
+    if (in.model.layers % (p.pp * p.virtual_stages) != 0)
+      return "the layers do not divide evenly over pipeline x virtual stages";
+    if (p.pipeline == plan::PipelineSchedule::interleaved && p.virtual_stages > 1 &&
+        p.accumulation % p.pp != 0)
+      return "interleaved 1F1B needs a number of micro-batches that is a multiple of the stages";
+  }
   return "";
 }
 
@@ -44,6 +54,7 @@ Program build_program(const ScheduleInputs& in) {
   const std::string why = unsupported_plan(in);
   TRAINSIM_CHECK(why.empty(), why);
   if (parameter_sharded(in.plan)) return build_sharded_data_parallel(in);
+  if (in.plan.tp > 1 || in.plan.pp > 1) return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, data_parallel_config(in));
 }
 

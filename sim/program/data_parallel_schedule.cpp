@@ -29,7 +29,7 @@ struct MicroBatchCost {
 };
 
 MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::DeviceProfile& dev,
-                                long micro_batch, bool accumulate) {
+                                long micro_batch, bool accumulate, bool recompute) {
   MicroBatchCost c;
   const auto emb = model::embedding_forward_ops(s, micro_batch);
   const auto layer_f = model::layer_forward_ops(s, micro_batch);
@@ -42,7 +42,8 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   auto with_accumulation = [&](Seconds t, double params) {
     return accumulate ? t + model::op_duration(model::gradient_accumulation_op(params), dev) : t;
   };
-  const Seconds layer_b = ops_duration(model::backward_of(layer_f), dev);
+  const Seconds layer_b =
+      ops_duration(model::backward_of(layer_f), dev) + (recompute ? ops_duration(layer_f, dev) : 0);
   c.layer_backward.assign(static_cast<std::size_t>(s.layers), with_accumulation(layer_b, c.layer_params));
   c.head_backward = with_accumulation(ops_duration(model::backward_of(head_f), dev), c.head_params);
   c.embedding_backward =
@@ -77,7 +78,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   TRAINSIM_CHECK(cfg.world >= 1 && cfg.ranks_per_node >= 1, "bad world size");
   TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
   const bool accumulate = cfg.accumulation > 1;
-  const MicroBatchCost cost = micro_batch_cost(spec, dev, cfg.micro_batch, accumulate);
+  const MicroBatchCost cost = micro_batch_cost(spec, dev, cfg.micro_batch, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;
   for (const auto& s : segments) full_backward += s.duration;

@@ -23,6 +23,7 @@ struct DataParallelConfig {
   double bucket_elements = 0;     ///< gradient elements per bucket
   double gradient_bytes = 2;      ///< bytes per gradient element on the wire
   double parameter_bytes = 2;     ///< bytes per parameter element all-gathered (zero1)
+  bool activation_checkpointing = false;  ///< backward recomputes each layer's forward first
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve
   Bytes activation_memory = 0;  ///< stored by one micro-batch's forward, freed by its backward

@@ -21,11 +21,14 @@ void write_pipeline_notes(std::ostream& os, const scenario::Scenario& s,
   if (results.empty()) return;
   os << "\nglobal batch (source 000: keep under 4M tokens; source 001: scale the learning rate "
         "linearly with it, with warm-up):\n";
-  const auto first_cfg = scenario::training_for(s, results.front().point);
-  const double first = static_cast<double>(first_cfg.world * first_cfg.micro_batch * first_cfg.accumulation);
+  // Sequences per optimizer step: micro-batch x accumulation x data-parallel replicas (tensor
+  // and pipeline ranks of one replica see the same sequences).
+  auto global_batch = [](const scenario::Point& p) {
+    return static_cast<double>(p.layout.dp * p.training.micro_batch * p.training.accumulation);
+  };
+  const double first = global_batch(results.front().point);
   for (const auto& r : results) {
-    const auto cfg = scenario::training_for(s, r.point);
-    const double samples = static_cast<double>(cfg.world * cfg.micro_batch * cfg.accumulation);
+    const double samples = global_batch(r.point);
     const double tokens = samples * static_cast<double>(r.point.model.seq_len);
     os << "  " << r.point.label << ": " << fmt("%.0f", samples) << " samples = " << fmt("%.3g", tokens)
        << " tokens, learning rate x" << fmt("%.3g", samples / first) << " of the first point's";

@@ -33,7 +33,14 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
     row.result = &r;
     row.per_accelerator = r.samples_per_s / r.accelerators;
     row.scaling_efficiency = base_pa > 0 ? row.per_accelerator / base_pa : 0;
-    row.tflops_per_accelerator = row.per_accelerator * model::model_flops_per_sequence(r.point.model) / 1e12;
+    // FLOPs the hardware executes per sequence: the model's, plus the layers' forward again when
+    // activations are recomputed (how Megatron-LM reports TFLOP/s).
+    const auto& m = r.point.model;
+    double flops = model::model_flops_per_sequence(m);
+    if (r.point.training.activation_checkpointing)
+      flops += 2.0 * static_cast<double>(m.layers) * model::parameters_per_layer(m) * static_cast<double>(m.seq_len) +
+               4.0 * static_cast<double>(m.layers * m.hidden) * static_cast<double>(m.seq_len * m.seq_len);
+    row.tflops_per_accelerator = row.per_accelerator * flops / 1e12;
     if (r.point.reference_samples_per_s && std::string(status_of(r)) == "simulated") {
       row.has_reference = true;
       const double ref = *r.point.reference_samples_per_s;
@@ -117,6 +124,11 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     os << std::setw(11) << fmt("%.4f", r.step_time) << std::setw(14)
        << (gib(r.peak_memory) + "/" + gib(r.memory.ranks.front().capacity)) << "  "
        << (r.point.fitted ? "yes" : "no");
+    if (r.point.reference_tflops_per_accelerator) {
+      const double ref = *r.point.reference_tflops_per_accelerator;
+      os << "  TFLOP/s/acc " << fmt("%.1f", row.tflops_per_accelerator) << " (reference "
+         << fmt("%.0f", ref) << ", " << fmt("%+.1f%%", 100.0 * (row.tflops_per_accelerator - ref) / ref) << ")";
+    }
     if (!r.completed) os << "  (DEADLOCK: not every task ran)";
     os << "\n";
     if (row.has_reference && !r.point.fitted) {
@@ -164,8 +176,12 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       p["reference_scaling_efficiency"] = row.reference_efficiency;
       p["error_pct"] = row.error_pct;
     }
-    if (r.point.reference_tflops_per_accelerator)
-      p["reference_tflops_per_accelerator"] = *r.point.reference_tflops_per_accelerator;
+    if (r.point.reference_tflops_per_accelerator) {
+      const double ref = *r.point.reference_tflops_per_accelerator;
+      p["reference_tflops_per_accelerator"] = ref;
+      if (std::string(status_of(r)) == "simulated")
+        p["tflops_error_pct"] = 100.0 * (row.tflops_per_accelerator - ref) / ref;
+    }
     nlohmann::ordered_json mem;
     mem["fits"] = r.memory.fits;
     mem["peak_bytes"] = r.memory.worst_peak;

@@ -1,0 +1,213 @@
+#include "program/pipeline_schedule.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "model/compute_cost.hpp"
+
+namespace trainsim::program {
+
+namespace {
+
+using model::ops_duration;
+
+/// Megatron's mapping of the k-th forward (or backward) slot of an interleaved stage to its
+/// (micro-batch, chunk): groups of pp micro-batches go through chunk 0, then chunk 1, ...
+PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
+  const long group = k / (pp * chunks);
+  long chunk = (k / pp) % chunks;
+  if (!forward) chunk = chunks - 1 - chunk;
+  return {group * pp + k % pp, chunk, forward};
+}
+
+}  // namespace
+
+std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long pp, long stage,
+                                         long m, long chunks) {
+  std::vector<PipelineSlot> order;
+  if (schedule == plan::PipelineSchedule::gpipe) {
+    for (long b = 0; b < m; ++b) order.push_back({b, 0, true});
+    for (long b = 0; b < m; ++b) order.push_back({b, 0, false});
+    return order;
+  }
+  if (schedule == plan::PipelineSchedule::one_f_one_b || chunks == 1) {
+    const long warmup = std::min(pp - stage - 1, m);
+    for (long b = 0; b < warmup; ++b) order.push_back({b, 0, true});
+    for (long i = 0; i < m - warmup; ++i) {
+      order.push_back({warmup + i, 0, true});
+      order.push_back({i, 0, false});
+    }
+    for (long b = m - warmup; b < m; ++b) order.push_back({b, 0, false});
+    return order;
+  }
+  const long total = m * chunks;
+  const long warmup = std::min(total, (pp - stage - 1) * 2 + (chunks - 1) * pp);
+  for (long k = 0; k < warmup; ++k) order.push_back(interleaved_slot(k, pp, chunks, true));
+  for (long i = 0; i < total - warmup; ++i) {
+    order.push_back(interleaved_slot(warmup + i, pp, chunks, true));
+    order.push_back(interleaved_slot(i, pp, chunks, false));
+  }
+  for (long k = total - warmup; k < total; ++k) order.push_back(interleaved_slot(k, pp, chunks, false));
+  return order;
+}
+
+Program build_pipeline_parallel(const ScheduleInputs& in) {
+  const auto& s = in.model;
+  const auto& p = in.plan;
+  const auto& L = in.layout;
+  const long pp = p.pp, v = p.virtual_stages, m = p.accumulation, tp = p.tp;
+  const long virtual_stages = pp * v;
+  TRAINSIM_CHECK(s.layers % virtual_stages == 0, "layers must divide over the virtual stages");
+  if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
+    TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
+  const long layers_per_chunk = s.layers / virtual_stages;
+  const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
+                                p.fused_cross_entropy};
+  const auto layer_f = model::layer_forward_ops(s, shape);
+  const Seconds lf = ops_duration(layer_f, in.device);
+  const Seconds lb = ops_duration(model::backward_of(layer_f), in.device) +
+                     (p.activation_checkpointing ? lf : 0);
+  const auto emb = model::embedding_forward_ops(s, shape);
+  const auto head = model::head_forward_ops(s, shape);
+  const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
+  const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
+  const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
+
+  Program prog;
+  prog.samples_per_step = p.micro_batch * m * L.dp;
+  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+    return static_cast<int>(prog.collectives.size()) - 1;
+  };
+  // Point-to-point calls keyed by (direction, virtual stage boundary, micro-batch, dp, tp).
+  std::map<std::tuple<int, long, long, long, long>, int> p2p;
+  std::map<std::tuple<long, long, long>, int> tp_calls;  // (stage, dp index, sequence number)
+  auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
+    const auto key = std::make_tuple(backward, vs, b, d, t);
+    auto it = p2p.find(key);
+    if (it != p2p.end()) return it->second;
+    // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
+    const int from = rank_of(in, vs % pp, d, t), to = rank_of(in, (vs + 1) % pp, d, t);
+    const std::string what = (backward ? "gradient " : "activation ") + std::to_string(vs) +
+                             (backward ? "<-" : "->") + std::to_string(vs + 1) + " mb" + std::to_string(b);
+    const int c = add_call(what, collective::Op::send_recv, boundary,
+                           backward ? std::vector<int>{to, from} : std::vector<int>{from, to});
+    p2p.emplace(key, c);
+    return c;
+  };
+
+  const Seconds optimizer_per_param = model::op_duration(model::optimizer_step_op(1e6), in.device) / 1e6;
+  for (long stage = 0; stage < pp; ++stage)
+    for (long d = 0; d < L.dp; ++d)
+      for (long t = 0; t < tp; ++t) {
+        const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
+        RankProgram rp;
+        rp.rank = rank_of(in, stage, d, t);
+        rp.resident = mem.resident;
+        enum { kCompute = 0, kTensor = 1, kReduce = 2, kFirstP2p = 3 };
+        rp.streams = {{"compute", StreamKind::compute, {}},
+                      {"tensor-parallel", StreamKind::communication, {}},
+                      {"data-parallel", StreamKind::communication, {}}};
+        // Per chunk: receive activations, send activations, receive gradients, send gradients.
+        for (long c = 0; c < v; ++c)
+          for (const char* n : {"recv act", "send act", "recv grad", "send grad"})
+            rp.streams.push_back({std::string(n) + " c" + std::to_string(c), StreamKind::communication, {}});
+        auto p2p_stream = [&](long c, int which) { return static_cast<int>(kFirstP2p + 4 * c + which); };
+        auto& comp = rp.streams[kCompute].tasks;
+        auto push = [&](int stream, Task task) {
+          rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
+          return TaskRef{stream, static_cast<int>(rp.streams[static_cast<std::size_t>(stream)].tasks.size()) - 1};
+        };
+        TaskRef previous{-1, -1};
+        long tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
+        for (const auto& slot : pipeline_order(p.pipeline, pp, stage, m, v)) {
+          const long vs = slot.chunk * pp + stage;
+          const bool first = vs == 0, last = vs == virtual_stages - 1;
+          const std::string tag = " mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk);
+          std::vector<TaskRef> ready;
+          if (previous.stream >= 0) ready.push_back(previous);
+          // Inputs from the neighbouring virtual stage.
+          if (slot.forward && !first) {
+            const int c = p2p_call(0, vs - 1, slot.micro_batch, d, t);
+            ready.push_back(push(p2p_stream(slot.chunk, 0), {"recv activation" + tag, TaskKind::collective,
+                                                             Phase::forward, 0, c, {}}));
+          }
+          if (!slot.forward && !last) {
+            const int c = p2p_call(1, vs, slot.micro_batch, d, t);
+            ready.push_back(push(p2p_stream(slot.chunk, 2), {"recv gradient" + tag, TaskKind::collective,
+                                                             Phase::backward, 0, c, {}}));
+          }
+          // The chunk's layers, each followed by its TP all-reduce; the ends add embedding/head.
+          for (long l = 0; l < layers_per_chunk; ++l) {
+            Seconds dur = slot.forward ? lf : lb;
+            if (l == 0 && first) dur += slot.forward ? ops_duration(emb, in.device) : 0;
+            if (l == layers_per_chunk - 1 && last)
+              dur += slot.forward ? ops_duration(head, in.device) : ops_duration(model::backward_of(head), in.device);
+            if (!slot.forward && l == layers_per_chunk - 1 && first)
+              dur += ops_duration(model::backward_of(emb), in.device);
+            Task task{(slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l),
+                      TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
+            if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
+            if (!slot.forward) task.workspace = mem.workspace;
+            if (!slot.forward && l == layers_per_chunk - 1)
+              task.release = mem.activations_per_micro_batch / static_cast<double>(v);
+            previous = push(kCompute, task);
+            ready = {previous};
+            if (tp > 1) {
+              const auto key = std::make_tuple(stage, d, tp_sequence++);
+              int c;
+              if (auto it = tp_calls.find(key); it != tp_calls.end()) {
+                c = it->second;
+              } else {
+                std::vector<int> group;
+                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
+                // Backward with recompute also redoes the forward's all-reduce.
+                c = add_call("tp all-reduce" + tag, collective::Op::all_reduce,
+                             activation * (p.activation_checkpointing && !slot.forward ? 2 : 1), group);
+                tp_calls.emplace(key, c);
+              }
+              previous = push(kTensor, {"tp all-reduce" + tag, TaskKind::collective,
+                                        slot.forward ? Phase::forward : Phase::backward, 0, c, ready});
+              ready = {previous};
+            }
+          }
+          // Outputs to the neighbouring virtual stage.
+          if (slot.forward && !last)
+            push(p2p_stream(slot.chunk, 1), {"send activation" + tag, TaskKind::collective, Phase::forward, 0,
+                                             p2p_call(0, vs, slot.micro_batch, d, t), {previous}});
+          if (!slot.forward && !first)
+            push(p2p_stream(slot.chunk, 3), {"send gradient" + tag, TaskKind::collective, Phase::backward, 0,
+                                             p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
+        }
+        // After the flush: the stage's gradients over its data-parallel group, then the step.
+        double params = layer_params * static_cast<double>(layers_per_chunk * v);
+        if (stage == 0) params += model::embedding_parameters(s) / static_cast<double>(tp);
+        if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
+        std::vector<TaskRef> step_deps{previous};
+        if (L.dp > 1) {
+          std::vector<int> group;
+          for (long k = 0; k < L.dp; ++k) group.push_back(rank_of(in, stage, k, t));
+          const auto key = std::make_tuple(2, stage, 0L, 0L, t);
+          int c;
+          if (auto it = p2p.find(key); it != p2p.end()) {
+            c = it->second;
+          } else {
+            c = add_call("gradient all-reduce stage " + std::to_string(stage), collective::Op::all_reduce,
+                         params * p.gradient_wire_bytes, group);
+            p2p.emplace(key, c);
+          }
+          step_deps = {push(kReduce, {"gradient all-reduce", TaskKind::collective, Phase::gradient_sync, 0, c,
+                                      {previous}})};
+        }
+        push(kCompute, {"optimizer step", TaskKind::compute, Phase::optimizer, optimizer_per_param * params, -1,
+                        step_deps});
+        prog.ranks.push_back(std::move(rp));
+      }
+  std::sort(prog.ranks.begin(), prog.ranks.end(),
+            [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
+  return prog;
+}
+
+}  // namespace trainsim::program
