@@ -13,17 +13,8 @@ bool parameter_sharded(const plan::TrainingPlan& p) {
   return p.sharding == plan::Sharding::zero3 || p.sharding == plan::Sharding::fsdp;
 }
 
-DataParallelConfig data_parallel_config(const ScheduleInputs& in) {
-  DataParallelConfig c;
-  c.kind = in.plan.sharding == plan::Sharding::none ? DataParallelKind::ddp : DataParallelKind::zero1;
-  c.world = static_cast<int>(in.layout.world);
-  c.ranks_per_node = static_cast<int>(in.layout.ranks_per_node);
-  c.micro_batch = in.plan.micro_batch;
-  c.accumulation = in.plan.accumulation;
-  c.bucket_elements = in.plan.bucket_elements;
-  c.gradient_bytes = in.plan.gradient_wire_bytes;
-  c.parameter_bytes = in.plan.parameter_wire_bytes;
-  c.activation_checkpointing = in.plan.activation_checkpointing;
+DataParallelConfig with_memory(const ScheduleInputs& in) {
+  DataParallelConfig c = data_parallel_config(in.plan, in.layout);
   c.resident_memory = in.stages.at(0).resident;
   c.activation_memory = in.stages.at(0).activations_per_micro_batch;
   c.workspace_memory = in.stages.at(0).workspace;
@@ -55,7 +46,7 @@ Program build_program(const ScheduleInputs& in) {
   TRAINSIM_CHECK(why.empty(), why);
   if (parameter_sharded(in.plan)) return build_sharded_data_parallel(in);
   if (in.plan.tp > 1 || in.plan.pp > 1) return build_pipeline_parallel(in);
-  return build_data_parallel(in.model, in.device, data_parallel_config(in));
+  return build_data_parallel(in.model, in.device, with_memory(in));
 }
 
 }  // namespace trainsim::program

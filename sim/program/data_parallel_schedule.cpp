@@ -73,6 +73,20 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
 
 }  // namespace
 
+DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const plan::Layout& layout) {
+  DataParallelConfig c;
+  c.kind = plan.sharding == plan::Sharding::none ? DataParallelKind::ddp : DataParallelKind::zero1;
+  c.world = static_cast<int>(layout.world);
+  c.ranks_per_node = static_cast<int>(layout.ranks_per_node);
+  c.micro_batch = plan.micro_batch;
+  c.accumulation = plan.accumulation;
+  c.bucket_elements = plan.bucket_elements;
+  c.gradient_bytes = plan.gradient_wire_bytes;
+  c.parameter_bytes = plan.parameter_wire_bytes;
+  c.activation_checkpointing = plan.activation_checkpointing;
+  return c;
+}
+
 Program build_data_parallel(const model::TransformerSpec& spec, const model::DeviceProfile& dev,
                             const DataParallelConfig& cfg) {
   TRAINSIM_CHECK(cfg.world >= 1 && cfg.ranks_per_node >= 1, "bad world size");

@@ -8,6 +8,7 @@
 //    1/dp shard; the updated parameters are all-gathered before the next step.
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
+#include "plan/training_plan.hpp"
 #include "program/program.hpp"
 
 namespace trainsim::program {
@@ -29,6 +30,11 @@ struct DataParallelConfig {
   Bytes activation_memory = 0;  ///< stored by one micro-batch's forward, freed by its backward
   Bytes workspace_memory = 0;   ///< transient during a backward pass
 };
+
+/// The data-parallel configuration of a plan on a layout (DDP when nothing is sharded, the
+/// ZeRO-1 program otherwise); memory fields are left at zero.
+[[nodiscard]] DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan,
+                                                      const plan::Layout& layout);
 
 /// Builds every rank's program for one optimizer step.
 [[nodiscard]] Program build_data_parallel(const model::TransformerSpec& spec,

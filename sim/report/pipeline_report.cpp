@@ -16,7 +16,7 @@ constexpr double kTokenWarning = 4e6;  // source 000: most studies keep the glob
 
 }  // namespace
 
-void write_pipeline_notes(std::ostream& os, const scenario::Scenario& s,
+void write_pipeline_notes(std::ostream& os, const scenario::Scenario& /*s*/,
                           const std::vector<scenario::PointResult>& results) {
   if (results.empty()) return;
   os << "\nglobal batch (source 000: keep under 4M tokens; source 001: scale the learning rate "

@@ -1,8 +1,5 @@
 #include "scenario/pipeline_runner.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <stdexcept>
 
@@ -11,6 +8,7 @@
 #include "pipeline/pipeline_result_json.hpp"
 #include "pipeline/read_plan.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "scenario/child_process.hpp"
 
 namespace trainsim::scenario {
 
@@ -30,44 +28,6 @@ Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataPar
         if (f.src / cfg.ranks_per_node == 0 && f.dst / cfg.ranks_per_node != 0) total += f.bytes;
   }
   return total;
-}
-
-std::string run_in_child(const std::function<std::string()>& work, const std::string& what) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    std::string out;
-    try {
-      out = "ok\n" + work();
-    } catch (const std::exception& e) {
-      out = std::string("error\n") + e.what();
-    }
-    const char* data = out.data();
-    std::size_t left = out.size();
-    while (left > 0) {
-      const ssize_t n = write(fds[1], data, left);
-      if (n <= 0) break;
-      data += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (text.rfind("ok\n", 0) == 0) return text.substr(3);
-  if (text.rfind("error\n", 0) == 0) throw std::runtime_error(what + " failed: " + text.substr(6));
-  throw std::runtime_error(what + " crashed (status " + std::to_string(status) + ")");
 }
 
 }  // namespace
@@ -126,10 +86,9 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   if (plan.steps_per_epoch < 1)
     throw std::runtime_error("the data set holds less than one global batch");
   setup.plan = &plan;
-  const std::string text = run_in_child(
-      [&] { return pipeline::to_json(engine::simulate_input_pipeline(setup)).dump(); },
-      "input pipeline simulation of point \"" + p.label + "\"");
-  auto result = pipeline::pipeline_result_from_json(nlohmann::json::parse(text));
+  const auto j = run_in_child([&] { return pipeline::to_json(engine::simulate_input_pipeline(setup)); },
+                              "input pipeline simulation of point \"" + p.label + "\"");
+  auto result = pipeline::pipeline_result_from_json(j);
   result.source = source;
   const auto& last = result.epochs.back();
   r.samples_per_s = last.samples_per_s;

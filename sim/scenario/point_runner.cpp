@@ -1,8 +1,5 @@
 #include "scenario/point_runner.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -15,6 +12,7 @@
 #include "engine/program_executor.hpp"
 #include "program/build_program.hpp"
 #include "pipeline/pipeline_result_json.hpp"
+#include "scenario/child_process.hpp"
 #include "scenario/pipeline_runner.hpp"
 
 namespace trainsim::scenario {
@@ -144,48 +142,10 @@ PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
 }
 
 PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    int code = 0;
-    std::string out;
-    try {
-      // The input pipeline needs the detailed step's spans (its compute and communication time).
-      out = point_result_to_json(simulate_point_in_process(s, p, trace || s.data.has_value())).dump();
-    } catch (const std::exception& e) {
-      out = nlohmann::json{{"error", e.what()}}.dump();
-      code = 1;
-    }
-    const char* data = out.data();
-    std::size_t left = out.size();
-    while (left > 0) {
-      const ssize_t n = write(fds[1], data, left);
-      if (n <= 0) break;
-      data += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    close(fds[1]);
-    _exit(code);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (text.empty())
-    throw std::runtime_error("simulation of point \"" + p.label + "\" crashed (status " +
-                             std::to_string(status) + ")");
-  const auto j = nlohmann::json::parse(text);
-  if (j.contains("error"))
-    throw std::runtime_error("simulation of point \"" + p.label + "\" failed: " +
-                             j.at("error").get<std::string>());
+  // The input pipeline needs the detailed step's spans (its compute and communication time).
+  const auto j = run_in_child(
+      [&] { return point_result_to_json(simulate_point_in_process(s, p, trace || s.data.has_value())); },
+      "simulation of point \"" + p.label + "\"");
   PointResult r = point_result_from_json(j, p);
   if (s.data && r.completed) add_input_pipeline(s, p, r);
   if (!trace) r.spans.clear();

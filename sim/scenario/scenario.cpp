@@ -154,18 +154,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
 
 program::DataParallelConfig training_for(const Scenario& s, const Point& p) {
   (void)s;
-  const auto& t = p.training;
-  program::DataParallelConfig c;
-  c.kind = t.sharding == plan::Sharding::none ? program::DataParallelKind::ddp
-                                              : program::DataParallelKind::zero1;
-  c.world = static_cast<int>(p.layout.world);
-  c.ranks_per_node = static_cast<int>(p.layout.ranks_per_node);
-  c.micro_batch = t.micro_batch;
-  c.accumulation = t.accumulation;
-  c.bucket_elements = t.bucket_elements;
-  c.gradient_bytes = t.gradient_wire_bytes;
-  c.parameter_bytes = t.parameter_wire_bytes;
-  return c;
+  return program::data_parallel_config(p.training, p.layout);
 }
 
 memory::MemoryInputs memory_inputs(const Scenario& s, const Point& p) {

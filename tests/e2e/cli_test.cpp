@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "support/cli_runner.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,46 +24,17 @@ using nlohmann::json;
 
 const std::string kBertLarge = "scenarios/dl1-bert-large-zero1.json";
 
-struct CliRun {
-  int status = -1;  ///< exit status, or -1 when the process did not exit normally
-  std::string out;
-  std::string err;
-};
+using CliRun = trainsim::testing_support::CommandRun;
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_text(const std::string& file) { return trainsim::testing_support::read_text_file(file); }
 
 std::string temp_path(const std::string& suffix) {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  return testing::TempDir() + "cli_test_" + info->name() + suffix;
+  return trainsim::testing_support::test_temp_path(suffix);
 }
 
 /// Runs `$TRAINSIM_BIN args` (args already shell-quoted where needed).
 CliRun trainsim(const std::string& args) {
-  const char* bin = std::getenv("TRAINSIM_BIN");
-  if (bin == nullptr) {
-    ADD_FAILURE() << "TRAINSIM_BIN is not set: run through ctest, or set it to build/sim/trainsim";
-    return {};
-  }
-  const std::string err_file = temp_path(".stderr");
-  const std::string cmd = "'" + std::string(bin) + "' " + args + " 2>'" + err_file + "'";
-  CliRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_text(err_file);
-  return r;
+  return trainsim::testing_support::run_shell(trainsim::testing_support::trainsim_bin() + " " + args);
 }
 
 bool contains(const std::string& text, const std::string& part) {

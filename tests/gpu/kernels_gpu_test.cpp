@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include "support/cuda_device.hpp"
+
 #include <string>
 
 #include "cuda_stream.hpp"
@@ -12,21 +14,6 @@
 using namespace trainsim::kernels;
 
 namespace {
-
-/// Empty when a device is usable, else why not.
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return cudaGetErrorString(e);
-  if (count == 0) return "the CUDA runtime sees no device";
-  return "";
-}
-
-#define REQUIRE_CUDA_DEVICE()                                          \
-  do {                                                                 \
-    const std::string reason = no_device_reason();                     \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
-  } while (0)
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include "support/cuda_device.hpp"
+
 #include "cuda_stream.hpp"
 #include "gpu_layer.hpp"
 #include "model/transformer.hpp"
@@ -11,20 +13,6 @@
 using namespace trainsim;
 
 namespace {
-
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return cudaGetErrorString(e);
-  if (count == 0) return "the CUDA runtime sees no device";
-  return "";
-}
-
-#define REQUIRE_CUDA_DEVICE()                                          \
-  do {                                                                 \
-    const std::string reason = no_device_reason();                     \
-    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason; \
-  } while (0)
 
 model::TransformerSpec small_spec() {
   model::TransformerSpec s;

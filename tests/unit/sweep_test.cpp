@@ -79,7 +79,10 @@ SweepPlan two_axis_plan() {
   plan.variants.resize(plan.combinations.size());
   for (std::size_t c = 0; c < plan.combinations.size(); ++c) {
     plan.variants[c].name = "x";
-    plan.variants[c].points.push_back({"p", static_cast<int>(1 + plan.combinations[c].choice[0]), {}, false});
+    scenario::Point point;
+    point.label = "p";
+    point.nodes = static_cast<int>(1 + plan.combinations[c].choice[0]);
+    plan.variants[c].points.push_back(point);
     plan.jobs.push_back({c, 0, describe(plan.axes, plan.combinations[c]) + " | p"});
   }
   return plan;
