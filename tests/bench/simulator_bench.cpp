@@ -18,9 +18,11 @@ const trainsim::scenario::Scenario& bert_large() {
 
 void BM_ZeroOneStep(benchmark::State& state) {
   const auto& s = bert_large();
-  trainsim::scenario::Point p;
+  // The scenario's point (model, plan) on more nodes.
+  trainsim::scenario::Point p = s.points.front();
   p.nodes = static_cast<int>(state.range(0)) / 8;
   p.label = "bench";
+  p.layout = trainsim::plan::layout_of(p.training, state.range(0), 8);
   double simulated = 0;
   for (auto _ : state) {
     const auto r = trainsim::scenario::simulate_point(s, p, false);
