@@ -12,17 +12,18 @@
 namespace trainsim::cli {
 
 const char* const kRunUsage =
-    "trainsim run SCENARIO [--format table|json|csv] [--trace FILE] [--no-wall-time]\n"
+    "trainsim run SCENARIO [--format table|json|csv] [--trace FILE] [--no-wall-time] [--no-fold]\n"
     "  simulate every point of a scenario (scenarios/*.json) and print the results\n"
     "  beside the scenario's reference measurements\n"
     "  --format table (default): the source's table with reference and error columns;\n"
     "           json: one object with a points array; csv: one row per point\n"
     "  --trace  write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE\n"
-    "  --no-wall-time  write sim_wall_s as null (json) or empty (csv) for byte-identical output\n";
+    "  --no-wall-time  write sim_wall_s as null (json) or empty (csv) for byte-identical output\n"
+    "  --no-fold  simulate every rank, not one per class of identical ranks (slower; a check)\n";
 
 int run_command(const std::vector<std::string>& args) {
   std::string scenario_file, format = "table", trace_file;
-  bool wall_time = true;
+  bool wall_time = true, fold = true;
   ArgCursor cursor(args);
   while (!cursor.done()) {
     const std::string& a = cursor.next();
@@ -32,6 +33,8 @@ int run_command(const std::vector<std::string>& args) {
         throw UsageError("--format must be table, json or csv, not \"" + format + "\"");
     } else if (a == "--trace") {
       trace_file = cursor.value("--trace");
+    } else if (a == "--no-fold") {
+      fold = false;
     } else if (a == "--no-wall-time") {
       wall_time = false;
     } else if (!a.empty() && a[0] == '-') {
@@ -44,7 +47,8 @@ int run_command(const std::vector<std::string>& args) {
   }
   if (scenario_file.empty()) throw UsageError("run needs a SCENARIO file");
 
-  const auto s = scenario::load_scenario(scenario_file);
+  auto s = scenario::load_scenario(scenario_file);
+  s.fold_symmetric_ranks = fold;
   std::vector<scenario::PointResult> results;
   for (const auto& p : s.points) results.push_back(scenario::simulate_point(s, p, !trace_file.empty()));
   bool complete = true;

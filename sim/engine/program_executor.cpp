@@ -1,7 +1,13 @@
+#include <chrono>
+#include <cstdio>
 #include "engine/program_executor.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include <simgrid/s4u/Actor.hpp>
@@ -10,9 +16,12 @@
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
+#include "program/rank_folding.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -26,30 +35,17 @@ class Executor {
 public:
   Executor(const program::Program& prog, const Platform& platform,
            const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
-           bool record)
-      : prog_(prog), platform_(platform), record_(record) {
-    for (const auto& c : prog.collectives) {
-      plans_.push_back(plan(c));
-      const auto members = static_cast<unsigned>(c.group.size());
-      CollectiveState st;
-      st.arrival = sg4::Barrier::create(members);
-      for (const auto& ph : plans_.back().phases) {
-        st.phase_end.push_back(sg4::Barrier::create(members));
-        std::unordered_map<int, std::vector<std::size_t>> by_src;
-        Seconds hop = 0;
-        for (std::size_t f = 0; f < ph.flows.size(); ++f) {
-          // Each member starts the flows it sends: a sender outside the group would never run.
-          TRAINSIM_CHECK(std::find(c.group.begin(), c.group.end(), ph.flows[f].src) != c.group.end(),
-                         "collective " + c.name + " has a flow from a rank outside its group");
-          by_src[ph.flows[f].src].push_back(f);
-          hop = std::max(hop, platform.route_latency(ph.flows[f].src, ph.flows[f].dst));
-        }
-        st.flows_by_src.push_back(std::move(by_src));
-        st.latency.push_back(ph.fixed_latency + ph.steps * (ph.step_latency + hop));
-      }
-      collectives_.push_back(std::move(st));
-    }
-    for (const auto& rp : prog.ranks) {
+           const ExecuteOptions& options)
+      : prog_(prog),
+        platform_(platform),
+        record_(options.record),
+        fold_(options.fold ? program::fold_ranks(prog) : program::identity_folding(prog)) {
+    auto T0 = std::chrono::steady_clock::now();
+    if (getenv("TSPROF")) fprintf(stderr, "fold: %d classes, %zu merged calls of %zu\n", fold_.classes(), fold_.calls.size(), prog.collectives.size());
+    for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
+    if (getenv("TSPROF")) fprintf(stderr, "merge %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
+    for (int k = 0; k < fold_.classes(); ++k) {
+      const auto& rp = rep_program(k);
       std::vector<std::vector<char>> done;
       for (const auto& s : rp.streams) {
         done.emplace_back(s.tasks.size(), 0);
@@ -57,9 +53,10 @@ public:
       }
       done_.push_back(std::move(done));
       memory_.push_back(rp.resident);
-      result_.peak_memory.push_back(rp.resident);
-      result_.peak_memory_time.push_back(0);
-      if (record_) result_.memory.push_back({rp.rank, 0, rp.resident});
+      peak_.push_back(rp.resident);
+      peak_time_.push_back(0);
+      if (record_)
+        for (int r : fold_.members[static_cast<std::size_t>(k)]) result_.memory.push_back({r, 0, rp.resident});
       rank_mutex_.push_back(sg4::Mutex::create());
       std::vector<sg4::ConditionVariablePtr> cvs;
       for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
@@ -69,115 +66,327 @@ public:
   }
 
   ExecutionResult run() {
-    for (const auto& rp : prog_.ranks)
+    for (int k = 0; k < fold_.classes(); ++k) {
+      const auto& rp = rep_program(k);
       for (std::size_t s = 0; s < rp.streams.size(); ++s) {
-        const int rank = rp.rank;
         const int stream = static_cast<int>(s);
-        sg4::Actor::create("r" + std::to_string(rank) + "." + rp.streams[s].name,
-                           platform_.rank_host[rank], [this, rank, stream] { run_stream(rank, stream); });
+        sg4::Actor::create("r" + std::to_string(rp.rank) + "." + rp.streams[s].name,
+                           platform_.rank_host[static_cast<std::size_t>(rp.rank)],
+                           [this, k, stream] { run_stream(k, stream); });
       }
+    }
+    auto T0 = std::chrono::steady_clock::now();
     sg4::Engine::get_instance()->run();
+    if (getenv("TSPROF")) fprintf(stderr, "run %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
     result_.completed = finished_tasks_ == total_tasks_;
+    result_.classes = fold_.classes();
+    result_.peak_memory.assign(prog_.ranks.size(), 0);
+    result_.peak_memory_time.assign(prog_.ranks.size(), 0);
+    for (std::size_t r = 0; r < prog_.ranks.size(); ++r) {
+      const auto k = static_cast<std::size_t>(fold_.class_of_rank[r]);
+      result_.peak_memory[r] = peak_[k];
+      result_.peak_memory_time[r] = peak_time_[k];
+    }
     return std::move(result_);
   }
 
 private:
   static Seconds now() { return sg4::Engine::get_clock(); }
 
-  [[nodiscard]] bool deps_done(int rank, const program::Task& t) const {
-    return std::all_of(t.deps.begin(), t.deps.end(),
-                       [&](const program::TaskRef& d) { return done_[rank][d.stream][d.index] != 0; });
+  [[nodiscard]] const program::RankProgram& rep_program(int cls) const {
+    return prog_.ranks[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])];
   }
 
-  void run_stream(int rank, int stream) {
-    const auto& tasks = prog_.ranks[rank].streams[stream].tasks;
+  [[nodiscard]] bool deps_done(int cls, const program::Task& t) const {
+    return std::all_of(t.deps.begin(), t.deps.end(),
+                       [&](const program::TaskRef& d) { return done_[cls][d.stream][d.index] != 0; });
+  }
+
+  /// Runs one stream of a class's representative; the class's members are credited with it.
+  void run_stream(int cls, int stream) {
+    const auto& streams = rep_program(cls).streams;
+    const auto& tasks = streams[static_cast<std::size_t>(stream)].tasks;
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& t = tasks[i];
-      if (!deps_done(rank, t)) {
+      if (!deps_done(cls, t)) {
         // Sleep until a finishing task of another stream finds this one ready (no spurious
         // wake-ups: with several streams per rank they dominated the simulator's time).
-        std::unique_lock<sg4::Mutex> lock(*rank_mutex_[rank]);
-        waiting_[rank][stream] = static_cast<int>(i);
-        while (!deps_done(rank, t)) stream_cv_[rank][stream]->wait(lock);
-        waiting_[rank][stream] = -1;
+        std::unique_lock<sg4::Mutex> lock(*rank_mutex_[cls]);
+        waiting_[cls][stream] = static_cast<int>(i);
+        while (!deps_done(cls, t)) stream_cv_[cls][stream]->wait(lock);
+        waiting_[cls][stream] = -1;
       }
       const Seconds start = now();
-      change_memory(rank, t.alloc + t.workspace);
+      change_memory(cls, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
         if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
       } else {
-        run_collective(t.collective, rank);
+        run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls);
       }
-      change_memory(rank, -(t.workspace + t.release));
-      done_[rank][stream][i] = 1;
+      change_memory(cls, -(t.workspace + t.release));
+      done_[cls][stream][i] = 1;
       ++finished_tasks_;
-      if (record_) result_.records.push_back({rank, stream, static_cast<int>(i), start, now()});
+      if (record_)
+        for (int r : fold_.members[static_cast<std::size_t>(cls)])
+          result_.records.push_back({r, stream, static_cast<int>(i), start, now()});
       result_.makespan = std::max(result_.makespan, now());
-      const auto& streams = prog_.ranks[rank].streams;
       for (std::size_t other = 0; other < streams.size(); ++other) {
-        const int w = waiting_[rank][other];
-        if (w >= 0 && deps_done(rank, streams[other].tasks[static_cast<std::size_t>(w)]))
-          stream_cv_[rank][other]->notify_one();
+        const int w = waiting_[cls][other];
+        if (w >= 0 && deps_done(cls, streams[other].tasks[static_cast<std::size_t>(w)]))
+          stream_cv_[cls][other]->notify_one();
       }
     }
   }
 
-  void change_memory(int rank, Bytes delta) {
+  void change_memory(int cls, Bytes delta) {
     if (delta == 0) return;
-    Bytes& m = memory_[rank];
+    Bytes& m = memory_[cls];
     m += delta;
-    if (m > result_.peak_memory[rank]) {
-      result_.peak_memory[rank] = m;
-      result_.peak_memory_time[rank] = now();
+    if (m > peak_[cls]) {
+      peak_[cls] = m;
+      peak_time_[cls] = now();
     }
-    if (record_) result_.memory.push_back({rank, now(), m});
+    if (record_)
+      for (int r : fold_.members[static_cast<std::size_t>(cls)]) result_.memory.push_back({r, now(), m});
   }
 
-  /// Every member waits for the others, then, phase by phase, sends its own flows, waits for
-  /// them, meets the others at the phase's end and pays the phase's step latency. Each actor
-  /// starting only its own flows keeps SimGrid's per-actor activity lists short.
-  void run_collective(int c, int rank) {
-    auto& st = collectives_[c];
-    st.arrival->wait();
-    const auto& phases = plans_[c].phases;
+  /// Every class taking part waits for the others, then, phase by phase, sends the flows of its
+  /// members, waits for them, meets the others at the phase's end and pays the phase's step
+  /// latency. Each actor starting only its own flows keeps SimGrid's per-actor activity lists
+  /// short.
+  void run_collective(int merged, int cls) {
+    const auto& st = collectives_[static_cast<std::size_t>(merged)];
+    if (st.arrival) st.arrival->wait();
+    const auto& phases = *st.phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
       std::vector<sg4::CommPtr> flows;
-      auto it = st.flows_by_src[p].find(rank);
-      if (it != st.flows_by_src[p].end()) {
-        for (std::size_t f : it->second) {
-          const auto& flow = phases[p].flows[f];
-          if (flow.bytes <= 0) continue;
-          flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[flow.src],
-                                                  platform_.rank_host[flow.dst],
+      auto it = phases[p].flows_by_class.find(cls);
+      if (it != phases[p].flows_by_class.end())
+        for (const auto& flow : it->second)
+          flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[static_cast<std::size_t>(flow.src)],
+                                                  platform_.rank_host[static_cast<std::size_t>(flow.dst)],
                                                   static_cast<uint64_t>(flow.bytes)));
-        }
-      }
       for (auto& comm : flows) comm->wait();
-      st.phase_end[p]->wait();
-      if (st.latency[p] > 0) sg4::this_actor::sleep_for(st.latency[p]);
+      if (!st.phase_end.empty()) st.phase_end[p]->wait();
+      if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
     }
   }
 
-  struct CollectiveState {
-    sg4::BarrierPtr arrival;
-    std::vector<sg4::BarrierPtr> phase_end;
-    std::vector<std::unordered_map<int, std::vector<std::size_t>>> flows_by_src;
-    std::vector<Seconds> latency;
+  struct MergedPhase {
+    std::unordered_map<int, std::vector<collective::Flow>> flows_by_class;
+    Seconds latency = 0;
   };
+  struct MergedCollective {
+    std::shared_ptr<const std::vector<MergedPhase>> phases;  ///< shared by identical calls
+    sg4::BarrierPtr arrival;                                 ///< null when one class takes part
+    std::vector<sg4::BarrierPtr> phase_end;                  ///< empty when one class takes part
+  };
+  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups
+
+  [[nodiscard]] const std::vector<sg4::Link*>& route(int src, int dst) {
+    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    auto it = routes_.find(key);
+    if (it != routes_.end()) return it->second;
+    std::vector<sg4::Link*> links;
+    platform_.rank_host[static_cast<std::size_t>(src)]->route_to(platform_.rank_host[static_cast<std::size_t>(dst)],
+                                                                links, nullptr);
+    return routes_.emplace(key, std::move(links)).first->second;
+  }
+
+  using Shape = std::vector<std::tuple<std::size_t, Bytes, std::size_t, double>>;
+
+  /// What makes instances interchangeable: the sorted (phase, bytes, route length, narrowest
+  /// link) of their flows.
+  void add_shape(const collective::CollectivePlan& plan, Shape& shape) {
+    for (std::size_t p = 0; p < plan.phases.size(); ++p)
+      for (const auto& f : plan.phases[p].flows) {
+        const auto& links = route(f.src, f.dst);
+        double narrowest = 0;
+        for (const auto* l : links)
+          narrowest = narrowest == 0 ? l->get_bandwidth() : std::min(narrowest, l->get_bandwidth());
+        shape.emplace_back(p, f.bytes, links.size(), narrowest);
+      }
+  }
+
+  /// Which instances of a merged call (one per original call) must be sent. Instances that share
+  /// a link form a component; a component holding no class representative whose shape equals a
+  /// kept component's is dropped: it runs on links of its own, in step with a kept twin, so
+  /// simulating it would change nothing but the simulator's cost. Everything else is sent and
+  /// contends on the platform as in the job.
+  [[nodiscard]] std::vector<char> instances_to_simulate(const std::vector<int>& calls,
+                                                        const std::vector<collective::CollectivePlan>& plans) {
+    const std::size_t n = calls.size();
+    std::vector<char> keep(n, 1);
+    if (n < 2) return keep;
+    std::vector<std::size_t> parent(n);
+    std::iota(parent.begin(), parent.end(), 0);
+    auto find = [&](std::size_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    std::unordered_map<const sg4::Link*, std::size_t> first_user;
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto& ph : plans[i].phases)
+        for (const auto& f : ph.flows)
+          for (const auto* l : route(f.src, f.dst)) {
+            auto [it, fresh] = first_user.emplace(l, i);
+            if (!fresh) {
+              const auto a = find(it->second), b = find(i);
+              if (a != b) parent[std::max(a, b)] = std::min(a, b);
+            }
+          }
+    std::map<std::size_t, std::vector<std::size_t>> components;  // root -> instances, ascending
+    for (std::size_t i = 0; i < n; ++i) components[find(i)].push_back(i);
+    if (components.size() < 2) return keep;
+    auto is_representative = [&](int r) {
+      return fold_.representative[static_cast<std::size_t>(fold_.class_of_rank[static_cast<std::size_t>(r)])] == r;
+    };
+    std::vector<Shape> kept_shapes;
+    std::vector<std::pair<const std::vector<std::size_t>*, Shape>> candidates;
+    for (const auto& [root, members] : components) {
+      bool has_representative = false;
+      Shape shape;
+      for (std::size_t i : members) {
+        const auto& group = prog_.collectives[static_cast<std::size_t>(calls[i])].group;
+        has_representative = has_representative || std::any_of(group.begin(), group.end(), is_representative);
+        add_shape(plans[i], shape);
+      }
+      std::sort(shape.begin(), shape.end());
+      if (has_representative)
+        kept_shapes.push_back(std::move(shape));
+      else
+        candidates.emplace_back(&members, std::move(shape));
+    }
+    for (auto& [members, shape] : candidates) {
+      if (std::find(kept_shapes.begin(), kept_shapes.end(), shape) == kept_shapes.end()) {
+        kept_shapes.push_back(std::move(shape));
+        continue;
+      }
+      for (std::size_t i : *members) keep[i] = 0;
+    }
+    return keep;
+  }
+
+  /// Which members share a node, as node numbers ranked among the group's nodes: the plan of a
+  /// call depends on its group only through this (collective_plan.hpp), so groups with the same
+  /// pattern have the same plan up to renaming their members.
+  [[nodiscard]] std::vector<int> node_pattern(const std::vector<int>& group) const {
+    std::vector<int> nodes;
+    for (int r : group) nodes.push_back(r / platform_.ranks_per_node);
+    std::vector<int> distinct = nodes;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (int& n : nodes) n = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), n) - distinct.begin());
+    return nodes;
+  }
+
+  /// `plan` (made for `from`) with each member of `from` replaced by the member of `to` at the
+  /// same place.
+  [[nodiscard]] static collective::CollectivePlan relabel(collective::CollectivePlan plan,
+                                                          const std::vector<int>& from,
+                                                          const std::vector<int>& to) {
+    std::unordered_map<int, int> rename;
+    for (std::size_t k = 0; k < from.size(); ++k) rename.emplace(from[k], to[k]);
+    for (auto& ph : plan.phases)
+      for (auto& f : ph.flows) {
+        f.src = rename.at(f.src);
+        f.dst = rename.at(f.dst);
+      }
+    return plan;
+  }
+
+  /// Plans every call a merged call stands for and keeps the flows that must be simulated. An
+  /// instance (one original call) that involves no class representative, shares no link with
+  /// the merged call's other instances and has the same shape as a kept one is dropped: it runs
+  /// on links of its own, in step with a kept twin, so simulating it changes nothing but the
+  /// simulator's cost. The others are all sent, so they contend on the platform as in the job.
+  MergedCollective merge_calls(std::size_t merged,
+                               const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
+    const auto& calls = fold_.calls[merged];
+    // Calls with the same op, size and groups have the same flows: every layer's tensor-parallel
+    // all-reduce, every micro-batch's send between two stages. Plan and prune them once.
+    CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
+                 prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
+    for (int c : calls) {
+      const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
+      if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
+      std::get<2>(key).insert(std::get<2>(key).end(), call.group.begin(), call.group.end());
+      std::get<2>(key).push_back(-1);
+    }
+    MergedCollective mc;
+    if (std::get<1>(key) >= 0)
+      if (auto it = merged_flows_.find(key); it != merged_flows_.end()) mc.phases = it->second;
+    if (!mc.phases) {
+      mc.phases = std::make_shared<const std::vector<MergedPhase>>(merged_phases(calls, plan));
+      if (std::get<1>(key) >= 0) merged_flows_.emplace(std::move(key), mc.phases);
+    }
+    const auto taking_part = static_cast<unsigned>(fold_.classes_of[merged].size());
+    if (taking_part > 1) {
+      mc.arrival = sg4::Barrier::create(taking_part);
+      for (std::size_t p = 0; p < mc.phases->size(); ++p) mc.phase_end.push_back(sg4::Barrier::create(taking_part));
+    }
+    return mc;
+  }
+
+  [[nodiscard]] std::vector<MergedPhase> merged_phases(
+      const std::vector<int>& calls,
+      const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
+    std::vector<collective::CollectivePlan> plans;
+    plans.reserve(calls.size());
+    std::map<std::vector<int>, std::size_t> planned;  // node pattern -> an instance planned for it
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& call = prog_.collectives[static_cast<std::size_t>(calls[i])];
+      auto pattern = node_pattern(call.group);
+      if (auto it = planned.find(pattern); it != planned.end()) {
+        plans.push_back(relabel(plans[it->second], prog_.collectives[static_cast<std::size_t>(calls[it->second])].group,
+                                call.group));
+      } else {
+        planned.emplace(std::move(pattern), i);
+        plans.push_back(plan(call));
+        for (const auto& ph : plans.back().phases)
+          for (const auto& f : ph.flows)
+            // Each member starts the flows it sends: a sender outside the group would never run.
+            TRAINSIM_CHECK(std::find(call.group.begin(), call.group.end(), f.src) != call.group.end(),
+                           "collective " + call.name + " has a flow from a rank outside its group");
+      }
+    }
+    const auto keep = instances_to_simulate(calls, plans);
+    std::vector<MergedPhase> phases;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (!keep[i]) continue;
+      for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
+        const auto& ph = plans[i].phases[p];
+        if (phases.size() <= p) phases.emplace_back();
+        auto& out = phases[p];
+        Seconds hop = 0;
+        for (const auto& f : ph.flows) {
+          hop = std::max(hop, platform_.route_latency(f.src, f.dst));
+          if (f.bytes > 0) out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(f.src)]].push_back(f);
+        }
+        out.latency = std::max(out.latency, ph.fixed_latency + ph.steps * (ph.step_latency + hop));
+      }
+    }
+    return phases;
+  }
 
   const program::Program& prog_;
   const Platform& platform_;
   bool record_;
-  std::vector<collective::CollectivePlan> plans_;
-  std::vector<CollectiveState> collectives_;
-  std::vector<std::vector<std::vector<char>>> done_;
+  program::RankFolding fold_;
+  std::vector<MergedCollective> collectives_;  ///< per merged call
+  std::unordered_map<std::uint64_t, std::vector<sg4::Link*>> routes_;
+  std::map<CallsKey, std::shared_ptr<const std::vector<MergedPhase>>> merged_flows_;
+  // Per class:
+  std::vector<std::vector<std::vector<char>>> done_;  ///< [class][stream][task]
   std::vector<sg4::MutexPtr> rank_mutex_;
-  std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [rank][stream]
-  std::vector<std::vector<int>> waiting_;  ///< [rank][stream]: task index it sleeps on, or -1
+  std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [class][stream]
+  std::vector<std::vector<int>> waiting_;  ///< [class][stream]: task index it sleeps on, or -1
+  std::vector<Bytes> memory_;              ///< in use now
+  std::vector<Bytes> peak_;
+  std::vector<Seconds> peak_time_;
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
   ExecutionResult result_;
-  std::vector<Bytes> memory_;  ///< per rank, now
 };
 
 }  // namespace
@@ -185,8 +394,10 @@ private:
 ExecutionResult execute_program(
     const program::Program& prog, const Platform& platform,
     const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
-    bool record) {
-  Executor ex(prog, platform, plan, record);
+    const ExecuteOptions& options) {
+  auto T0 = std::chrono::steady_clock::now();
+  Executor ex(prog, platform, plan, options);
+  if (getenv("TSPROF")) fprintf(stderr, "executor setup %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
   return ex.run();
 }
 

@@ -38,6 +38,12 @@ struct ExecutionResult {
   std::vector<Bytes> peak_memory;
   std::vector<Seconds> peak_memory_time;
   std::vector<MemorySample> memory;  ///< every change, when recording was asked for
+  int classes = 0;  ///< rank classes simulated (program/rank_folding.hpp); the world size unfolded
+};
+
+struct ExecuteOptions {
+  bool record = false;  ///< keep every task's span and memory change (traces)
+  bool fold = true;     ///< simulate one representative per class of identical ranks
 };
 
 
@@ -47,6 +53,6 @@ struct ExecutionResult {
                                               const Platform& platform,
                                               const std::function<collective::CollectivePlan(
                                                   const program::CollectiveCall&)>& plan,
-                                              bool record);
+                                              const ExecuteOptions& options);
 
 }  // namespace trainsim::engine

@@ -73,7 +73,7 @@ nlohmann::json simulate(const topology::Topology& topo,
                                                     req.force));
         return plans.back();
       },
-      true);
+      engine::ExecuteOptions{true, true});
   if (!result.completed) throw std::runtime_error("the collective sweep deadlocked");
   nlohmann::json out = nlohmann::json::array();
   for (const auto& rec : result.records) {

@@ -50,7 +50,9 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(s.topology, p.nodes);
+  auto T0 = std::chrono::steady_clock::now();
   const auto prog = program::build_program(schedule_inputs(s, p));
+  if (getenv("TSPROF")) fprintf(stderr, "build_program %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
   const auto rates = engine::fabric_rates(s.topology);
   const auto result = engine::execute_program(
@@ -58,7 +60,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
       [&](const program::CollectiveCall& c) {
         return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates);
       },
-      trace);
+      engine::ExecuteOptions{trace, s.fold_symmetric_ranks});
   PointResult r;
   r.point = p;
   r.accelerators = static_cast<int>(p.layout.world);

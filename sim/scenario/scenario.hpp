@@ -46,6 +46,9 @@ struct Scenario {
   plan::TrainingPlan training;    ///< the scenario-level plan (points may override it)
   std::vector<Point> points;
   std::optional<pipeline::PipelineConfig> data;  ///< the input pipeline, when simulated
+  /// Run option, not read from the file: simulate one representative per class of identical
+  /// ranks (program/rank_folding.hpp). `trainsim run --no-fold` turns it off to check it.
+  bool fold_symmetric_ranks = true;
 };
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.

@@ -53,9 +53,10 @@ protected:
 
   ExecutionResult run(const Program& p,
                       const std::function<CollectivePlan(const CollectiveCall&)>& plan) {
-    return execute_program(p, platform_, plan, true);
+    return execute_program(p, platform_, plan, ExecuteOptions{true, fold_});
   }
 
+  bool fold_ = true;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   topology::Topology topology_;
   Platform platform_;

@@ -85,7 +85,7 @@ TEST_F(NcclEngineTest, AnUncontendedCollectiveTakesThePredictedTime) {
   const auto predicted = plan({"c", collective::Op::all_reduce, s, all});
   ASSERT_GT(predicted.predicted, 0);
   const auto r = execute_program(
-      concurrent(1, s), platform_, [&](const CollectiveCall& c) { return plan(c); }, false);
+      concurrent(1, s), platform_, [&](const CollectiveCall& c) { return plan(c); }, ExecuteOptions{});
   ASSERT_TRUE(r.completed);
   EXPECT_NEAR(r.makespan, predicted.predicted, 1e-9 * predicted.predicted);
 }
@@ -101,7 +101,7 @@ TEST_F(NcclEngineTest, TwoCollectivesAtOnceShareTheLinks) {
   const Seconds latency = one.phases.at(0).fixed_latency;
   const Seconds bandwidth = one.predicted - latency;
   const auto r = execute_program(
-      concurrent(2, s), platform_, [&](const CollectiveCall& c) { return plan(c); }, false);
+      concurrent(2, s), platform_, [&](const CollectiveCall& c) { return plan(c); }, ExecuteOptions{});
   ASSERT_TRUE(r.completed);
   EXPECT_NEAR(r.makespan, 2 * bandwidth + latency, 1e-6 * r.makespan);
 }

@@ -1,0 +1,193 @@
+#include "program/rank_folding.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <unordered_map>
+
+namespace trainsim::program {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  // splitmix64-style combination: cheap, and collisions are ruled out by the full comparison.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+std::uint64_t bits(double d) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+/// What a collective call looks like from one member: which peers it has is left out on purpose.
+struct CallShape {
+  collective::Op op;
+  Bytes size;
+  std::size_t group;
+  bool operator==(const CallShape& o) const { return op == o.op && size == o.size && group == o.group; }
+};
+
+CallShape shape_of(const Program& p, int call) {
+  const auto& c = p.collectives[static_cast<std::size_t>(call)];
+  return {c.op, c.size, c.group.size()};
+}
+
+std::uint64_t signature(const Program& p, const RankProgram& r) {
+  std::uint64_t h = mix(0, bits(r.resident));
+  for (const auto& s : r.streams) {
+    h = mix(h, std::hash<std::string>{}(s.name));
+    h = mix(h, static_cast<std::uint64_t>(s.kind));
+    h = mix(h, s.tasks.size());
+    for (const auto& t : s.tasks) {
+      h = mix(h, static_cast<std::uint64_t>(t.kind) * 16 + static_cast<std::uint64_t>(t.phase));
+      h = mix(h, bits(t.duration));
+      h = mix(h, t.deps.size());
+      if (t.kind == TaskKind::collective) {
+        const auto c = shape_of(p, t.collective);
+        h = mix(mix(mix(h, static_cast<std::uint64_t>(c.op)), bits(c.size)), c.group);
+      }
+    }
+  }
+  return h;
+}
+
+bool same_program(const Program& p, const RankProgram& a, const RankProgram& b) {
+  if (a.resident != b.resident || a.streams.size() != b.streams.size()) return false;
+  for (std::size_t s = 0; s < a.streams.size(); ++s) {
+    const auto& sa = a.streams[s];
+    const auto& sb = b.streams[s];
+    if (sa.name != sb.name || sa.kind != sb.kind || sa.tasks.size() != sb.tasks.size()) return false;
+    for (std::size_t i = 0; i < sa.tasks.size(); ++i) {
+      const auto& x = sa.tasks[i];
+      const auto& y = sb.tasks[i];
+      if (x.kind != y.kind || x.phase != y.phase || x.duration != y.duration || !(x.deps == y.deps) ||
+          x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace || x.name != y.name)
+        return false;
+      if (x.kind == TaskKind::collective && !(shape_of(p, x.collective) == shape_of(p, y.collective)))
+        return false;
+    }
+  }
+  return true;
+}
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[static_cast<std::size_t>(x)] != x) {
+      parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+      x = parent[static_cast<std::size_t>(x)];
+    }
+    return x;
+  }
+  void join(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
+  }
+};
+
+/// Fills the merged-call tables from a call -> root map; roots are numbered in call order.
+void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
+  std::unordered_map<int, int> id_of_root;
+  f.merged_of_call.assign(p.collectives.size(), -1);
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    const int root = uf.find(static_cast<int>(c));
+    auto [it, fresh] = id_of_root.emplace(root, static_cast<int>(f.calls.size()));
+    if (fresh) f.calls.emplace_back();
+    f.merged_of_call[c] = it->second;
+    f.calls[static_cast<std::size_t>(it->second)].push_back(static_cast<int>(c));
+  }
+  f.classes_of.assign(f.calls.size(), {});
+  for (std::size_t m = 0; m < f.calls.size(); ++m) {
+    auto& cls = f.classes_of[m];
+    for (int c : f.calls[m])
+      for (int r : p.collectives[static_cast<std::size_t>(c)].group)
+        cls.push_back(f.class_of_rank[static_cast<std::size_t>(r)]);
+    std::sort(cls.begin(), cls.end());
+    cls.erase(std::unique(cls.begin(), cls.end()), cls.end());
+  }
+}
+
+/// Each class's representative must meet each merged call once, and every call a member makes
+/// must be merged into the call its representative makes at that place.
+bool consistent(const RankFolding& f, const Program& p) {
+  std::vector<int> last_class(f.calls.size(), -1);
+  std::vector<std::size_t> holders(f.calls.size(), 0);
+  for (int k = 0; k < f.classes(); ++k) {
+    const auto& rep = p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
+    for (const auto& s : rep.streams)
+      for (const auto& t : s.tasks) {
+        if (t.kind != TaskKind::collective) continue;
+        const auto m = static_cast<std::size_t>(f.merged_of_call[static_cast<std::size_t>(t.collective)]);
+        if (last_class[m] == k) return false;  // met twice by one class
+        last_class[m] = k;
+        ++holders[m];
+      }
+  }
+  // A merged call waits for one arrival per class taking part: each must hold it.
+  for (std::size_t m = 0; m < f.calls.size(); ++m)
+    if (holders[m] != f.classes_of[m].size()) return false;
+  return true;
+}
+
+}  // namespace
+
+RankFolding identity_folding(const Program& p) {
+  RankFolding f;
+  const auto n = p.ranks.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    f.class_of_rank.push_back(static_cast<int>(r));
+    f.representative.push_back(static_cast<int>(r));
+    f.members.push_back({static_cast<int>(r)});
+  }
+  UnionFind uf(p.collectives.size());
+  number_merged_calls(f, p, uf);
+  return f;
+}
+
+RankFolding fold_ranks(const Program& p) {
+  RankFolding f;
+  f.class_of_rank.assign(p.ranks.size(), -1);
+  std::unordered_map<std::uint64_t, std::vector<int>> classes_by_signature;
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    const auto sig = signature(p, p.ranks[r]);
+    auto& candidates = classes_by_signature[sig];
+    int cls = -1;
+    for (int k : candidates)
+      if (same_program(p, p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])], p.ranks[r])) {
+        cls = k;
+        break;
+      }
+    if (cls < 0) {
+      cls = f.classes();
+      f.representative.push_back(static_cast<int>(r));
+      f.members.emplace_back();
+      candidates.push_back(cls);
+    }
+    f.class_of_rank[r] = cls;
+    f.members[static_cast<std::size_t>(cls)].push_back(static_cast<int>(r));
+  }
+
+  UnionFind uf(p.collectives.size());
+  for (int k = 0; k < f.classes(); ++k) {
+    const auto& rep = p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
+    for (int r : f.members[static_cast<std::size_t>(k)]) {
+      const auto& member = p.ranks[static_cast<std::size_t>(r)];
+      for (std::size_t s = 0; s < rep.streams.size(); ++s)
+        for (std::size_t i = 0; i < rep.streams[s].tasks.size(); ++i) {
+          const auto& t = rep.streams[s].tasks[i];
+          if (t.kind == TaskKind::collective) uf.join(t.collective, member.streams[s].tasks[i].collective);
+        }
+    }
+  }
+  number_merged_calls(f, p, uf);
+  if (!consistent(f, p)) return identity_folding(p);
+  return f;
+}
+
+}  // namespace trainsim::program

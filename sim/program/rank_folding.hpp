@@ -1,0 +1,38 @@
+#pragma once
+// Symmetry folding. In a data/tensor/pipeline-parallel job most ranks run the same program up to
+// which peers they talk to: every rank of a tensor-parallel group, every data-parallel replica of
+// a pipeline stage. Ranks whose programs are identical form a class; one representative per
+// class is simulated, and each collective call of the representative stands for the calls its
+// class members make at the same place in their programs (the "merged" call). The engine then
+// runs one set of actors per class instead of per rank, while still sending every member's flows
+// on the platform, so contention stays SimGrid's. The assumption is that members of a class
+// advance in lockstep, which holds when the job is symmetric (what every schedule here emits).
+// Plain data: no SimGrid.
+#include <vector>
+
+#include "program/program.hpp"
+
+namespace trainsim::program {
+
+struct RankFolding {
+  std::vector<int> class_of_rank;             ///< rank -> class
+  std::vector<int> representative;            ///< class -> the lowest rank of the class
+  std::vector<std::vector<int>> members;      ///< class -> its ranks, ascending
+  std::vector<int> merged_of_call;            ///< Program::collectives index -> merged call
+  std::vector<std::vector<int>> calls;        ///< merged call -> the collective calls it stands for
+  std::vector<std::vector<int>> classes_of;   ///< merged call -> the classes taking part, ascending
+
+  [[nodiscard]] int classes() const { return static_cast<int>(representative.size()); }
+  [[nodiscard]] bool folded() const { return classes() < static_cast<int>(class_of_rank.size()); }
+};
+
+/// One class per rank, each call its own merged call: the unfolded program.
+[[nodiscard]] RankFolding identity_folding(const Program& p);
+
+/// Groups ranks with identical programs (same streams, tasks, durations, memory, dependencies,
+/// and collective calls of the same op, size and group size) and merges the calls they make at
+/// the same places. Falls back to identity_folding when the merge is not consistent (a merged
+/// call met twice by one class), so the result is always safe to execute.
+[[nodiscard]] RankFolding fold_ranks(const Program& p);
+
+}  // namespace trainsim::program
