@@ -1,5 +1,3 @@
-#include <chrono>
-#include <cstdio>
 #include "engine/program_executor.hpp"
 
 #include <algorithm>
@@ -40,10 +38,7 @@ public:
         platform_(platform),
         record_(options.record),
         fold_(options.fold ? program::fold_ranks(prog) : program::identity_folding(prog)) {
-    auto T0 = std::chrono::steady_clock::now();
-    if (getenv("TSPROF")) fprintf(stderr, "fold: %d classes, %zu merged calls of %zu\n", fold_.classes(), fold_.calls.size(), prog.collectives.size());
     for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
-    if (getenv("TSPROF")) fprintf(stderr, "merge %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
       std::vector<std::vector<char>> done;
@@ -75,9 +70,7 @@ public:
                            [this, k, stream] { run_stream(k, stream); });
       }
     }
-    auto T0 = std::chrono::steady_clock::now();
     sg4::Engine::get_instance()->run();
-    if (getenv("TSPROF")) fprintf(stderr, "run %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
     result_.completed = finished_tasks_ == total_tasks_;
     result_.classes = fold_.classes();
     result_.peak_memory.assign(prog_.ranks.size(), 0);
@@ -395,9 +388,7 @@ ExecutionResult execute_program(
     const program::Program& prog, const Platform& platform,
     const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
     const ExecuteOptions& options) {
-  auto T0 = std::chrono::steady_clock::now();
   Executor ex(prog, platform, plan, options);
-  if (getenv("TSPROF")) fprintf(stderr, "executor setup %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
   return ex.run();
 }
 

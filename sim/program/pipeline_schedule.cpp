@@ -81,25 +81,37 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     prog.collectives.push_back({std::move(name), op, size, std::move(group)});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
-  // Point-to-point calls keyed by (direction, virtual stage boundary, micro-batch, dp, tp).
-  std::map<std::tuple<int, long, long, long, long>, int> p2p;
-  std::map<std::tuple<long, long, long>, int> tp_calls;  // (stage, dp index, sequence number)
+  // Calls are made by the first member that meets them and found by the others: flat tables,
+  // since a 1,024-GPU job makes hundreds of thousands of them.
+  // Point-to-point calls by (direction, virtual stage boundary, micro-batch, dp, tp).
+  std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
+  // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
+  std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
+  std::vector<int> dp_calls(static_cast<std::size_t>(pp * tp), -1);  // by (stage, tp index)
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
-    const auto key = std::make_tuple(backward, vs, b, d, t);
-    auto it = p2p.find(key);
-    if (it != p2p.end()) return it->second;
+    int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
+    if (slot >= 0) return slot;
     // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
     const int from = rank_of(in, vs % pp, d, t), to = rank_of(in, (vs + 1) % pp, d, t);
     const std::string what = (backward ? "gradient " : "activation ") + std::to_string(vs) +
                              (backward ? "<-" : "->") + std::to_string(vs + 1) + " mb" + std::to_string(b);
-    const int c = add_call(what, collective::Op::send_recv, boundary,
-                           backward ? std::vector<int>{to, from} : std::vector<int>{from, to});
-    p2p.emplace(key, c);
-    return c;
+    slot = add_call(what, collective::Op::send_recv, boundary,
+                    backward ? std::vector<int>{to, from} : std::vector<int>{from, to});
+    return slot;
   };
 
   const Seconds optimizer_per_param = model::op_duration(model::optimizer_step_op(1e6), in.device) / 1e6;
-  for (long stage = 0; stage < pp; ++stage)
+  for (long stage = 0; stage < pp; ++stage) {
+    // What every rank of the stage shares: its slots and their task names.
+    const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
+    std::vector<std::string> tags;
+    std::vector<std::vector<std::string>> layer_names;
+    for (const auto& slot : order) {
+      tags.push_back(" mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk));
+      auto& names = layer_names.emplace_back();
+      for (long l = 0; l < layers_per_chunk; ++l)
+        names.push_back((slot.forward ? "forward" : "backward") + tags.back() + " layer " + std::to_string(l));
+    }
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
@@ -120,12 +132,16 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
           return TaskRef{stream, static_cast<int>(rp.streams[static_cast<std::size_t>(stream)].tasks.size()) - 1};
         };
+        comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk) + 1);
+        if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
         TaskRef previous{-1, -1};
-        long tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
-        for (const auto& slot : pipeline_order(p.pipeline, pp, stage, m, v)) {
+        std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
+        auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
+        for (std::size_t o = 0; o < order.size(); ++o) {
+          const auto& slot = order[o];
           const long vs = slot.chunk * pp + stage;
           const bool first = vs == 0, last = vs == virtual_stages - 1;
-          const std::string tag = " mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk);
+          const std::string& tag = tags[o];
           std::vector<TaskRef> ready;
           if (previous.stream >= 0) ready.push_back(previous);
           // Inputs from the neighbouring virtual stage.
@@ -147,8 +163,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               dur += slot.forward ? ops_duration(head, in.device) : ops_duration(model::backward_of(head), in.device);
             if (!slot.forward && l == layers_per_chunk - 1 && first)
               dur += ops_duration(model::backward_of(emb), in.device);
-            Task task{(slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l),
-                      TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
+            Task task{layer_names[o][static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
             if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
             if (!slot.forward) task.workspace = mem.workspace;
             if (!slot.forward && l == layers_per_chunk - 1)
@@ -156,18 +171,19 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             previous = push(kCompute, task);
             ready = {previous};
             if (tp > 1) {
-              const auto key = std::make_tuple(stage, d, tp_sequence++);
               int c;
-              if (auto it = tp_calls.find(key); it != tp_calls.end()) {
-                c = it->second;
+              if (tp_sequence < group_calls.size()) {
+                c = group_calls[tp_sequence];
               } else {
                 std::vector<int> group;
                 for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-                // Backward with recompute also redoes the forward's all-reduce.
+                // A layer pass all-reduces twice (after attention and after the MLP; one call of
+                // their summed size here); backward with recompute also redoes the forward's two.
                 c = add_call("tp all-reduce" + tag, collective::Op::all_reduce,
-                             activation * (p.activation_checkpointing && !slot.forward ? 2 : 1), group);
-                tp_calls.emplace(key, c);
+                             2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1), group);
+                group_calls.push_back(c);
               }
+              ++tp_sequence;
               previous = push(kTensor, {"tp all-reduce" + tag, TaskKind::collective,
                                         slot.forward ? Phase::forward : Phase::backward, 0, c, ready});
               ready = {previous};
@@ -187,16 +203,12 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
         std::vector<TaskRef> step_deps{previous};
         if (L.dp > 1) {
-          std::vector<int> group;
-          for (long k = 0; k < L.dp; ++k) group.push_back(rank_of(in, stage, k, t));
-          const auto key = std::make_tuple(2, stage, 0L, 0L, t);
-          int c;
-          if (auto it = p2p.find(key); it != p2p.end()) {
-            c = it->second;
-          } else {
+          int& c = dp_calls[static_cast<std::size_t>(stage * tp + t)];
+          if (c < 0) {
+            std::vector<int> group;
+            for (long k = 0; k < L.dp; ++k) group.push_back(rank_of(in, stage, k, t));
             c = add_call("gradient all-reduce stage " + std::to_string(stage), collective::Op::all_reduce,
                          params * p.gradient_wire_bytes, group);
-            p2p.emplace(key, c);
           }
           step_deps = {push(kReduce, {"gradient all-reduce", TaskKind::collective, Phase::gradient_sync, 0, c,
                                       {previous}})};
@@ -205,6 +217,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                         step_deps});
         prog.ranks.push_back(std::move(rp));
       }
+  }
   std::sort(prog.ranks.begin(), prog.ranks.end(),
             [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
   return prog;

@@ -50,9 +50,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(s.topology, p.nodes);
-  auto T0 = std::chrono::steady_clock::now();
   const auto prog = program::build_program(schedule_inputs(s, p));
-  if (getenv("TSPROF")) fprintf(stderr, "build_program %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - T0).count());
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
   const auto rates = engine::fabric_rates(s.topology);
   const auto result = engine::execute_program(

@@ -364,4 +364,35 @@ TEST(Golden, EveryScenarioMatchesItsCsv) {
   }
 }
 
+TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
+  // Folding identical ranks (program/rank_folding.hpp) must not change results on symmetric
+  // jobs: tensor x pipeline x data parallel (Megatron Table 1 rows up to 256 GPUs, TP up to 8,
+  // and the 39.1B row's two stages shrunk to 8 replicas) and FSDP.
+  json megatron = json::parse(read_text("scenarios/megatron-table1.json"));
+  megatron["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
+  json points = json::array();
+  for (const auto& p : megatron["points"]) {
+    if (p["nodes"].get<int>() <= 32) points.push_back(p);
+    if (p["label"] == "39.1B") {
+      json small = p;
+      small["nodes"] = 16;  // TP 8 x PP 2 x DP 8
+      small["training"]["gradient_accumulation"] = 4;
+      points.push_back(small);
+    }
+  }
+  megatron["points"] = points;
+  const std::string shrunk = temp_path("megatron-folding.json");
+  std::ofstream(shrunk) << megatron.dump(2);
+  for (const std::string& scenario : {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json")}) {
+    const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
+    const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
+    ASSERT_EQ(folded.status, 0) << folded.err;
+    ASSERT_EQ(every_rank.status, 0) << every_rank.err;
+    if (scenario == shrunk) {
+      EXPECT_EQ(lines_of(folded.out).size(), points.size() + 1);  // header + rows
+    }
+    EXPECT_EQ(folded.out, every_rank.out) << scenario;
+  }
+}
+
 }  // namespace

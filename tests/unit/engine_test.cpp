@@ -162,8 +162,9 @@ TEST_F(EngineTest, FlowsSharingAnEfaPortTakeTwiceAsLong) {
                                              one_phase({{0, 8, b}, {2, 10, b}})};
   Program p = one_stream_each(3, {collective_task(0), collective_task(1), collective_task(2)});
   for (int c = 0; c < 3; ++c)
-    p.collectives.push_back({"flows " + std::to_string(c), collective::Op::all_reduce, b, {0, 1, 2}});
-  std::size_t asked = 0;  // execute_program asks for each call's plan once, in order
+    // Distinct sizes: calls alike in op, size and group are planned once (they are the same call).
+    p.collectives.push_back({"flows " + std::to_string(c), collective::Op::all_reduce, b + c, {0, 1, 2}});
+  std::size_t asked = 0;  // execute_program asks for each distinct call's plan once, in order
   const ExecutionResult r = run(p, [&](const CollectiveCall&) { return plans.at(asked++); });
   ASSERT_TRUE(r.completed);
   std::vector<Seconds> took(3);

@@ -1,0 +1,114 @@
+// Symmetry folding (program/rank_folding.hpp) as plain data: which ranks share a class, which
+// calls merge, and the fallback when merging is not consistent.
+#include <gtest/gtest.h>
+
+#include "program/build_program.hpp"
+#include "program/rank_folding.hpp"
+#include "support/fixtures.hpp"
+
+namespace trainsim::program {
+namespace {
+
+Task compute(const std::string& name, Seconds d) { return {name, TaskKind::compute, Phase::forward, d, -1, {}}; }
+Task call(int c) { return {"call", TaskKind::collective, Phase::gradient_sync, 0, c, {}}; }
+
+Program data_parallel(int ranks, Seconds compute_time) {
+  Program p;
+  std::vector<int> all;
+  for (int r = 0; r < ranks; ++r) all.push_back(r);
+  p.collectives.push_back({"all-reduce", collective::Op::all_reduce, 1e6, all});
+  for (int r = 0; r < ranks; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    rp.streams = {{"compute", StreamKind::compute, {compute("f", compute_time)}},
+                  {"comm", StreamKind::communication, {call(0)}}};
+    rp.streams[1].tasks[0].deps = {{0, 0}};
+    p.ranks.push_back(rp);
+  }
+  return p;
+}
+
+TEST(RankFolding, IdenticalDataParallelRanksFormOneClass) {
+  const auto p = data_parallel(8, 1.0);
+  const auto f = fold_ranks(p);
+  ASSERT_EQ(f.classes(), 1);
+  EXPECT_TRUE(f.folded());
+  EXPECT_EQ(f.representative[0], 0);
+  EXPECT_EQ(f.members[0].size(), 8u);
+  ASSERT_EQ(f.calls.size(), 1u);
+  EXPECT_EQ(f.classes_of[0], std::vector<int>{0});
+}
+
+TEST(RankFolding, DifferentDurationsMakeDifferentClasses) {
+  auto p = data_parallel(4, 1.0);
+  p.ranks[3].streams[0].tasks[0].duration = 2.0;  // a straggler
+  const auto f = fold_ranks(p);
+  ASSERT_EQ(f.classes(), 2);
+  EXPECT_EQ(f.members[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(f.members[1], std::vector<int>{3});
+  EXPECT_EQ(f.classes_of[0], (std::vector<int>{0, 1}));
+}
+
+TEST(RankFolding, IdentityFoldingKeepsEveryRankAndCall) {
+  const auto p = data_parallel(4, 1.0);
+  const auto f = identity_folding(p);
+  EXPECT_EQ(f.classes(), 4);
+  EXPECT_FALSE(f.folded());
+  EXPECT_EQ(f.calls.size(), 1u);
+  EXPECT_EQ(f.classes_of[0], (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(RankFolding, InconsistentMergeFallsBackToIdentity) {
+  // Ranks 0 and 1 run the same-looking program, but rank 1 meets the two calls in the other
+  // order: merging by position would make one class meet one merged call twice.
+  Program p;
+  p.collectives = {{"a", collective::Op::all_reduce, 1e6, {0, 1}}, {"b", collective::Op::all_reduce, 1e6, {0, 1}}};
+  for (int r = 0; r < 2; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    rp.streams = {{"comm", StreamKind::communication, {call(r == 0 ? 0 : 1), call(r == 0 ? 1 : 0)}}};
+    p.ranks.push_back(rp);
+  }
+  const auto f = fold_ranks(p);
+  EXPECT_FALSE(f.folded());
+  EXPECT_EQ(f.calls.size(), 2u);
+}
+
+TEST(RankFolding, PipelineRanksFoldByStageAndCallsMergeAcrossReplicas) {
+  // TP 2 x PP 2 x DP 2: the four ranks of a stage run the same program.
+  ScheduleInputs in;
+  in.model = {"tiny", 4, 64, 4, 256, 100, 16, false};
+  in.plan.tp = 2;
+  in.plan.pp = 2;
+  in.plan.accumulation = 4;
+  in.plan.micro_batch = 1;
+  ASSERT_TRUE(plan::precision_recipe("amp", in.plan.precision));
+  in.layout = plan::layout_of(in.plan, 8, 4);
+  in.device = testing_support::round_number_device();
+  in.stages = {{100, 10, 1}, {100, 10, 1}};
+  const Program prog = build_program(in);
+  const auto f = fold_ranks(prog);
+  ASSERT_EQ(f.classes(), 2);
+  EXPECT_EQ(f.members[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(f.members[1], (std::vector<int>{4, 5, 6, 7}));
+  for (std::size_t m = 0; m < f.calls.size(); ++m) {
+    const auto& first = prog.collectives[static_cast<std::size_t>(f.calls[m].front())];
+    for (int c : f.calls[m]) {
+      const auto& other = prog.collectives[static_cast<std::size_t>(c)];
+      EXPECT_EQ(other.op, first.op);
+      EXPECT_EQ(other.size, first.size);
+    }
+    // A TP all-reduce stands for both replicas' groups; a send for the four stage pairs; the
+    // gradient all-reduce for both TP positions.
+    if (first.op == collective::Op::all_reduce && first.group.size() == 2 && f.classes_of[m].size() == 1) {
+      EXPECT_EQ(f.calls[m].size(), 2u);
+    }
+    if (first.op == collective::Op::send_recv) {
+      EXPECT_EQ(f.calls[m].size(), 4u);
+      EXPECT_EQ(f.classes_of[m], (std::vector<int>{0, 1}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::program
