@@ -116,17 +116,16 @@ std::vector<int> parse_nodes(const std::string& text) {
 }
 
 collective::Algorithm parse_algorithm(const std::string& a) {
-  if (a == "ring") return collective::Algorithm::ring;
-  if (a == "tree") return collective::Algorithm::tree;
-  if (a == "nvls") return collective::Algorithm::nvls;
-  if (a == "nvls_tree") return collective::Algorithm::nvls_tree;
-  throw UsageError("--algo must be ring, tree, nvls or nvls_tree, not \"" + a + "\"");
+  const auto algo = collective::parse_algorithm(a);
+  if (!algo || *algo == collective::Algorithm::pairwise)
+    throw UsageError("--algo must be ring, tree, nvls or nvls_tree, not \"" + a + "\"");
+  return *algo;
 }
 
 collective::Protocol parse_protocol(const std::string& p) {
-  for (auto proto : collective::kProtocols)
-    if (p == collective::protocol_name(proto)) return proto;
-  throw UsageError("--proto must be LL, LL128 or Simple, not \"" + p + "\"");
+  const auto proto = collective::parse_protocol(p);
+  if (!proto) throw UsageError("--proto must be LL, LL128 or Simple, not \"" + p + "\"");
+  return *proto;
 }
 
 }  // namespace

@@ -27,6 +27,19 @@ const char* protocol_name(Protocol p) {
   return "?";
 }
 
+std::optional<Algorithm> parse_algorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::nvls, Algorithm::nvls_tree,
+                      Algorithm::pairwise})
+    if (name == algorithm_name(a)) return a;
+  return std::nullopt;
+}
+
+std::optional<Protocol> parse_protocol(const std::string& name) {
+  for (Protocol p : kProtocols)
+    if (name == protocol_name(p)) return p;
+  return std::nullopt;
+}
+
 bool FabricLevel::allows(Algorithm a) const {
   for (Algorithm x : algorithms)
     if (x == a) return true;

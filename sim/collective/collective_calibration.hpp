@@ -9,6 +9,7 @@
 //   file per level (NVSwitch, EFA, InfiniBand); the tuner (nccl_tuner.hpp) picks an algorithm and
 //   a protocol per call, as NCCL does.
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ enum class Algorithm { ring, direct, tree, nvls, nvls_tree, pairwise };
 enum class Protocol { ll, ll128, simple };
 constexpr std::array<Protocol, 3> kProtocols{Protocol::ll, Protocol::ll128, Protocol::simple};
 [[nodiscard]] const char* protocol_name(Protocol p);  ///< "LL", "LL128", "Simple"
+/// The inverses of algorithm_name (NCCL's algorithms: ring, tree, nvls, nvls_tree, pairwise)
+/// and protocol_name; nullopt when unknown.
+[[nodiscard]] std::optional<Algorithm> parse_algorithm(const std::string& name);
+[[nodiscard]] std::optional<Protocol> parse_protocol(const std::string& name);
 
 /// Schema 1: one fabric level.
 struct LevelCalibration {

@@ -48,12 +48,30 @@ int ceil_log2(int n) {
   return l;
 }
 
-/// Parent of node i in NCCL-style tree t over n nodes (-1 for the root). Tree 0 is heap-ordered
-/// (root 0); tree 1 is its mirror (root n-1), so a node inner in one tree is a leaf in the other.
+/// Parent of node i in NCCL's binary tree over n nodes rooted at 0 (-1 for the root), as
+/// NCCL's trees.cc builds it: with b the lowest set bit of i, the parent is (i ^ b) | 2b, or
+/// i ^ b when that is out of range. The root has a single child (the highest power of two
+/// below n), so every other inner node has two children and a parent.
+int btree_parent(int i, int n) {
+  if (i == 0) return -1;
+  int bit = 1;
+  while (!(bit & i)) bit <<= 1;
+  const int up = (i ^ bit) | (bit << 1);
+  return up < n ? up : i ^ bit;
+}
+
+/// Parent of node i in tree t of NCCL's double binary tree over n nodes (-1 for the root).
+/// Tree 0 is the binary tree; tree 1 mirrors it (n even) or shifts it by one (n odd), so a node
+/// inner in one tree is a leaf in the other. Per tree of S/2 a node moves S/2 to and from its
+/// parent and each child: S per direction on two nodes, 2S for an inner node beyond two nodes.
 int tree_parent(int t, int i, int n) {
-  if (t == 0) return i == 0 ? -1 : (i - 1) / 2;
-  const int m = n - 1 - i;
-  return m == 0 ? -1 : n - 1 - (m - 1) / 2;
+  if (t == 0) return btree_parent(i, n);
+  if (n % 2 == 0) {
+    const int p = btree_parent(n - 1 - i, n);
+    return p < 0 ? -1 : n - 1 - p;
+  }
+  const int p = btree_parent((i - 1 + n) % n, n);
+  return p < 0 ? -1 : (p + 1) % n;
 }
 
 }  // namespace
@@ -69,6 +87,7 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
   s.intra_steps = steps - s.inter_steps;
   const Bytes per_rank = static_cast<double>(steps) * size / n;  // broadcast: S (n-1)/n
   s.pipeline_depth = steps;
+  s.inter_depth = s.inter_steps;
   s.pipeline_unit = op == Op::broadcast ? size : size / n;
   s.units_per_lane = per_rank / s.pipeline_unit;
   FlowSum sum;
@@ -91,14 +110,16 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
 
 namespace {
 
-/// The double binary tree's inter-node flows: lane l (of max(k, 2)) runs on position l % k of
-/// every node, on tree l % 2, carrying S / lanes up to the parent and back down.
+/// The double binary tree's inter-node flows: lane l (of 2k) runs on position l % k of every
+/// node, on tree l / k, carrying S / lanes up to the parent and back down. 2k lanes: every
+/// position (its NIC) carries one lane of each tree, so an inner node's 3 lanes' worth and a
+/// leaf's 1 are spread evenly over the node's NICs.
 void add_tree_flows(Bytes size, const GroupShape& g, FlowSum& sum) {
   const int nodes = g.node_count(), k = g.per_node();
-  const int lanes = std::max(k, 2);
+  const int lanes = 2 * k;
   const Bytes lane_bytes = size / lanes;
   for (int l = 0; l < lanes; ++l) {
-    const int p = l % k, t = l % 2;
+    const int p = l % k, t = l / k;
     for (int m = 0; m < nodes; ++m) {
       const int parent = tree_parent(t, m, nodes);
       if (parent < 0) continue;
@@ -115,7 +136,7 @@ Schedule tree_schedule(Bytes size, const GroupShape& g) {
   s.algorithm = Algorithm::tree;
   const int nodes = g.node_count(), k = g.per_node();
   TRAINSIM_CHECK(nodes >= 2, "tree all_reduce needs at least two nodes");
-  const int lanes = std::max(k, 2);  // each lane: one channel, on one of the two trees
+  const int lanes = 2 * k;  // each lane: one channel, on one of the two trees
   const Bytes lane_bytes = size / lanes;
   FlowSum sum;
   for (int l = 0; l < lanes; ++l) {
@@ -136,6 +157,7 @@ Schedule tree_schedule(Bytes size, const GroupShape& g) {
   s.inter_steps = 2 * depth;
   // A chunk crosses the chain once (its up and down legs overlap) and the tree up and down.
   s.pipeline_depth = k + 2 * depth;
+  s.inter_depth = 2 * depth;
   s.pipeline_unit = size / 2;  // each tree streams half of S
   s.units_per_lane = 1;
   return s;
@@ -174,6 +196,7 @@ Schedule nvls_tree_schedule(Bytes size, const GroupShape& g) {
   s.inter_steps = 2 * depth;
   // Into the switch, up and down the tree, out of the switch.
   s.pipeline_depth = 2 + 2 * depth;
+  s.inter_depth = 2 * depth;
   s.pipeline_unit = size / 2;
   s.units_per_lane = 1;
   return s;
@@ -202,8 +225,7 @@ Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
         if (o != m) sum.add(g.nodes[m][j], g.nodes[o][j], share * k, true);
     }
   s.flows = sum.flows();
-  s.intra_steps = k > 1 ? 1 : 0;
-  s.inter_steps = nodes > 1 ? 1 : 0;
+  s.peer_rounds = n - 1;
   return s;
 }
 

@@ -38,8 +38,12 @@ struct Schedule {
   int intra_steps = 0;      ///< sequential steps on NVLink/PCIe (each pays a step latency)
   int inter_steps = 0;      ///< sequential steps across the network
   int pipeline_depth = 0;   ///< hops a chunk travels before the pipeline is full (0: none)
+  int inter_depth = 0;      ///< of those, hops across the network (the rest: inside a node)
   Bytes pipeline_unit = 0;  ///< bytes one pipeline stage moves (a ring step's S/n, a tree's S/2)
   double units_per_lane = 1;  ///< stages a lane streams one after another (ring: its steps)
+  /// Point-to-point rounds posted one after another (alltoall: one per peer, n-1); each pays
+  /// the step latency of the group's outermost level, the route latency is paid once.
+  int peer_rounds = 0;
 };
 
 /// Ring over all ranks with k channels (all_reduce, reduce_scatter, all_gather, broadcast).
@@ -62,7 +66,9 @@ struct Schedule {
 
 /// alltoall (S = each rank's whole send buffer, S/n to every rank) and send_recv (S from the
 /// group's first rank to its second). Inter-node bytes for all ranks of a remote node travel
-/// to the rank at the same position there (NCCL's rail-aligned PXN path).
+/// to the rank at the same position there (NCCL's rail-aligned PXN path). alltoall is n-1
+/// send/recv rounds (NCCL's p2p schedule: round d sends to rank+d, receives from rank-d); their
+/// flows overlap, but each round is a separate network operation with its own step cost.
 [[nodiscard]] Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g);
 
 }  // namespace trainsim::collective

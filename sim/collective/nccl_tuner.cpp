@@ -93,8 +93,9 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
     for (const auto& [k, b] : *m) intra_max = std::max(intra_max, b);
   for (const auto* m : {&node_out, &node_in})
     for (const auto& [k, b] : *m) inter_max = std::max(inter_max, b);
-  if (intra_max > 0) r.bandwidth_time = intra_max / rates.intra_link;
-  if (inter_max > 0) r.bandwidth_time = std::max(r.bandwidth_time, inter_max / rates.node_uplink);
+  const Seconds intra_time = intra_max > 0 ? intra_max / rates.intra_link : 0;
+  const Seconds inter_time = inter_max > 0 ? inter_max / rates.node_uplink : 0;
+  r.bandwidth_time = std::max(intra_time, inter_time);
 
   const auto pi = static_cast<std::size_t>(p);
   r.latency = cal.protocol(p).base_latency +
@@ -102,6 +103,12 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
               s.inter_steps * (cal.inter_fabric.step_latency[pi] + rates.inter_hop);
   if (s.algorithm == Algorithm::nvls || s.algorithm == Algorithm::nvls_tree)
     r.latency += cal.intra_fabric.nvls_latency + rates.intra_hop;
+  if (s.peer_rounds > 0) {
+    const bool multi_node = g.node_count() > 1;
+    const FabricLevel& level = multi_node ? cal.inter_fabric : cal.intra_fabric;
+    r.latency += s.peer_rounds * level.step_latency[pi] +
+                 (multi_node ? rates.inter_hop : rates.intra_hop);
+  }
 
   if (s.pipeline_depth > 1 && s.pipeline_unit > 0) {
     const bool multi_node = g.node_count() > 1;
@@ -109,8 +116,13 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
     const bool tree = s.algorithm == Algorithm::tree || s.algorithm == Algorithm::nvls_tree;
     const FabricLevel& level = multi_node ? cal.inter_fabric : cal.intra_fabric;
     if (chunk <= 0) chunk = tree ? level.tree_chunk : level.simple_chunk;
-    r.fill = (s.pipeline_depth - 1) * std::min(s.pipeline_unit, chunk) / s.pipeline_unit *
-             r.bandwidth_time / s.units_per_lane;
+    // The first chunk crosses each hop at that hop's level's rate (a stage's bytes over its
+    // busiest port); the slowest stage is the streaming itself, not fill.
+    const double per_unit = std::min(s.pipeline_unit, chunk) / s.pipeline_unit / s.units_per_lane;
+    const int intra_depth = s.pipeline_depth - s.inter_depth;
+    r.fill = per_unit * (intra_depth * intra_time + s.inter_depth * inter_time -
+                         std::max(intra_depth > 0 ? intra_time : 0,
+                                  s.inter_depth > 0 ? inter_time : 0));
   }
   return r;
 }

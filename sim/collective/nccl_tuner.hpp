@@ -10,8 +10,11 @@
 //                    and each node's uplink (both directions)
 //   latency        = protocol base latency + intra steps x (step latency + hop latency)
 //                    + inter steps x (step latency + hop latency) [+ NVLS call latency]
-//   pipeline fill  = (depth - 1) x min(unit, chunk) / unit x bandwidth time / units per lane:
-//                    the first chunk crosses `depth` hops before the pipeline streams
+//                    [+ peer rounds x outermost level's step latency + one hop: alltoall]
+//   pipeline fill  = min(unit, chunk) / unit / units per lane x (sum over the `depth` hops of
+//                    the stage time of the hop's level - the slowest stage's time): the first
+//                    chunk crosses each hop (NVLink or network) at that level's rate before the
+//                    pipeline streams at the slowest one
 #include <vector>
 
 #include "collective/collective_plan.hpp"

@@ -22,7 +22,8 @@ Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataPar
   const auto rates = engine::fabric_rates(s.topology);
   Bytes total = 0;
   for (const auto& c : prog.collectives) {
-    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates);
+    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates,
+                                              p.collectives);
     for (const auto& ph : plan.phases)
       for (const auto& f : ph.flows)
         if (f.src / cfg.ranks_per_node == 0 && f.dst / cfg.ranks_per_node != 0) total += f.bytes;

@@ -56,7 +56,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   const auto result = engine::execute_program(
       prog, platform,
       [&](const program::CollectiveCall& c) {
-        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates);
+        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates,
+                                              p.collectives);
       },
       engine::ExecuteOptions{trace, s.fold_symmetric_ranks});
   PointResult r;

@@ -56,6 +56,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
   s.collectives = collective::load_collective_calibration(s.topology.calibration_file);
   s.model = read_model(root.object("model"));
   s.training = read_training(root.object("training"));
+  const auto scenario_collectives = read_collectives(root.object("training"), s.collectives);
   if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.topology);
   else root.allow("data");
   {
@@ -103,9 +104,11 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     }
     po.allow("model");
     p.training = s.training;
+    p.collectives = scenario_collectives;
     if (raw.contains("training")) {
       const auto t = merged(doc["training"], raw["training"]);
       p.training = read_training(JsonObject(t, path, at + "/training"));
+      p.collectives = read_collectives(JsonObject(t, path, at + "/training"), s.collectives);
     }
     po.allow("training");
     try {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective/collective_calibration.hpp"
+#include "collective/collective_plan.hpp"
 #include "model/device_profile.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/transformer.hpp"
@@ -30,6 +31,7 @@ struct Point {
   std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
   model::TransformerSpec model;
   plan::TrainingPlan training;
+  collective::TunerOverride collectives;  ///< training.collectives: forced algorithm / protocol
   plan::Layout layout;
 };
 

@@ -58,9 +58,43 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
+  o.allow("collectives");  // read_collectives
   o.allow("note");
   o.finish();
   return t;
+}
+
+collective::TunerOverride read_collectives(JsonObject training,
+                                           const collective::CollectiveCalibration& cal) {
+  using collective::Algorithm;
+  using collective::Protocol;
+  collective::TunerOverride force;
+  if (!training.has("collectives")) return force;
+  JsonObject o = training.object("collectives");
+  if (cal.schema_version < 2)
+    training.fail("collectives", cal.library + " (" + cal.file +
+                                     ") has fixed algorithms and no tuner to override");
+  if (o.has("algorithm")) {
+    const std::string name = o.choice("algorithm", {"ring", "tree", "nvls", "nvls_tree"});
+    const Algorithm a = *collective::parse_algorithm(name);
+    const bool offered = a == Algorithm::nvls_tree
+                             ? cal.intra_fabric.allows(Algorithm::nvls) &&
+                                   cal.inter_fabric.allows(Algorithm::tree)
+                             : cal.intra_fabric.allows(a) || cal.inter_fabric.allows(a);
+    if (!offered)
+      o.fail("algorithm", "\"" + name + "\" is not offered by the fabrics of " + cal.file);
+    force.algorithm = a;
+  }
+  if (o.has("protocol")) {
+    const std::string name = o.choice("protocol", {"LL", "LL128", "Simple"});
+    const Protocol p = *collective::parse_protocol(name);
+    if (!cal.intra_fabric.allows(p) && !cal.inter_fabric.allows(p))
+      o.fail("protocol", "\"" + name + "\" is not enabled on the fabrics of " + cal.file);
+    force.protocol = p;
+  }
+  o.allow("note");
+  o.finish();
+  return force;
 }
 
 }  // namespace trainsim::scenario

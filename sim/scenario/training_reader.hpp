@@ -10,11 +10,22 @@
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
 //   fused_cross_entropy [false]
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
+//   collectives         {"algorithm": ring | tree | nvls | nvls_tree, "protocol": LL | LL128 |
+//                       Simple}: forces the NCCL tuner's choice for every collective of the
+//                       run, like NCCL_ALGO / NCCL_PROTO [the tuner decides]; read by
+//                       read_collectives
+#include "collective/collective_plan.hpp"
 #include "core/json_reader.hpp"
 #include "plan/training_plan.hpp"
 
 namespace trainsim::scenario {
 
 [[nodiscard]] plan::TrainingPlan read_training(JsonObject o);
+
+/// The "collectives" object of a "training" object (empty override when absent). ConfigError
+/// on an unknown algorithm or protocol, one that no fabric of `cal` offers, or any override on
+/// a schema-1 calibration (HCCL: fixed algorithms, no tuner).
+[[nodiscard]] collective::TunerOverride read_collectives(JsonObject training,
+                                                         const collective::CollectiveCalibration& cal);
 
 }  // namespace trainsim::scenario

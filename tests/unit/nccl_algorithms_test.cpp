@@ -2,6 +2,7 @@
 // each algorithm puts on each accelerator port and node uplink, with the arithmetic written out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -105,17 +106,45 @@ TEST(TreeSchedule, TwoNodesMoveSOnceEachWayAcrossTheNetwork) {
   EXPECT_EQ(s.inter_steps, 2);   // 2 ceil(log2 nodes)
 }
 
-TEST(TreeSchedule, FourNodesAreInnerInOneTreeAndLeafInTheOther) {
-  // Tree 0: 0 <- {1, 2}, 1 <- {3}. Tree 1 (mirror): 3 <- {2, 1}, 2 <- {0}. Per tree of S/2 a
-  // node sends S/2 to its parent and S/2 to each child: node 0 sends 2 x S/2 in tree 0 and
-  // S/2 in tree 1 = 1.5 S, and by symmetry every node sends 1.5 S.
+TEST(TreeSchedule, FourNodesFollowNcclsBtreeAndItsMirror) {
+  // NCCL's btree (trees.cc) over 4 nodes: 0 <- 2 <- {1, 3} (the root has a single child);
+  // tree 1 mirrors it (r -> 3 - r): 3 <- 1 <- {2, 0}. Per tree of S/2 a node moves S/2 to and
+  // from its parent and each child: nodes 1 and 2 are inner in one tree (1.5 S) and leaves in
+  // the other (S/2) = 2 S per direction; nodes 0 and 3 are a root with one child in one tree
+  // and a leaf in the other = S.
   const auto s = tree_schedule(kS, shape(4, 2));
   const auto l = loads(s, 2);
+  const double expected[] = {1.0, 2.0, 2.0, 1.0};
   for (int n = 0; n < 4; ++n) {
-    EXPECT_DOUBLE_EQ(l.node_out.at(n), 1.5 * kS) << n;
-    EXPECT_DOUBLE_EQ(l.node_in.at(n), 1.5 * kS) << n;
+    EXPECT_DOUBLE_EQ(l.node_out.at(n), expected[n] * kS) << n;
+    EXPECT_DOUBLE_EQ(l.node_in.at(n), expected[n] * kS) << n;
   }
+  // Each of a node's NICs carries one lane of each tree: the node's load splits evenly.
+  for (int r = 0; r < 8; ++r) EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), expected[r / 2] * kS / 2);
   EXPECT_EQ(s.inter_steps, 4);
+  EXPECT_EQ(s.inter_depth, 4);
+  EXPECT_EQ(s.pipeline_depth, 2 + 4);  // the chain (k = 2) and up and down the tree
+}
+
+TEST(TreeSchedule, BeyondTwoNodesTheBusiestNodeMovesTwiceS) {
+  // 8 nodes: 0 <- 4 <- {2, 6}, 2 <- {1, 3}, 6 <- {5, 7}; mirrored. The busiest node moves 2 S
+  // each way (1.5 S as an inner node, S/2 as a leaf), twice the 2-node tree's S: NCCL's tuner
+  // halves the NVLS tree's network bandwidth beyond two nodes for the same reason (tuning.cc).
+  // 3 nodes (odd): tree 0 is the chain 0 <- 2 <- 1 and tree 1 its shift by one, 1 <- 0 <- 2:
+  // node 0 is a root with one child (S/2) and inner with one child (S): 1.5 S.
+  {
+    const auto l = loads(tree_schedule(kS, shape(3, 1)), 1);
+    EXPECT_DOUBLE_EQ(l.node_out.at(0), 1.5 * kS);
+    EXPECT_DOUBLE_EQ(l.node_out.at(1), 1.0 * kS);
+    EXPECT_DOUBLE_EQ(l.node_out.at(2), 1.5 * kS);
+  }
+  for (int nodes : {8, 16}) {
+    const auto s = tree_schedule(kS, shape(nodes, 1));
+    const auto l = loads(s, 1);
+    Bytes most = 0;
+    for (const auto& [n, b] : l.node_out) most = std::max(most, b);
+    EXPECT_DOUBLE_EQ(most, 2 * kS) << nodes;
+  }
 }
 
 TEST(NvlsSchedule, EachPortCarriesSOnce) {
@@ -145,6 +174,7 @@ TEST(PairwiseSchedule, AlltoallSendsSOverNToEveryPeer) {
     EXPECT_DOUBLE_EQ(l.rank_inter_out.at(r), kS / 2);
   }
   EXPECT_DOUBLE_EQ(l.node_out.at(0), kS);
+  EXPECT_EQ(s.peer_rounds, 3);  // one send/recv round per peer, n - 1
 }
 
 TEST(PairwiseSchedule, SendRecvIsOneFlow) {

@@ -2,6 +2,8 @@
 // fabric with round numbers, and which algorithm and protocol it picks on small cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -64,6 +66,48 @@ TEST(NcclTuner, RingPredictionIsLatencyPlusFillPlusBandwidth) {
   EXPECT_NEAR(p.fill, 5 * (1e6 / 16e6) * bw / 6, 1e-12);
 }
 
+TEST(NcclTuner, FillCrossesEachHopAtItsLevelsRate) {
+  // Tree over 2 nodes x 4, S = 64 MB: the busiest NVLink port's chain bytes at 0.8 x 100 GB/s
+  // (intra stage), the node uplink's S at 0.6 x 50 GB/s (network stage). The first chunk (1 MB of the S/2 unit) crosses k = 4 chain hops at the
+  // NVLink stage rate and 2 tree hops at the network's; the slowest stage streams, not fills.
+  const auto cal = round_cal(false);
+  const RankLayout layout{4};
+  const auto g = shape_of(ranks(8), layout);
+  const Bytes s = 64e6;
+  const auto sched = tree_schedule(s, g);
+  const auto p = predict(sched, Protocol::simple, g, layout, cal, round_rates());
+  Bytes intra_max = 0;
+  std::map<int, Bytes> out, in;
+  for (const auto& f : sched.flows)
+    if (!f.inter_node) {
+      out[f.src] += f.bytes;
+      in[f.dst] += f.bytes;
+    }
+  for (const auto* m : {&out, &in})
+    for (const auto& [r, b] : *m) intra_max = std::max(intra_max, b);
+  const Seconds intra = intra_max / 0.8 / 100e9, inter = s / 0.6 / 50e9;
+  ASSERT_GT(inter, intra);
+  EXPECT_NEAR(p.bandwidth_time, inter, 1e-12);
+  EXPECT_NEAR(p.fill, (1e6 / 32e6) * (4 * intra + 2 * inter - inter), 1e-12);
+}
+
+TEST(NcclTuner, AlltoallPaysOneStepPerPeerRound) {
+  // 2 nodes x 4 = 8 ranks: 7 rounds at the network's Simple step latency (10 us), one 10 us
+  // network hop, the 10 us base; alltoall has no pipeline fill.
+  const auto cal = round_cal(false);
+  const RankLayout layout{4};
+  const auto g = shape_of(ranks(8), layout);
+  const auto p = predict(pairwise_schedule(Op::alltoall, 8e6, g), Protocol::simple, g, layout,
+                         cal, round_rates());
+  EXPECT_NEAR(p.latency, 10e-6 + 7 * 10e-6 + 10e-6, 1e-12);
+  EXPECT_EQ(p.fill, 0);
+  // Inside one node: the NVLink step (1 us) per round and one NVLink hop.
+  const auto g1 = shape_of(ranks(4), layout);
+  const auto q = predict(pairwise_schedule(Op::alltoall, 8e6, g1), Protocol::simple, g1, layout,
+                         cal, round_rates());
+  EXPECT_NEAR(q.latency, 10e-6 + 3 * 1e-6 + 1e-6, 1e-12);
+}
+
 TEST(NcclTuner, SmallMessagesTakeLLAndLargeOnesSimple) {
   const auto cal = round_cal(false);
   const RankLayout layout{8};
@@ -100,8 +144,8 @@ TEST(NcclTuner, TwoNodesPickTheTreeAboveTheRingLimit) {
   EXPECT_EQ(plan.algorithm, "tree");
   const double busbw = 1.875 * s / plan.predicted;
   EXPECT_GT(busbw, 45e9);
-  // At 8 nodes a node of the tree sends 1.5 S or more, the ring 2(n-1)/n S ~ 2 S at a higher
-  // efficiency: 1.5 / 30 > 2 / 45, so the ring wins.
+  // At 8 nodes the busiest node of the tree sends 2 S, the ring 2(n-1)/n S ~ 2 S at a higher
+  // efficiency: 2 / 30 > 2 / 45, so the ring wins.
   const auto eight = plan_nccl(Op::all_reduce, s, ranks(64), layout, cal, round_rates(), {});
   EXPECT_EQ(eight.algorithm, "ring");
 }

@@ -231,5 +231,75 @@ TEST(ScenarioErrors, OtherBadValues) {
   EXPECT_EQ(path_of_error(doc), "/model/layers");
 }
 
+// ---- training.collectives: NCCL_ALGO / NCCL_PROTO for a scenario ------------------------------
+
+/// p4d-bert-large-ddp.json (NCCL on p4d: A100 NVSwitch + EFA) loadable from /tmp.
+json p4d_doc() {
+  json doc = read_json_file("scenarios/p4d-bert-large-ddp.json");
+  doc["topology"] = absolute("topologies/p4d.24xlarge.json");
+  return doc;
+}
+
+TEST(ScenarioCollectives, ForceTheTunerForEveryCollectiveOfThePoint) {
+  json doc = p4d_doc();
+  doc["training"]["collectives"] = {{"algorithm", "ring"}, {"protocol", "Simple"}};
+  doc["points"][0]["training"] = {{"collectives", {{"algorithm", "tree"}}}};
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  // The point's object replaces the scenario's key by key: its algorithm, the scenario's protocol.
+  ASSERT_TRUE(s.points[0].collectives.algorithm);
+  EXPECT_EQ(*s.points[0].collectives.algorithm, collective::Algorithm::tree);
+  ASSERT_TRUE(s.points[0].collectives.protocol);
+  EXPECT_EQ(*s.points[0].collectives.protocol, collective::Protocol::simple);
+  ASSERT_TRUE(s.points[1].collectives.algorithm);
+  EXPECT_EQ(*s.points[1].collectives.algorithm, collective::Algorithm::ring);
+
+  // What the override changes: 1 GiB all_reduce over 2 p4d nodes is a tree for the tuner
+  // (half the ring's network bytes), a ring when forced.
+  std::vector<int> group(16);
+  for (int r = 0; r < 16; ++r) group[static_cast<std::size_t>(r)] = r;
+  const collective::RankLayout layout{8};
+  const collective::FabricRates rates{300e9, 2e-6, 50e9, 20e-6};
+  const auto tuned = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
+                                                 layout, s.collectives, rates);
+  EXPECT_EQ(tuned.algorithm, "tree");
+  const auto forced = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
+                                                  layout, s.collectives, rates,
+                                                  s.points[1].collectives);
+  EXPECT_EQ(forced.algorithm, "ring");
+  EXPECT_EQ(forced.protocol, "Simple");
+  EXPECT_GT(forced.predicted, tuned.predicted);
+}
+
+TEST(ScenarioCollectives, UnknownOrUnavailableChoicesNameTheirPath) {
+  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
+  json doc = p4d_doc();
+  doc["training"]["collectives"] = {{"algorithm", "butterfly"}};
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/collectives/algorithm");
+  EXPECT_TRUE(contains(e.what(), "ring")) << e.what();  // lists the choices
+
+  doc["training"]["collectives"] = {{"algorithm", "nvls"}};  // A100: no NVLink SHARP
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/collectives/algorithm");
+  EXPECT_TRUE(contains(e.what(), "not offered")) << e.what();
+
+  doc["training"]["collectives"] = {{"protocol", "simple"}};  // NCCL spells it Simple
+  EXPECT_EQ(error_of(doc).json_path(), "/training/collectives/protocol");
+
+  doc["training"]["collectives"] = {{"algoritm", "ring"}};
+  EXPECT_EQ(error_of(doc).json_path(), "/training/collectives/algoritm");
+
+  doc = p4d_doc();
+  doc["points"][1]["training"] = {{"collectives", {{"protocol", "LL256"}}}};
+  EXPECT_EQ(error_of(doc).json_path(), "/points/1/training/collectives/protocol");
+
+  // HCCL (schema-1 calibration) has no tuner to override.
+  doc = bert_large_doc();
+  doc["training"]["collectives"] = {{"algorithm", "ring"}};
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/collectives");
+  EXPECT_TRUE(contains(e.what(), "no tuner")) << e.what();
+}
+
 }  // namespace
 }  // namespace trainsim::scenario
