@@ -17,9 +17,6 @@
 
 namespace trainsim::scenario {
 
-namespace {
-
-/// What the schedule builders read, with the memory model's numbers for the engine to follow.
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
   program::ScheduleInputs in{p.model, p.training, p.layout, s.device, {}};
   const auto mem_in = memory_inputs(s, p);
@@ -34,8 +31,6 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
   }
   return in;
 }
-
-}  // namespace
 
 std::string unsupported_reason(const Scenario& s, const Point& p) {
   return program::unsupported_plan(schedule_inputs(s, p));
