@@ -43,7 +43,7 @@ struct NodeState {
   long next_claim = 0;
   long consumed = 0;  ///< loader batches the trainer has taken
   std::vector<LoaderBatch> batches;
-  std::vector<Seconds> wait, io_wait, cpu_wait;  ///< per epoch
+  std::vector<Seconds> wait, io_wait, cpu_wait;  ///< per step: the trainer's wait for batches
   Seconds io_busy = 0, cpu_busy = 0;            ///< workers' time, for attributing waits
 };
 
@@ -68,7 +68,7 @@ public:
       fabric->add_route(zone->get_netpoint(), nullptr, node->host->get_netpoint(), nullptr,
                         {sg4::LinkInRoute(uplink, sg4::LinkInRoute::Direction::UP)}, true);
       node->batches.resize(static_cast<std::size_t>(total_steps() * s.step.loader_batches));
-      node->wait.assign(static_cast<std::size_t>(plan_.epochs), 0);
+      node->wait.assign(static_cast<std::size_t>(total_steps()), 0);
       node->io_wait = node->cpu_wait = node->wait;
       nodes_.push_back(std::move(node));
     }
@@ -198,7 +198,7 @@ private:
     NodeState& node = *nodes_[n];
     const int next = (n + 1) % plan_.nodes;
     for (long k = 0; k < total_steps(); ++k) {
-      const auto epoch = static_cast<std::size_t>(k / plan_.steps_per_epoch);
+      const auto step = static_cast<std::size_t>(k);
       for (int j = 0; j < s_.step.loader_batches; ++j) {
         const auto b = static_cast<std::size_t>(k * s_.step.loader_batches + j);
         const Seconds w0 = sg4::Engine::get_clock();
@@ -206,7 +206,7 @@ private:
           std::unique_lock<sg4::Mutex> lock(*node.mutex);
           while (node.batches[b].ready < 0) node.batch_ready->wait(lock);
         }
-        attribute_wait(node, epoch, node.batches[b], w0, sg4::Engine::get_clock());
+        attribute_wait(node, step, node.batches[b], w0, sg4::Engine::get_clock());
       }
       {
         std::unique_lock<sg4::Mutex> lock(*node.mutex);
@@ -233,18 +233,21 @@ private:
   }
 
   /// Splits a wait between reading and pre-processing by what the awaited batch was doing;
-  /// the part before it was claimed (every worker busy) by what the workers spend time on.
-  void attribute_wait(NodeState& node, std::size_t epoch, const LoaderBatch& b, Seconds w0, Seconds w1) {
+  /// the part before it was claimed (every worker busy) by what the workers spend time on. A
+  /// wait that begins while its batch is still being read is all the read's: the batch's
+  /// pre-processing would have been hidden had the read finished in time.
+  void attribute_wait(NodeState& node, std::size_t step, const LoaderBatch& b, Seconds w0, Seconds w1) {
     if (w1 <= w0) return;
     auto overlap = [&](Seconds a, Seconds c) { return std::max(0.0, std::min(w1, c) - std::max(w0, a)); };
-    const Seconds io = overlap(b.claimed, b.read_done);
-    const Seconds cpu = overlap(b.read_done, b.ready);
+    const bool late_read = w0 >= b.claimed && w0 < b.read_done;
+    const Seconds io = late_read ? w1 - w0 : overlap(b.claimed, b.read_done);
+    const Seconds cpu = late_read ? 0 : overlap(b.read_done, b.ready);
     const Seconds before = overlap(-1e300, b.claimed);
     const double busy = node.io_busy + node.cpu_busy;
     const double io_share = busy > 0 ? node.io_busy / busy : 0.5;
-    node.wait[epoch] += w1 - w0;
-    node.io_wait[epoch] += io + before * io_share;
-    node.cpu_wait[epoch] += cpu + before * (1 - io_share);
+    node.wait[step] += w1 - w0;
+    node.io_wait[step] += io + before * io_share;
+    node.cpu_wait[step] += cpu + before * (1 - io_share);
   }
 
   pipeline::PipelineResult summarize() const {
@@ -260,13 +263,28 @@ private:
       prev = end;
       const double steps = static_cast<double>(plan_.steps_per_epoch);
       r.samples_per_s = steps * static_cast<double>(s_.step.samples_per_step) / r.time;
+      // The step's all-reduce holds every node until the last one has its batches, so the job
+      // stalls, step by step, as long as the node that waited longest; its reads vs
+      // pre-processing split names the cause. Per node, the whole epoch's wait shows imbalance.
+      std::vector<Seconds> node_wait(static_cast<std::size_t>(plan_.nodes), 0);
+      Seconds stall = 0, io_stall = 0, cpu_stall = 0;
+      for (long k = 0; k < plan_.steps_per_epoch; ++k) {
+        const auto step = static_cast<std::size_t>(e * plan_.steps_per_epoch + k);
+        int worst = 0;
+        for (int n = 0; n < plan_.nodes; ++n) {
+          node_wait[static_cast<std::size_t>(n)] += nodes_[n]->wait[step];
+          if (nodes_[n]->wait[step] > nodes_[worst]->wait[step]) worst = n;
+        }
+        stall += nodes_[worst]->wait[step];
+        io_stall += nodes_[worst]->io_wait[step];
+        cpu_stall += nodes_[worst]->cpu_wait[step];
+      }
+      r.wait_fraction = stall / r.time;
+      r.io_wait_fraction = io_stall / r.time;
+      r.cpu_wait_fraction = cpu_stall / r.time;
       r.min_node_wait_fraction = 1;
       for (int n = 0; n < plan_.nodes; ++n) {
-        const auto& node = *nodes_[n];
-        const double w = node.wait[static_cast<std::size_t>(e)] / r.time;
-        r.wait_fraction += w / plan_.nodes;
-        r.io_wait_fraction += node.io_wait[static_cast<std::size_t>(e)] / r.time / plan_.nodes;
-        r.cpu_wait_fraction += node.cpu_wait[static_cast<std::size_t>(e)] / r.time / plan_.nodes;
+        const double w = node_wait[static_cast<std::size_t>(n)] / r.time;
         if (w > r.max_node_wait_fraction) {
           r.max_node_wait_fraction = w;
           r.slowest_node = n;
@@ -289,7 +307,6 @@ private:
       r.cpu_utilisation = core_seconds / (host.vcpus * r.time);
       out.epochs.push_back(r);
     }
-    out.diagnoses = pipeline::diagnose(out.epochs);
     return out;
   }
 

@@ -33,7 +33,8 @@ struct PipelineSetup {
   PipelineStepProfile step;
 };
 
-/// Must run in a process without another Engine (creates one).
+/// The epochs (no diagnoses: the caller applies its thresholds). Must run in a process without
+/// another Engine (creates one).
 [[nodiscard]] pipeline::PipelineResult simulate_input_pipeline(const PipelineSetup& setup);
 
 }  // namespace trainsim::engine

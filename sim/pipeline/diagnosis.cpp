@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "pipeline/pipeline_result.hpp"
+#include "pipeline/diagnosis.hpp"
 
 namespace trainsim::pipeline {
 
@@ -23,7 +23,10 @@ std::vector<Diagnosis> diagnose(const std::vector<EpochResult>& epochs, const Di
       out.push_back({"IOBottleneck", n,
                      pct(e.io_wait_fraction) + " of the epoch waiting for reads (" +
                          pct(e.wait_fraction) + " waiting for batches in all)"});
-    if (e.cpu_wait_fraction > t.wait || e.cpu_utilisation > t.cpu_utilisation)
+    // A batch that arrives late from storage still has to be pre-processed, so an I/O-bound
+    // job also waits on pre-processing: that wait names the CPU only when it is the larger.
+    const bool cpu_wait = e.cpu_wait_fraction > t.wait && e.cpu_wait_fraction >= e.io_wait_fraction;
+    if (cpu_wait || e.cpu_utilisation > t.cpu_utilisation)
       out.push_back({"CPUBottleneck", n,
                      pct(e.cpu_wait_fraction) + " of the epoch waiting for pre-processing; vCPUs " +
                          pct(e.cpu_utilisation) + " busy (pre-processing and collectives)"});

@@ -1,11 +1,12 @@
 #pragma once
 // A scenario's input pipeline (the optional "data" section): the data set, the DataLoader on
-// each node, where the data comes from (FSx for Lustre or local NVMe) and how many epochs to
-// simulate. Plain data; scenario/ reads it, engine/ runs it.
+// each node, where the data comes from (FSx for Lustre or local NVMe), how many epochs to
+// simulate and when the diagnoses fire. Plain data; scenario/ reads it, engine/ runs it.
 #include <cstdint>
 #include <string>
 
 #include "core/units.hpp"
+#include "pipeline/diagnosis.hpp"
 #include "storage/fsx_spec.hpp"
 
 namespace trainsim::pipeline {
@@ -36,6 +37,7 @@ struct PipelineConfig {
   Bytes fsx_capacity = 0;  ///< default; a point may override it
   int epochs = 2;
   std::uint64_t shuffle_seed = 0;
+  DiagnosisThresholds diagnosis;  ///< "data.diagnosis"; defaults are assumptions
 };
 
 }  // namespace trainsim::pipeline

@@ -1,5 +1,6 @@
 #pragma once
-// What an input-pipeline simulation measured, per epoch, and the diagnoses drawn from it.
+// What an input-pipeline simulation measured, per epoch, and the diagnoses drawn from it
+// (pipeline/diagnosis.hpp).
 #include <string>
 #include <vector>
 
@@ -10,10 +11,12 @@ namespace trainsim::pipeline {
 struct EpochResult {
   Seconds time = 0;
   double samples_per_s = 0;
-  double wait_fraction = 0;     ///< of the epoch, trainers waiting for a batch (mean over nodes)
+  /// Of the epoch, the job stalled waiting for batches: per step, the wait of the node that
+  /// waited longest (the step's all-reduce holds the others), summed over the epoch's steps.
+  double wait_fraction = 0;
   double io_wait_fraction = 0;  ///< the part of wait_fraction spent on reads
   double cpu_wait_fraction = 0; ///< the part spent on pre-processing (and CPU contention)
-  double max_node_wait_fraction = 0;
+  double max_node_wait_fraction = 0;  ///< of the epoch, the longest any one node waited in all
   double min_node_wait_fraction = 0;
   int slowest_node = 0;
   double accelerator_utilisation = 0;  ///< accelerator busy time / epoch time
@@ -35,18 +38,5 @@ struct PipelineResult {
   std::vector<EpochResult> epochs;
   std::vector<Diagnosis> diagnoses;
 };
-
-/// Thresholds (our choice, in the spirit of the Debugger rules' defaults): a rule fires when
-/// more than 10% of an epoch is spent waiting on that resource, accelerators are busy less
-/// than 70% of the time, or one node waits 10 points of the epoch more than another.
-struct DiagnosisThresholds {
-  double wait = 0.10;
-  double accelerator_utilisation = 0.70;
-  double node_spread = 0.10;
-  double cpu_utilisation = 0.90;
-};
-
-[[nodiscard]] std::vector<Diagnosis> diagnose(const std::vector<EpochResult>& epochs,
-                                              const DiagnosisThresholds& t = {});
 
 }  // namespace trainsim::pipeline

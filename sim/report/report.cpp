@@ -194,6 +194,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       mem["simulated_peak_time_s"] = r.peak_memory_time;
     }
     p["memory"] = mem;
+    p["global_batch"] = global_batch_json(global_batch(r.point, results.front().point));
     if (r.pipeline) p["pipeline"] = pipeline::to_json(*r.pipeline);
     points.push_back(p);
   }
@@ -203,6 +204,14 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
   doc["topology"] = s.topology.name;
   doc["model"] = s.model.name;
   doc["reference_source"] = s.reference_source;
+  if (s.data) {
+    const auto& t = s.data->diagnosis;
+    doc["diagnosis_thresholds"] = {{"wait", t.wait},
+                                   {"accelerator_utilisation", t.accelerator_utilisation},
+                                   {"node_spread", t.node_spread},
+                                   {"cpu_utilisation", t.cpu_utilisation},
+                                   {"note", "assumptions; set in data.diagnosis"}};
+  }
   doc["points"] = points;
   os << doc.dump(2) << "\n";
 }

@@ -43,6 +43,26 @@ pipeline::LoaderConfig read_loader(JsonObject o) {
   return l;
 }
 
+/// A share of an epoch (0 < x < 1) for a diagnosis threshold; the default when absent.
+double fraction_or(JsonObject& o, const std::string& key, double fallback) {
+  const double v = o.number_or(key, fallback);
+  if (!(v > 0 && v < 1)) o.fail(key, "expected a fraction between 0 and 1 (exclusive), got " + std::to_string(v));
+  return v;
+}
+
+pipeline::DiagnosisThresholds read_diagnosis(JsonObject o) {
+  const pipeline::DiagnosisThresholds defaults;
+  pipeline::DiagnosisThresholds t;
+  t.wait = fraction_or(o, "wait", defaults.wait);
+  t.accelerator_utilisation = fraction_or(o, "accelerator_utilisation", defaults.accelerator_utilisation);
+  t.node_spread = fraction_or(o, "node_spread", defaults.node_spread);
+  t.cpu_utilisation = fraction_or(o, "cpu_utilisation", defaults.cpu_utilisation);
+  o.allow("source");
+  o.allow("note");
+  o.finish();
+  return t;
+}
+
 }  // namespace
 
 void check_fsx_capacity(const pipeline::PipelineConfig& c, Bytes capacity, const JsonObject& o,
@@ -51,6 +71,16 @@ void check_fsx_capacity(const pipeline::PipelineConfig& c, Bytes capacity, const
     o.fail(key, c.fsx_deployment.type + " capacities are 1.2 TiB, 2.4 TiB, then multiples of " +
                     format_bytes(c.fsx_deployment.increment) + " (VALIDATION.md 7.2), not " +
                     format_bytes(capacity));
+}
+
+void check_local_nvme(const pipeline::PipelineConfig& c, const topology::Topology& topo,
+                      const JsonObject& o, const std::string& key) {
+  if (!topo.host || topo.host->local_nvme_read <= 0)
+    o.fail(key, topo.name + " has no local NVMe (" + topo.file + " \"host\".\"local_nvme\")");
+  // Every node keeps a full copy: a shuffling sampler may hand any file to any node.
+  if (c.data.size > topo.host->local_nvme_capacity)
+    o.fail(key, "the data set (" + format_bytes(c.data.size) + ") does not fit on the local NVMe (" +
+                    format_bytes(topo.host->local_nvme_capacity) + ")");
 }
 
 pipeline::PipelineConfig read_pipeline(JsonObject o, const std::string& file,
@@ -63,14 +93,13 @@ pipeline::PipelineConfig read_pipeline(JsonObject o, const std::string& file,
   c.loader = read_loader(o.object("loader"));
   c.epochs = static_cast<int>(o.positive_integer_or("epochs", 2));
   c.shuffle_seed = static_cast<std::uint64_t>(o.positive_integer_or("shuffle_seed", 1));
+  if (o.has("diagnosis")) c.diagnosis = read_diagnosis(o.object("diagnosis"));
+  else o.allow("diagnosis");
   JsonObject st = o.object("storage");
   const std::string kind = st.choice("kind", {"fsx_lustre", "local_nvme"});
   if (kind == "local_nvme") {
     c.source = pipeline::SourceKind::local_nvme;
-    if (topo.host->local_nvme_read <= 0) st.fail("kind", topo.name + " has no local NVMe");
-    if (c.data.size > topo.host->local_nvme_capacity)
-      st.fail("kind", "the data set does not fit on the local NVMe (" +
-                          format_bytes(topo.host->local_nvme_capacity) + ")");
+    check_local_nvme(c, topo, st, "kind");
   } else {
     const std::filesystem::path spec(st.string("spec"));
     c.fsx_spec = storage::load_fsx_spec(

@@ -15,4 +15,8 @@ namespace trainsim::scenario {
 void check_fsx_capacity(const pipeline::PipelineConfig& c, Bytes capacity, const JsonObject& o,
                         const std::string& key);
 
+/// Checks that the topology has local NVMe and the data set fits on it; ConfigError naming `key`.
+void check_local_nvme(const pipeline::PipelineConfig& c, const topology::Topology& topo,
+                      const JsonObject& o, const std::string& key);
+
 }  // namespace trainsim::scenario

@@ -5,9 +5,12 @@
 
 #include "engine/fabric_rates.hpp"
 #include "engine/input_pipeline_executor.hpp"
+#include "pipeline/diagnosis.hpp"
 #include "pipeline/pipeline_result_json.hpp"
 #include "pipeline/read_plan.hpp"
+#include "program/build_program.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "scenario/point_runner.hpp"
 #include "scenario/child_process.hpp"
 
 namespace trainsim::scenario {
@@ -15,9 +18,9 @@ namespace trainsim::scenario {
 namespace {
 
 /// Node 0's bytes per step over its uplink: every collective flow from one of its ranks to
-/// another node.
+/// another node, in the program the point actually runs (DDP, ZeRO, FSDP or model parallel).
 Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataParallelConfig& cfg) {
-  const auto prog = program::build_data_parallel(p.model, s.device, cfg);
+  const auto prog = program::build_program(schedule_inputs(s, p));
   const collective::RankLayout layout{cfg.ranks_per_node};
   const auto rates = engine::fabric_rates(s.topology);
   Bytes total = 0;
@@ -57,7 +60,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   engine::PipelineSetup setup;
   setup.topology = &s.topology;
   setup.loader = c.loader;
-  setup.local_nvme = c.source == pipeline::SourceKind::local_nvme;
+  setup.local_nvme = p.storage_kind.value_or(c.source) == pipeline::SourceKind::local_nvme;
   setup.step = step;
   pipeline::ReadPlanInput in;
   in.data = c.data;
@@ -74,12 +77,20 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
     in.server_cache = setup.fsx.cache;
     in.large_file_threshold = setup.fsx.large_file_threshold;
     in.large_file_stripes = setup.fsx.large_file_stripes;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "FSx %s %.1f TiB (%d servers, %.0f MB/s disk, %.0f MB/s network, %.1f GiB cache)",
-                  setup.fsx.deployment.c_str(), setup.fsx.capacity / 1099511627776.0, setup.fsx.servers,
-                  setup.fsx.disk_baseline / 1e6, setup.fsx.network_baseline / 1e6,
-                  setup.fsx.cache / 1073741824.0);
-    source = buf;
+    // Baseline (burst) MB/s: the burst holds while the credit bucket lasts.
+    auto rate = [](BytesPerSecond base, BytesPerSecond burst) {
+      char text[48];
+      if (burst > base) std::snprintf(text, sizeof text, "%.0f (burst %.0f) MB/s", base / 1e6, burst / 1e6);
+      else std::snprintf(text, sizeof text, "%.0f MB/s", base / 1e6);
+      return std::string(text);
+    };
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "FSx %s %.1f TiB (%d servers, ", setup.fsx.deployment.c_str(),
+                  setup.fsx.capacity / 1099511627776.0, setup.fsx.servers);
+    source = buf + rate(setup.fsx.disk_baseline, setup.fsx.disk_burst) + " disk, " +
+             rate(setup.fsx.network_baseline, setup.fsx.network_burst) + " network, ";
+    std::snprintf(buf, sizeof buf, "%.1f GiB cache)", setup.fsx.cache / 1073741824.0);
+    source += buf;
   } else {
     source = "local NVMe (" + format_bytes(s.topology.host->local_nvme_read) + "/s per node)";
   }
@@ -91,6 +102,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
                               "input pipeline simulation of point \"" + p.label + "\"");
   auto result = pipeline::pipeline_result_from_json(j);
   result.source = source;
+  result.diagnoses = pipeline::diagnose(result.epochs, c.diagnosis);
   const auto& last = result.epochs.back();
   r.samples_per_s = last.samples_per_s;
   r.step_time = last.time / static_cast<double>(plan.steps_per_epoch);

@@ -1,5 +1,6 @@
 #include "scenario/point_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -17,9 +18,6 @@
 
 namespace trainsim::scenario {
 
-namespace {
-
-/// What the schedule builders read, with the memory model's numbers for the engine to follow.
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
   program::ScheduleInputs in{p.model, p.training, p.layout, s.device, {}};
   const auto mem_in = memory_inputs(s, p);
@@ -34,8 +32,6 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
   }
   return in;
 }
-
-}  // namespace
 
 std::string unsupported_reason(const Scenario& s, const Point& p) {
   return program::unsupported_plan(schedule_inputs(s, p));
@@ -143,9 +139,17 @@ PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
 }
 
 PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
-  // The input pipeline needs the detailed step's spans (its compute and communication time).
+  // The input pipeline needs the detailed step's spans (its compute and communication time),
+  // of rank 0 only: sending every rank's through the pipe costs seconds at hundreds of ranks.
   const auto j = run_in_child(
-      [&] { return point_result_to_json(simulate_point_in_process(s, p, trace || s.data.has_value())); },
+      [&] {
+        auto in_child = simulate_point_in_process(s, p, trace || s.data.has_value());
+        if (!trace) {
+          auto& sp = in_child.spans;
+          sp.erase(std::remove_if(sp.begin(), sp.end(), [](const TaskSpan& x) { return x.rank != 0; }), sp.end());
+        }
+        return point_result_to_json(in_child);
+      },
       "simulation of point \"" + p.label + "\"");
   PointResult r = point_result_from_json(j, p);
   if (s.data && r.completed) add_input_pipeline(s, p, r);

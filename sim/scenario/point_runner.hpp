@@ -9,6 +9,7 @@
 #include "engine/program_executor.hpp"
 #include "pipeline/pipeline_result.hpp"
 #include "memory/memory_advice.hpp"
+#include "program/schedule_inputs.hpp"
 #include "scenario/scenario.hpp"
 
 namespace trainsim::scenario {
@@ -44,6 +45,9 @@ struct PointResult {
   Seconds peak_memory_time = 0;
   std::vector<engine::MemorySample> memory_samples;  ///< filled when tracing
 };
+
+/// What the schedule builders read for `p`, with the memory model's numbers for the engine.
+[[nodiscard]] program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p);
 
 /// Why `p`'s plan cannot be simulated in time yet; empty when it can.
 [[nodiscard]] std::string unsupported_reason(const Scenario& s, const Point& p);

@@ -138,9 +138,24 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     } else {
       po.allow("data_parallel_degree");
     }
+    if (po.has("storage_kind")) {
+      if (!s.data) po.fail("storage_kind", "only a scenario with a \"data\" section has a data source");
+      const auto kind = po.choice("storage_kind", {"fsx_lustre", "local_nvme"});
+      if (kind == "local_nvme") {
+        check_local_nvme(*s.data, s.topology, po, "storage_kind");
+        p.storage_kind = pipeline::SourceKind::local_nvme;
+      } else {
+        if (s.data->source != pipeline::SourceKind::fsx)
+          po.fail("storage_kind", "FSx needs the scenario's \"data.storage\" to describe the file system");
+        p.storage_kind = pipeline::SourceKind::fsx;
+      }
+    } else {
+      po.allow("storage_kind");
+    }
     if (po.has("storage_capacity")) {
-      if (!s.data || s.data->source != pipeline::SourceKind::fsx)
-        po.fail("storage_capacity", "only a scenario whose data comes from FSx has a storage capacity");
+      if (!s.data || s.data->source != pipeline::SourceKind::fsx ||
+          p.storage_kind == pipeline::SourceKind::local_nvme)
+        po.fail("storage_capacity", "only a point whose data comes from FSx has a storage capacity");
       p.storage_capacity = po.quantity("storage_capacity", Dimension::bytes);
       check_fsx_capacity(*s.data, *p.storage_capacity, po, "storage_capacity");
     } else {

@@ -29,6 +29,9 @@ struct Point {
   std::optional<double> reference_tflops_per_accelerator;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
   std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
+  /// Where this point's data comes from when it differs from the scenario's "data.storage.kind",
+  /// so one file can compare FSx with local NVMe for the same job.
+  std::optional<pipeline::SourceKind> storage_kind;
   model::TransformerSpec model;
   plan::TrainingPlan training;
   collective::TunerOverride collectives;  ///< training.collectives: forced algorithm / protocol

@@ -115,6 +115,35 @@ TEST(Cli, JsonHasEveryFieldOfEveryPoint) {
   EXPECT_EQ(points[0].at("scaling_efficiency"), 1.0);
 }
 
+TEST(Cli, JsonGivesTheGlobalBatchInTokensAndTheLearningRateFactor) {
+  // Source 000's Llama 2 7B batch (4 x 4096 tokens per GPU) on 1 and 64 p4d: 32 x 4096 =
+  // 131,072 tokens, then 2,048 x 4096 = 8,388,608 > 4M (2^22), with 64 x the learning rate
+  // (source 001). Sharding degree 1 is OOM, so nothing is simulated: the batch is still reported.
+  json doc = json::parse(read_text("scenarios/p4d-llama2-7b-smp.json"));
+  doc["topology"] = fs::absolute("topologies/p4d.24xlarge.json").string();
+  doc["training"]["hybrid_shard_degree"] = 1;
+  doc["points"] = json::array({{{"nodes", 1}, {"label", "1 node"}}, {{"nodes", 64}, {"label", "64 nodes"}}});
+  const std::string file = temp_path(".json");
+  std::ofstream(file) << doc.dump(2);
+  const CliRun r = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json points = json::parse(r.out).at("points");
+  ASSERT_EQ(points.size(), 2u);
+  const json& g1 = points[0].at("global_batch");
+  const json& g64 = points[1].at("global_batch");
+  EXPECT_EQ(g1.at("samples"), 32.0);
+  EXPECT_EQ(g1.at("tokens"), 131072.0);
+  EXPECT_EQ(g1.at("learning_rate_factor"), 1.0);
+  EXPECT_EQ(g1.at("above_4m_tokens"), false);
+  EXPECT_EQ(g64.at("tokens"), 8388608.0);
+  EXPECT_EQ(g64.at("learning_rate_factor"), 64.0);
+  EXPECT_EQ(g64.at("above_4m_tokens"), true);
+  const CliRun table = trainsim("run " + file);
+  EXPECT_TRUE(contains(table.out, "64 nodes: 2048 samples = 8.39e+06 tokens, learning rate x64 of the first "
+                                  "point's  WARNING: above 4M tokens"))
+      << table.out;
+}
+
 TEST(Cli, RepeatedRunsAreByteIdentical) {
   const CliRun json1 = trainsim("run " + kBertLarge + " --format json --no-wall-time");
   const CliRun json2 = trainsim("run " + kBertLarge + " --format json --no-wall-time");

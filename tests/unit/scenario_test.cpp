@@ -301,5 +301,60 @@ TEST(ScenarioCollectives, UnknownOrUnavailableChoicesNameTheirPath) {
   EXPECT_TRUE(contains(e.what(), "no tuner")) << e.what();
 }
 
+// ---- Data pipeline -------------------------------------------------------------------------
+
+/// fsx-sizing-4node.json with its topology and FSx table named by absolute path.
+json fsx_doc() {
+  json doc = read_json_file("scenarios/fsx-sizing-4node.json");
+  doc["topology"] = absolute("topologies/p4d.24xlarge.json");
+  doc["data"]["storage"]["spec"] = absolute("topologies/storage/fsx-lustre.json");
+  return doc;
+}
+
+TEST(DataPipeline, APointMayReadFromLocalNvmeInsteadOfFsx) {
+  json doc = fsx_doc();
+  doc["points"][3]["storage_kind"] = "local_nvme";
+  doc["points"][3].erase("storage_capacity");
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  EXPECT_FALSE(s.points[0].storage_kind.has_value());
+  ASSERT_TRUE(s.points[3].storage_kind.has_value());
+  EXPECT_EQ(*s.points[3].storage_kind, pipeline::SourceKind::local_nvme);
+}
+
+TEST(DataPipeline, BadDataSourcesNameTheirPath) {
+  json doc = fsx_doc();
+  doc["points"][0]["storage_kind"] = "local_nvme";  // and keeps its FSx capacity
+  ConfigError e = load_error(write(doc, temp_file("capacity")));
+  EXPECT_EQ(e.json_path(), "/points/0/storage_capacity");
+
+  doc = fsx_doc();
+  doc["data"]["dataset"]["size"] = "9TB";  // p4d holds 8 x 1 TB of NVMe
+  doc["data"]["dataset"].erase("samples");
+  doc["points"][0].erase("storage_capacity");
+  doc["points"][0]["storage_kind"] = "local_nvme";
+  e = load_error(write(doc, temp_file("too_big")));
+  EXPECT_EQ(e.json_path(), "/points/0/storage_kind");
+  EXPECT_TRUE(contains(e.what(), "does not fit on the local NVMe")) << e.what();
+
+  doc = fsx_doc();
+  doc["points"][0]["storage_kind"] = "s3";
+  EXPECT_EQ(load_error(write(doc, temp_file("kind"))).json_path(), "/points/0/storage_kind");
+}
+
+TEST(DataPipeline, DiagnosisThresholdsDefaultAndMayBeSet) {
+  json doc = fsx_doc();
+  Scenario s = load_scenario(write(doc, temp_file("defaults")));
+  EXPECT_DOUBLE_EQ(s.data->diagnosis.wait, 0.10);
+  EXPECT_DOUBLE_EQ(s.data->diagnosis.accelerator_utilisation, 0.70);
+  doc["data"]["diagnosis"] = {{"accelerator_utilisation", 0.8}, {"source", "assumption"}};
+  s = load_scenario(write(doc, temp_file("set")));
+  EXPECT_DOUBLE_EQ(s.data->diagnosis.accelerator_utilisation, 0.8);
+  EXPECT_DOUBLE_EQ(s.data->diagnosis.node_spread, 0.10);
+  doc["data"]["diagnosis"] = {{"wait", 1.5}};
+  const ConfigError e = load_error(write(doc, temp_file("bad")));
+  EXPECT_EQ(e.json_path(), "/data/diagnosis/wait");
+  EXPECT_TRUE(contains(e.what(), "between 0 and 1")) << e.what();
+}
+
 }  // namespace
 }  // namespace trainsim::scenario

@@ -1,7 +1,7 @@
 // FSx sizing from the shipped table and the read plan's cache arithmetic, without SimGrid.
 #include <gtest/gtest.h>
 
-#include "pipeline/pipeline_result.hpp"
+#include "pipeline/diagnosis.hpp"
 #include "pipeline/read_plan.hpp"
 #include "storage/fsx_spec.hpp"
 
@@ -67,6 +67,42 @@ TEST(Diagnosis, RulesFireOnTheirEvidence) {
   EXPECT_EQ(d[0].rule, "IOBottleneck");
   EXPECT_EQ(d[1].rule, "LowGPUUtilization");
   EXPECT_NE(d[0].evidence.find("45.0%"), std::string::npos) << d[0].evidence;
+}
+
+TEST(Diagnosis, PreProcessingWaitBehindSlowReadsIsNotACpuBottleneck) {
+  // 60% of the epoch on reads, 15% on pre-processing the batches that arrived late, vCPUs idle:
+  // only the reads are the bottleneck. The same 15% with fast reads (5%) is the CPU's.
+  pipeline::EpochResult e;
+  e.wait_fraction = 0.75;
+  e.io_wait_fraction = 0.60;
+  e.cpu_wait_fraction = 0.15;
+  e.accelerator_utilisation = 0.9;
+  e.cpu_utilisation = 0.05;
+  auto rules = [](const std::vector<pipeline::Diagnosis>& d) {
+    std::string out;
+    for (const auto& x : d) out += x.rule + " ";
+    return out;
+  };
+  EXPECT_EQ(rules(pipeline::diagnose({e})), "IOBottleneck ");
+  e.io_wait_fraction = 0.05;
+  EXPECT_EQ(rules(pipeline::diagnose({e})), "CPUBottleneck ");
+}
+
+TEST(Diagnosis, ThresholdsComeFromTheScenario) {
+  // Accelerators busy 75%: fine by the default 70%, LowGPUUtilization at a stricter 80%; a 12%
+  // read stall is an IOBottleneck at the default 10%, not at 15%.
+  pipeline::EpochResult e;
+  e.wait_fraction = e.io_wait_fraction = 0.12;
+  e.accelerator_utilisation = 0.75;
+  pipeline::DiagnosisThresholds strict;
+  strict.accelerator_utilisation = 0.80;
+  strict.wait = 0.15;
+  const auto d_default = pipeline::diagnose({e});
+  ASSERT_EQ(d_default.size(), 1u);
+  EXPECT_EQ(d_default[0].rule, "IOBottleneck");
+  const auto d_strict = pipeline::diagnose({e}, strict);
+  ASSERT_EQ(d_strict.size(), 1u);
+  EXPECT_EQ(d_strict[0].rule, "LowGPUUtilization");
 }
 
 }  // namespace
