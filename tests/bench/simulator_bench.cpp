@@ -6,6 +6,9 @@
 //   build/tests/trainsim_bench [--benchmark_filter=...]     (run from the repository root)
 #include <benchmark/benchmark.h>
 
+#include <map>
+#include <string>
+
 #include "scenario/point_runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -33,7 +36,60 @@ void BM_ZeroOneStep(benchmark::State& state) {
   state.counters["simulated_step_s"] = simulated;
 }
 
+const trainsim::scenario::Scenario& scenario(const std::string& file) {
+  static std::map<std::string, trainsim::scenario::Scenario> loaded;
+  auto it = loaded.find(file);
+  if (it == loaded.end()) it = loaded.emplace(file, trainsim::scenario::load_scenario(file)).first;
+  return it->second;
+}
+
+/// Simulates `label`'s point of `file` with its data-parallel degree scaled to `accelerators`.
+void step_at_scale(benchmark::State& state, const std::string& file, const std::string& label) {
+  const auto& s = scenario(file);
+  trainsim::scenario::Point p;
+  for (const auto& q : s.points)
+    if (q.label == label) p = q;
+  const long world = state.range(0);
+  p.nodes = static_cast<int>(world / p.layout.ranks_per_node);
+  p.label = "bench";
+  p.layout = trainsim::plan::layout_of(p.training, world, p.layout.ranks_per_node);
+  double simulated = 0;
+  for (auto _ : state) {
+    const auto r = trainsim::scenario::simulate_point(s, p, false);
+    state.SetIterationTime(r.sim_wall_s);
+    simulated = r.step_time;
+  }
+  state.counters["accelerators"] = static_cast<double>(world);
+  state.counters["simulated_step_s"] = simulated;
+}
+
+/// Megatron Table 1's 76.1B row (TP 8 x PP 4, interleaved, 28 micro-batches per replica): 1,024
+/// GPUs is the paper's DP 32.
+void BM_TensorPipelineDataStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/megatron-table1.json", "76.1B");
+}
+
+/// SMP v2's Llama 2 70B FSDP reference configuration, shard degree 256 (fully sharded up to 256
+/// GPUs, hybrid beyond).
+void BM_FsdpStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/p4d-llama2-70b-smp.json", "reference: shard 256");
+}
+
 }  // namespace
+
+BENCHMARK(BM_TensorPipelineDataStep)
+    ->ArgName("accelerators")
+    ->RangeMultiplier(2)
+    ->Range(64, 1024)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_FsdpStep)
+    ->ArgName("accelerators")
+    ->RangeMultiplier(2)
+    ->Range(256, 1024)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_ZeroOneStep)
     ->ArgName("accelerators")
