@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -344,9 +345,9 @@ TEST(Golden, LastDigitUnit) {
 /// Scenarios too slow to simulate in the test suite (tests/golden/no-golden.txt: one name per
 /// line, then the reason; '#' starts a comment). They have no golden CSV; the test loads them
 /// with `trainsim memory` instead, which validates the file and judges every point.
-std::vector<std::string> scenarios_without_golden() {
+std::vector<std::string> scenarios_without_golden(const std::string& root = ".") {
   std::vector<std::string> names;
-  std::istringstream in(read_text("tests/golden/no-golden.txt"));
+  std::istringstream in(read_text(root + "/tests/golden/no-golden.txt"));
   std::string line;
   while (std::getline(in, line)) {
     line = line.substr(0, line.find('#'));
@@ -368,24 +369,41 @@ TEST(Golden, SlowScenariosLoadAndHaveNoGolden) {
   }
 }
 
-TEST(Golden, EveryScenarioMatchesItsCsv) {
-  const auto slow = scenarios_without_golden();
+/// Every shipped scenario with a golden, listed from the source tree when the test binary starts
+/// (ctest discovers one test per scenario, so they run in parallel).
+std::vector<std::string> scenarios_with_golden() {
+  const std::string root = TRAINSIM_SOURCE_DIR;
+  const auto slow = scenarios_without_golden(root);
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator("scenarios"))
+  for (const auto& entry : fs::directory_iterator(root + "/scenarios"))
     if (entry.path().extension() == ".json" &&
         std::find(slow.begin(), slow.end(), entry.path().stem().string()) == slow.end())
       names.push_back(entry.path().stem().string());
-  ASSERT_FALSE(names.empty());
-  for (const auto& name : names) {
-    const std::string golden = "tests/golden/" + name + ".csv";
-    if (!fs::exists(golden)) {
-      ADD_FAILURE() << "no " << golden << ": run tests/golden/update.sh and review the result";
-      continue;
-    }
-    const CliRun r = trainsim("run scenarios/" + name + ".json --format csv --no-wall-time");
-    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
-    expect_same_csv(r.out, read_text(golden), name);
-  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class GoldenScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenScenario, MatchesItsCsv) {
+  const std::string& name = GetParam();
+  const std::string golden = "tests/golden/" + name + ".csv";
+  ASSERT_TRUE(fs::exists(golden)) << "no " << golden << ": run tests/golden/update.sh and review the result";
+  const CliRun r = trainsim("run scenarios/" + name + ".json --format csv --no-wall-time");
+  ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+  expect_same_csv(r.out, read_text(golden), name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenScenario, ::testing::ValuesIn(scenarios_with_golden()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string id = param.param;
+                           for (char& c : id)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return id;
+                         });
+
+TEST(Golden, ScenariosAndCsvsPair) {
+  EXPECT_FALSE(scenarios_with_golden().empty());
   for (const auto& entry : fs::directory_iterator("tests/golden")) {
     if (entry.path().extension() != ".csv") continue;
     EXPECT_TRUE(fs::exists("scenarios/" + entry.path().stem().string() + ".json"))

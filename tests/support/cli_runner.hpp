@@ -28,7 +28,10 @@ inline std::string read_text_file(const std::string& file) {
 /// A path in the test temp dir unique to the running test.
 inline std::string test_temp_path(const std::string& suffix) {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  return testing::TempDir() + info->test_suite_name() + "_" + info->name() + suffix;
+  std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+  for (char& c : name)
+    if (c == '/') c = '_';  // parameterized tests are named Suite/Test/param
+  return testing::TempDir() + name + suffix;
 }
 
 /// Runs a shell command line, capturing stdout and stderr.
