@@ -58,6 +58,12 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
   const std::string gw_id = topo.gateway();
   p.ranks_per_node = static_cast<int>(accs.size());
   p.fabric_latency = topo.fabric.latency;
+  std::string cpu_id;
+  for (const auto& v : topo.vertices)
+    if (v.kind == topology::VertexKind::cpu) {
+      cpu_id = v.id;
+      break;
+    }
 
   const topology::NodeGraph graph(topo);
   p.intra_latency.assign(accs.size(), std::vector<Seconds>(accs.size(), 0));
@@ -65,11 +71,13 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
     p.gateway_latency.push_back(graph.route_latency(accs[i], gw_id));
     for (std::size_t j = 0; j < accs.size(); ++j)
       p.intra_latency[i][j] = graph.route_latency(accs[i], accs[j]);
+    if (!cpu_id.empty()) p.cpu_latency.push_back(graph.route_latency(accs[i], cpu_id));
   }
   // Routes inside a node, computed once on the graph and replayed for every node.
   std::map<std::pair<std::string, std::string>, std::vector<topology::Hop>> routes;
   std::vector<std::string> endpoints = accs;
   endpoints.push_back(gw_id);
+  if (!cpu_id.empty()) endpoints.push_back(cpu_id);
   for (const auto& a : endpoints)
     for (const auto& b : endpoints)
       if (a != b) routes[{a, b}] = graph.route(a, b);
@@ -85,6 +93,10 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
         auto* h = zone->create_host(prefix + v.id, p.host_speed);
         netpoint[v.id] = h->get_netpoint();
         p.rank_host.push_back(h);
+      } else if (v.id == cpu_id) {
+        auto* h = zone->create_host(prefix + v.id, p.host_speed);
+        netpoint[v.id] = h->get_netpoint();
+        p.cpu_host.push_back(h);
       } else {
         netpoint[v.id] = zone->create_router(prefix + v.id);
       }

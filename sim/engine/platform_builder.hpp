@@ -1,6 +1,7 @@
 #pragma once
 // Topology -> SimGrid platform. The fabric is a star zone; each node is a full zone holding its
-// accelerators (hosts), its switches/CPU/NICs (routers) and its links, with routes computed on
+// accelerators (hosts), its CPU (a host: the end of host-memory copies), its switches/NICs
+// (routers) and its links, with routes computed on
 // the node's Boost.Graph. Links are created with zero latency: latency is added analytically per
 // algorithm step (SIMGRID-NOTES.md: CM02 weights sharing by RTT otherwise), so bandwidth sharing
 // is plain max-min.
@@ -17,6 +18,10 @@ struct Platform {
   int nodes = 0;
   int ranks_per_node = 0;
   std::vector<simgrid::s4u::Host*> rank_host;  ///< global rank -> its accelerator's host
+  /// node -> the host of its CPU vertex (the first of kind cpu), where host-memory copies end;
+  /// empty when the topology has no CPU vertex.
+  std::vector<simgrid::s4u::Host*> cpu_host;
+  std::vector<Seconds> cpu_latency;  ///< local rank -> one-way latency of its route to the CPU
   /// One-way latency of the route between two local accelerators of a node, and from each
   /// local accelerator to the node's gateway.
   std::vector<std::vector<Seconds>> intra_latency;
@@ -26,6 +31,7 @@ struct Platform {
   double host_speed = 1e9;
 
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
+  [[nodiscard]] bool has_cpu() const { return !cpu_host.empty(); }
 };
 
 /// Sets the exact-timing network model options. Call after the Engine exists and before any zone.

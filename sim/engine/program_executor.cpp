@@ -38,6 +38,12 @@ public:
         platform_(platform),
         record_(options.record),
         fold_(options.fold ? program::fold_ranks(prog) : program::identity_folding(prog)) {
+    if (!platform_.has_cpu())
+      for (const auto& rp : prog_.ranks)
+        for (const auto& s : rp.streams)
+          for (const auto& t : s.tasks)
+            TRAINSIM_CHECK(t.kind != TaskKind::host_copy,
+                           "task " + t.name + " copies to host memory, but the topology's node has no cpu vertex");
     for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
@@ -113,6 +119,8 @@ private:
       change_memory(cls, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
         if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
+      } else if (t.kind == TaskKind::host_copy) {
+        run_host_copy(cls, t);
       } else {
         run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls);
       }
@@ -163,6 +171,24 @@ private:
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
       if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
     }
+  }
+
+  /// A copy between accelerator and host memory: every member of the class moves its bytes
+  /// between its accelerator and its node's CPU at once (so copies of ranks behind one PCIe
+  /// switch share it, and share it with NIC traffic), then the route's latency is paid.
+  void run_host_copy(int cls, const program::Task& t) {
+    std::vector<sg4::CommPtr> flows;
+    Seconds latency = 0;
+    for (int r : fold_.members[static_cast<std::size_t>(cls)]) {
+      auto* gpu = platform_.rank_host[static_cast<std::size_t>(r)];
+      auto* cpu = platform_.cpu_host[static_cast<std::size_t>(r / platform_.ranks_per_node)];
+      const bool to_host = t.copy_direction == program::CopyDirection::to_host;
+      flows.push_back(sg4::Comm::sendto_async(to_host ? gpu : cpu, to_host ? cpu : gpu,
+                                              static_cast<uint64_t>(t.copy_bytes)));
+      latency = std::max(latency, platform_.cpu_latency[static_cast<std::size_t>(r % platform_.ranks_per_node)]);
+    }
+    for (auto& comm : flows) comm->wait();
+    if (latency > 0) sg4::this_actor::sleep_for(latency);
   }
 
   struct MergedPhase {

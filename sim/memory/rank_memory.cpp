@@ -128,8 +128,7 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   const auto shape = shape_of(p);
   const auto layer_tensors = model::layer_stored_activations(s, shape);
   const Bytes layer_full = model::total_bytes(layer_tensors);
-  const Bytes layer_input = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden) /
-                            (p.sequence_parallel ? tp : 1.0);
+  const Bytes layer_input = model::layer_input_bytes(s, shape);
   Bytes per_micro_batch = 0;
   std::string how;
   if (!p.activation_checkpointing) {

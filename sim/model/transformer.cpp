@@ -257,6 +257,11 @@ Bytes total_bytes(const std::vector<StoredTensor>& tensors) {
   return b;
 }
 
+Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape) {
+  return 2.0 * static_cast<double>(shape.micro_batch * s.seq_len * s.hidden) /
+         (shape.sequence_parallel ? static_cast<double>(shape.tp) : 1.0);
+}
+
 double model_flops_per_sequence(const TransformerSpec& s) {
   const double sq = static_cast<double>(s.seq_len);
   const double h = static_cast<double>(s.hidden);

@@ -89,6 +89,9 @@ struct StoredTensor {
 [[nodiscard]] std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s,
                                                                 const LayerShape& shape);
 [[nodiscard]] Bytes total_bytes(const std::vector<StoredTensor>& tensors);
+/// A layer's input in bf16 (b x s x h x 2 B, split by TP only under sequence parallelism): what
+/// activation checkpointing keeps per layer and activation offloading moves to host memory.
+[[nodiscard]] Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape);
 
 /// Training FLOPs per sequence the way papers count them (6 x params x tokens + attention),
 /// for reporting model FLOP/s; not used for timing.

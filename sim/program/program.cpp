@@ -13,6 +13,7 @@ const char* phase_name(Phase p) {
     case Phase::optimizer: return "optimizer";
     case Phase::gradient_sync: return "gradient_sync";
     case Phase::parameter_sync: return "parameter_sync";
+    case Phase::offload: return "offload";
     case Phase::other: return "other";
   }
   return "?";
@@ -33,6 +34,8 @@ void validate(const Program& p) {
                              d.index < static_cast<int>(rp.streams[d.stream].tasks.size()),
                          "dependency on an unknown task in task " + t.name);
         }
+        if (t.kind == TaskKind::host_copy)
+          TRAINSIM_CHECK(t.copy_bytes > 0, "host copy " + t.name + " moves no bytes");
         if (t.kind == TaskKind::collective) {
           TRAINSIM_CHECK(t.collective >= 0 &&
                              t.collective < static_cast<int>(p.collectives.size()),

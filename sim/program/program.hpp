@@ -11,11 +11,14 @@
 
 namespace trainsim::program {
 
-enum class TaskKind { compute, collective };
-enum class StreamKind { compute, communication };
+enum class TaskKind { compute, collective, host_copy };
+enum class StreamKind { compute, communication, copy };
+
+/// Which way a host-copy task moves its bytes.
+enum class CopyDirection { to_host, to_device };
 
 /// Coarse category for traces and time breakdowns.
-enum class Phase { forward, backward, optimizer, gradient_sync, parameter_sync, other };
+enum class Phase { forward, backward, optimizer, gradient_sync, parameter_sync, offload, other };
 [[nodiscard]] const char* phase_name(Phase p);
 
 struct TaskRef {
@@ -35,6 +38,9 @@ struct Task {
   Bytes alloc = 0;      ///< allocated when the task starts and kept after it (stored activations)
   Bytes release = 0;    ///< freed when the task ends (activations consumed by a backward pass)
   Bytes workspace = 0;  ///< held only while the task runs (recompute, gradient temporaries)
+  // Host-copy tasks:
+  Bytes copy_bytes = 0;  ///< moved between the accelerator and the node's CPU
+  CopyDirection copy_direction = CopyDirection::to_host;
 };
 
 struct Stream {

@@ -50,6 +50,8 @@ std::uint64_t signature(const Program& p, const RankProgram& r) {
         const auto c = shape_of(p, t.collective);
         h = mix(mix(mix(h, static_cast<std::uint64_t>(c.op)), bits(c.size)), c.group);
       }
+      if (t.kind == TaskKind::host_copy)
+        h = mix(mix(h, bits(t.copy_bytes)), static_cast<std::uint64_t>(t.copy_direction));
     }
   }
   return h;
@@ -65,7 +67,8 @@ bool same_program(const Program& p, const RankProgram& a, const RankProgram& b) 
       const auto& x = sa.tasks[i];
       const auto& y = sb.tasks[i];
       if (x.kind != y.kind || x.phase != y.phase || x.duration != y.duration || !(x.deps == y.deps) ||
-          x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace || x.name != y.name)
+          x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace || x.name != y.name ||
+          x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction)
         return false;
       if (x.kind == TaskKind::collective && !(shape_of(p, x.collective) == shape_of(p, y.collective)))
         return false;

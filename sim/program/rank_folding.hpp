@@ -30,7 +30,8 @@ struct RankFolding {
 [[nodiscard]] RankFolding identity_folding(const Program& p);
 
 /// Groups ranks with identical programs (same streams, tasks, durations, memory, dependencies,
-/// and collective calls of the same op, size and group size) and merges the calls they make at
+/// host copies of the same bytes and direction, and collective calls of the same op, size and
+/// group size) and merges the calls they make at
 /// the same places. Falls back to identity_folding when the merge is not consistent (a merged
 /// call met twice by one class), so the result is always safe to execute.
 [[nodiscard]] RankFolding fold_ranks(const Program& p);

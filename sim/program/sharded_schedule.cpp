@@ -12,7 +12,7 @@ namespace {
 
 using model::ops_duration;
 
-enum Streams { kCompute = 0, kGather = 1, kReduce = 2, kTensor = 3 };
+enum Streams { kCompute = 0, kGather = 1, kReduce = 2, kTensor = 3, kCopy = 4 };
 
 /// One FSDP unit: what it costs to compute on this rank and how many parameters it gathers.
 struct Unit {
@@ -21,6 +21,7 @@ struct Unit {
   Seconds forward = 0;
   Seconds backward = 0;  ///< including the recomputed forward under checkpointing
   bool tensor_parallel = false;  ///< ends each pass with a TP all-reduce
+  bool layer = false;            ///< a transformer layer (its input is checkpointed / offloaded)
 };
 
 std::vector<Unit> units_of(const ScheduleInputs& in) {
@@ -33,16 +34,16 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
-                   ops_duration(model::backward_of(emb), dev), false});
+                   ops_duration(model::backward_of(emb), dev), false, false});
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
   Seconds lb = ops_duration(model::backward_of(layer_f), dev);
   if (p.activation_checkpointing) lb += lf;
   for (long l = 0; l < s.layers; ++l)
-    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, p.tp > 1});
+    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, p.tp > 1, true});
   const auto head = model::head_forward_ops(s, shape);
   units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),
-                   ops_duration(model::backward_of(head), dev), false});
+                   ops_duration(model::backward_of(head), dev), false, false});
   return units;
 }
 
@@ -64,6 +65,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   }();
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
+  // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
+  // forward and comes back, one layer ahead, before its backward (memory/rank_memory.hpp keeps
+  // two layer inputs on device).
+  const bool offload = p.activation_checkpointing && p.activation_offloading;
+  const Bytes layer_input = model::layer_input_bytes(
+      in.model, {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy});
 
   Program prog;
   prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;
@@ -151,12 +158,20 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                     {"all-gather", StreamKind::communication, {}},
                     {"reduce-scatter", StreamKind::communication, {}},
                     {"tensor-parallel", StreamKind::communication, {}}};
+      if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
       auto& comp = rp.streams[kCompute].tasks;
       auto& gather = rp.streams[kGather].tasks;
       auto& reduce = rp.streams[kReduce].tasks;
       auto& tensor = rp.streams[kTensor].tasks;
       auto last = [](const std::vector<Task>& v, int stream) {
         return TaskRef{stream, static_cast<int>(v.size()) - 1};
+      };
+      auto copy_task = [&](std::string name, CopyDirection dir, std::vector<TaskRef> deps) {
+        Task c{std::move(name), TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
+        c.copy_bytes = layer_input;
+        c.copy_direction = dir;
+        rp.streams[kCopy].tasks.push_back(std::move(c));
+        return last(rp.streams[kCopy].tasks, kCopy);
       };
       // Runs a unit pass: compute after `ready`, then (TP) its all-reduce; returns the task the
       // next pass must wait for.
@@ -174,6 +189,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         const auto& c = calls[mb];
         // Forward: gathers run ahead by at most two units.
         std::vector<int> computed;  // compute-stream index of each unit's forward
+        std::vector<TaskRef> offloaded(n, TaskRef{-1, -1});  // each layer's copy to host
         TaskRef previous{-1, -1};
         for (std::size_t u = 0; u < n; ++u) {
           std::vector<TaskRef> ready;
@@ -185,10 +201,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             ready.push_back(last(gather, kGather));
           }
           if (previous.stream >= 0) ready.push_back(previous);
+          // Two layer inputs on device: the one in use and the one being offloaded.
+          if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{"forward " + units[u].name + tag, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
           previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1);
           computed.push_back(static_cast<int>(comp.size()) - 1);
+          if (offload && units[u].layer)
+            offloaded[u] = copy_task("offload input " + units[u].name + tag, CopyDirection::to_host,
+                                     {{kCompute, computed.back()}});
         }
         // Backward: head first, embedding last; gathers one unit ahead.
         std::vector<int> done;  // compute-stream index of each backward, in backward order
@@ -201,6 +222,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             gather.push_back({"all-gather " + units[u].name + " (backward)" + tag, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
             ready.push_back(last(gather, kGather));
+          }
+          if (offload && units[u].layer) {
+            // Prefetched one layer ahead: starts once the backward two units back is done.
+            std::vector<TaskRef> fdeps;
+            if (k >= 2) fdeps.push_back({kCompute, done[k - 2]});
+            ready.push_back(copy_task("fetch input " + units[u].name + tag, CopyDirection::to_device, fdeps));
           }
           if (p.activation_checkpointing && units[u].tensor_parallel) {
             // The recomputed forward's all-reduce, then the backward proper.

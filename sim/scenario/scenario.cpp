@@ -126,6 +126,11 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     if (p.model.heads % p.training.tp != 0)
       po.fail("nodes", "tensor-parallel degree " + std::to_string(p.training.tp) +
                            " does not divide the " + std::to_string(p.model.heads) + " heads");
+    if (p.training.activation_offloading &&
+        std::none_of(s.topology.vertices.begin(), s.topology.vertices.end(),
+                     [](const topology::Vertex& v) { return v.kind == topology::VertexKind::cpu; }))
+      po.fail("training", "activation offloading copies layer inputs to host memory over PCIe, but topology " +
+                              s.topology.name + " has no vertex of kind cpu");
     if (po.has("data_parallel_degree")) {
       const long dp = po.positive_integer("data_parallel_degree");
       if (dp != p.layout.dp)

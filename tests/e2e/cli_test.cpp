@@ -414,7 +414,8 @@ TEST(Golden, ScenariosAndCsvsPair) {
 TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   // Folding identical ranks (program/rank_folding.hpp) must not change results on symmetric
   // jobs: tensor x pipeline x data parallel (Megatron Table 1 rows up to 256 GPUs, TP up to 8,
-  // and the 39.1B row's two stages shrunk to 8 replicas) and FSDP.
+  // and the 39.1B row's two stages shrunk to 8 replicas) and FSDP, with and without activation
+  // offloading.
   json megatron = json::parse(read_text("scenarios/megatron-table1.json"));
   megatron["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
   json points = json::array();
@@ -430,7 +431,14 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   megatron["points"] = points;
   const std::string shrunk = temp_path("megatron-folding.json");
   std::ofstream(shrunk) << megatron.dump(2);
-  for (const std::string& scenario : {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json")}) {
+  // FSDP with activation offloading: host copies, every member of a class sending its own.
+  json smp = json::parse(read_text("scenarios/p4d-llama2-7b-smp.json"));
+  smp["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
+  smp["training"]["activation_offloading"] = true;
+  smp["points"][1]["nodes"] = 2;
+  const std::string offloading = temp_path("smp-offloading.json");
+  std::ofstream(offloading) << smp.dump(2);
+  for (const std::string& scenario : {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading}) {
     const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
     const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
     ASSERT_EQ(folded.status, 0) << folded.err;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include <xbt/log.h>
 
 #include "collective/collective_calibration.hpp"
+#include "core/error.hpp"
 #include "collective/collective_plan.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
@@ -190,6 +192,101 @@ TEST_F(EngineTest, UnreachedCollectiveIsADeadlockNotAHang) {
   EXPECT_FALSE(r.completed);
   EXPECT_NEAR(r.makespan, 2.0, 1e-9);  // rank 1's task still ran
   EXPECT_EQ(r.records.size(), 2u);     // "before" and "busy"; "after" never ran
+}
+
+// Host copies (activation offloading): hpuK -> pcie_switch(K/2) -> cpu, both PCIe Gen3 x16 at
+// 15.75 GB/s per direction in topologies/dl1.24xlarge.json, 2 + 2 us.
+constexpr double kPcie = 15.75e9;
+constexpr Seconds kCpuLatency = 4e-6;
+
+Task host_copy(Bytes b, program::CopyDirection dir) {
+  Task t{"copy", TaskKind::host_copy, Phase::offload, 0, -1, {}};
+  t.copy_bytes = b;
+  t.copy_direction = dir;
+  return t;
+}
+
+TEST_F(EngineTest, PlatformHasACpuHostPerNode) {
+  ASSERT_EQ(platform_.cpu_host.size(), 2u);
+  EXPECT_EQ(platform_.cpu_host[1]->get_name(), "n1.cpu");
+  ASSERT_EQ(platform_.cpu_latency.size(), 8u);
+  EXPECT_NEAR(platform_.cpu_latency[5], kCpuLatency, 1e-15);
+}
+
+TEST_F(EngineTest, AHostCopyTakesBytesOverPcieBandwidth) {
+  const Bytes b = 1.575e9;  // 100 ms at 15.75 GB/s
+  const ExecutionResult r = run(one_stream_each(1, {host_copy(b, program::CopyDirection::to_host),
+                                                    host_copy(b, program::CopyDirection::to_device)}),
+                                no_plan);
+  ASSERT_TRUE(r.completed);
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& rec : r.records) EXPECT_NEAR(rec.end - rec.start, b / kPcie + kCpuLatency, 1e-9);
+}
+
+/// Ranks 0, 1 and 2 of node 0; those in `copying` copy b bytes to host at once, the others idle.
+Program copies_by(const std::vector<int>& copying, Bytes b) {
+  Program p;
+  for (int r = 0; r < 3; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    const bool copies = std::find(copying.begin(), copying.end(), r) != copying.end();
+    rp.streams.push_back({"host-copy", StreamKind::copy, {}});
+    if (copies) rp.streams[0].tasks.push_back(host_copy(b, program::CopyDirection::to_host));
+    p.ranks.push_back(rp);
+  }
+  return p;
+}
+
+TEST_F(EngineTest, TwoCopiesThroughOnePcieSwitchShareItsUplink) {
+  // hpu0 and hpu1 both go through pcie_switch0 -- cpu: half the rate each. They fold into one
+  // class, whose representative sends both members' flows.
+  const Bytes b = 1.575e9;
+  const ExecutionResult r = run(copies_by({0, 1}, b), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 2);  // {0, 1} and the idle rank 2
+  EXPECT_NEAR(r.makespan, 2 * b / kPcie + kCpuLatency, 1e-9);
+}
+
+TEST_F(EngineTest, TwoCopiesThroughOnePcieSwitchShareItsUplinkUnfolded) {
+  fold_ = false;
+  const Bytes b = 1.575e9;
+  const ExecutionResult r = run(copies_by({0, 1}, b), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 3);
+  EXPECT_NEAR(r.makespan, 2 * b / kPcie + kCpuLatency, 1e-9);
+}
+
+TEST_F(EngineTest, CopiesThroughDifferentPcieSwitchesDoNotShare) {
+  const Bytes b = 1.575e9;
+  const ExecutionResult r = run(copies_by({0, 2}, b), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, b / kPcie + kCpuLatency, 1e-9);
+}
+
+TEST_F(EngineTest, AHostCopySharesTheAcceleratorsPcieLinkWithItsNicTraffic) {
+  // hpu0 -> node 1 leaves through hpu0 -- pcie_switch0, as the copy to the CPU does: the two
+  // split that link's 15.75 GB/s (the EFA port's 12.5 GB/s is then no bottleneck).
+  const Bytes b = 1.575e9;
+  collective::Phase ph;
+  ph.flows = {{0, 8, b}};
+  CollectivePlan plan;
+  plan.phases.push_back(ph);
+  Program p = one_stream_each(1, {host_copy(b, program::CopyDirection::to_host)});
+  p.ranks[0].streams.push_back({"comm", StreamKind::communication, {collective_task(0)}});
+  p.collectives = {{"send", collective::Op::all_reduce, b, {0}}};
+  const ExecutionResult r = run(p, [&](const CollectiveCall&) { return plan; });
+  ASSERT_TRUE(r.completed);
+  for (const auto& rec : r.records)
+    if (rec.stream == 0) {
+      EXPECT_NEAR(rec.end - rec.start, 2 * b / kPcie + kCpuLatency, 1e-9);
+    }
+}
+
+TEST_F(EngineTest, HostCopiesNeedACpuVertex) {
+  Platform no_cpu = platform_;
+  no_cpu.cpu_host.clear();
+  const Program p = one_stream_each(1, {host_copy(1e6, program::CopyDirection::to_host)});
+  EXPECT_THROW((void)execute_program(p, no_cpu, no_plan, ExecuteOptions{}), InvariantError);
 }
 
 }  // namespace

@@ -49,6 +49,21 @@ TEST(RankFolding, DifferentDurationsMakeDifferentClasses) {
   EXPECT_EQ(f.classes_of[0], (std::vector<int>{0, 1}));
 }
 
+TEST(RankFolding, HostCopiesFoldByBytesAndDirection) {
+  auto p = data_parallel(4, 1.0);
+  for (auto& rp : p.ranks) {
+    Task c{"copy", TaskKind::host_copy, Phase::offload, 0, -1, {{0, 0}}};
+    c.copy_bytes = 1e6;
+    rp.streams.push_back({"host-copy", StreamKind::copy, {c}});
+  }
+  EXPECT_EQ(fold_ranks(p).classes(), 1);
+  p.ranks[2].streams[2].tasks[0].copy_bytes = 2e6;
+  p.ranks[3].streams[2].tasks[0].copy_direction = CopyDirection::to_device;
+  const auto f = fold_ranks(p);
+  ASSERT_EQ(f.classes(), 3);
+  EXPECT_EQ(f.members[0], (std::vector<int>{0, 1}));
+}
+
 TEST(RankFolding, IdentityFoldingKeepsEveryRankAndCall) {
   const auto p = data_parallel(4, 1.0);
   const auto f = identity_folding(p);

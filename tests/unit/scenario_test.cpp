@@ -187,6 +187,22 @@ TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
   EXPECT_TRUE(contains(e.what(), "bad unit")) << e.what();
 }
 
+TEST(ScenarioErrors, OffloadingNeedsACpuVertex) {
+  // Offloading copies layer inputs to the node's CPU: a topology without one cannot run it.
+  json topo = read_json_file("topologies/dl1.24xlarge.json");
+  for (auto& v : topo["node"]["vertices"])
+    if (v["kind"] == "cpu") v["kind"] = "switch";
+  topo["accelerator"]["device"] = absolute("topologies/devices/gaudi1.json");
+  topo["collective_calibration"] = absolute("topologies/calibration/dl1-hccl.json");
+  json doc = bert_large_doc();
+  doc["topology"] = write(topo, temp_file("topology"));
+  doc["training"]["activation_checkpointing"] = true;
+  doc["training"]["activation_offloading"] = true;
+  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "has no vertex of kind cpu")) << e.what();
+}
+
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
 
@@ -119,6 +120,71 @@ TEST(ShardedSchedule, MemoryIsAllocatedByTheFirstForwardAndFreedByTheLastBackwar
   EXPECT_EQ(find(comp, "forward embedding mb0").alloc, 100);
   EXPECT_EQ(find(comp, "backward embedding mb0").release, 100);
   EXPECT_EQ(find(comp, "backward layer 0 mb0").workspace, 10);
+}
+
+ScheduleInputs offloading(long layers, long tp) {
+  ScheduleInputs in = inputs(4 * tp, 4, tp);
+  in.model.layers = layers;
+  in.plan.activation_checkpointing = true;
+  in.plan.activation_offloading = true;
+  return in;
+}
+
+TEST(ShardedSchedule, NoCopyStreamWithoutOffloading) {
+  ScheduleInputs in = inputs(4, 4, 1);
+  in.plan.activation_checkpointing = true;
+  const Program prog = build_program(in);
+  EXPECT_EQ(prog.ranks[0].streams.size(), 4u);
+}
+
+TEST(ShardedSchedule, OffloadingCopiesEachLayerInputToHostAndBack) {
+  const Program prog = build_program(offloading(2, 1));
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  ASSERT_EQ(r.streams.size(), 5u);
+  const auto& copy = r.streams[4];
+  EXPECT_EQ(copy.name, "host-copy");
+  EXPECT_EQ(copy.kind, StreamKind::copy);
+  // Layer input in bf16: micro-batch 2 x seq 16 x hidden 64 x 2 B (the memory model's number).
+  const Bytes input = 2.0 * 2 * 16 * 64;
+  EXPECT_EQ(model::layer_input_bytes(offloading(2, 1).model, {2, 1, false, false, false}), input);
+  // Two offloads in forward order, then two fetches in backward order; embedding and head none.
+  ASSERT_EQ(copy.tasks.size(), 4u);
+  const std::vector<std::string> names = {"offload input layer 0 mb0", "offload input layer 1 mb0",
+                                          "fetch input layer 1 mb0", "fetch input layer 0 mb0"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(copy.tasks[i].name, names[i]);
+    EXPECT_EQ(copy.tasks[i].kind, TaskKind::host_copy);
+    EXPECT_EQ(copy.tasks[i].phase, Phase::offload);
+    EXPECT_EQ(copy.tasks[i].copy_bytes, input);
+    EXPECT_EQ(copy.tasks[i].copy_direction, i < 2 ? CopyDirection::to_host : CopyDirection::to_device);
+    EXPECT_EQ(copy.tasks[i].alloc + copy.tasks[i].release + copy.tasks[i].workspace, 0);
+  }
+}
+
+TEST(ShardedSchedule, OffloadFollowsTheForwardAndFetchIsPrefetchedOneLayerAhead) {
+  const Program prog = build_program(offloading(4, 1));
+  validate(prog);
+  const auto& comp = prog.ranks[1].streams[0];
+  const auto& copy = prog.ranks[1].streams[4];
+  // The offload waits for its layer's forward.
+  EXPECT_TRUE(waits_for(find(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
+  // Two layer inputs on device: a forward waits for the offload of the layer two before it.
+  EXPECT_TRUE(waits_for(find(comp, "forward layer 2 mb0"), 4, index_of(copy, "offload input layer 0 mb0")));
+  // Backward (without TP the recompute is part of it) waits for its fetch ...
+  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 4, index_of(copy, "fetch input layer 1 mb0")));
+  // ... which starts once the backward two units later is done: it overlaps the one in between.
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
+  EXPECT_TRUE(find(copy, "fetch input layer 3 mb0").deps.empty());  // right after the offloads
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
+}
+
+TEST(ShardedSchedule, UnderTensorParallelismTheRecomputeWaitsForTheFetch) {
+  const Program prog = build_program(offloading(2, 2));
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[0];
+  const auto& copy = prog.ranks[0].streams[4];
+  EXPECT_TRUE(waits_for(find(comp, "recompute layer 0 mb0"), 4, index_of(copy, "fetch input layer 0 mb0")));
 }
 
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {
