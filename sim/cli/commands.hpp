@@ -29,6 +29,14 @@ class ArgCursor {
   std::size_t i_ = 0;
 };
 
+/// An argument no option of the command took: the command's one SCENARIO operand. UsageError
+/// for an unknown option or a second scenario.
+inline void take_scenario_operand(const std::string& arg, std::string& scenario_file) {
+  if (!arg.empty() && arg[0] == '-') throw UsageError("unknown option " + arg);
+  if (!scenario_file.empty()) throw UsageError("more than one scenario given");
+  scenario_file = arg;
+}
+
 struct Command {
   const char* name;
   const char* usage;  // one or more lines, shown by `trainsim help`

@@ -24,12 +24,8 @@ int memory_command(const std::vector<std::string>& args) {
       format = cursor.value("--format");
       if (format != "table" && format != "json")
         throw UsageError("--format must be table or json, not \"" + format + "\"");
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("unknown option " + a);
-    } else if (scenario_file.empty()) {
-      scenario_file = a;
     } else {
-      throw UsageError("more than one scenario given");
+      take_scenario_operand(a, scenario_file);
     }
   }
   if (scenario_file.empty()) throw UsageError("memory needs a SCENARIO file");

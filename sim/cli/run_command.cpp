@@ -37,12 +37,8 @@ int run_command(const std::vector<std::string>& args) {
       fold = false;
     } else if (a == "--no-wall-time") {
       wall_time = false;
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("unknown option " + a);
-    } else if (scenario_file.empty()) {
-      scenario_file = a;
     } else {
-      throw UsageError("more than one scenario given");
+      take_scenario_operand(a, scenario_file);
     }
   }
   if (scenario_file.empty()) throw UsageError("run needs a SCENARIO file");

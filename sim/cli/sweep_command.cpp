@@ -45,12 +45,8 @@ int sweep_command(const std::vector<std::string>& args) {
       options.jobs = std::stoi(v);
     } else if (a == "--out") {
       options.out_dir = cursor.value("--out");
-    } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("unknown option " + a);
-    } else if (scenario_file.empty()) {
-      scenario_file = a;
     } else {
-      throw UsageError("more than one scenario given");
+      take_scenario_operand(a, scenario_file);
     }
   }
   if (scenario_file.empty()) throw UsageError("sweep needs a SCENARIO file");

@@ -3,7 +3,7 @@
 
 #include "program/build_program.hpp"
 #include "program/pipeline_schedule.hpp"
-#include "support/fixtures.hpp"
+#include "support/pipeline_fixture.hpp"
 
 namespace trainsim::program {
 namespace {
@@ -40,16 +40,7 @@ TEST(PipelineOrder, InterleavedFollowsMegatronsChunkGroups) {
 }
 
 TEST(PipelineProgram, TensorAndPipelineGroupsAndValidity) {
-  ScheduleInputs in;
-  in.model = {"tiny", 4, 64, 4, 256, 100, 16, false};
-  in.plan.tp = 2;
-  in.plan.pp = 2;
-  in.plan.accumulation = 4;
-  in.plan.micro_batch = 1;
-  EXPECT_TRUE(plan::precision_recipe("amp", in.plan.precision));
-  in.layout = plan::layout_of(in.plan, 8, 4);  // dp 2
-  in.device = testing_support::round_number_device();
-  in.stages = {{100, 10, 1}, {100, 10, 1}};
+  const ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   ASSERT_TRUE(unsupported_plan(in).empty());
   const Program prog = build_program(in);
   validate(prog);

@@ -4,7 +4,7 @@
 
 #include "program/build_program.hpp"
 #include "program/rank_folding.hpp"
-#include "support/fixtures.hpp"
+#include "support/pipeline_fixture.hpp"
 
 namespace trainsim::program {
 namespace {
@@ -91,16 +91,7 @@ TEST(RankFolding, InconsistentMergeFallsBackToIdentity) {
 
 TEST(RankFolding, PipelineRanksFoldByStageAndCallsMergeAcrossReplicas) {
   // TP 2 x PP 2 x DP 2: the four ranks of a stage run the same program.
-  ScheduleInputs in;
-  in.model = {"tiny", 4, 64, 4, 256, 100, 16, false};
-  in.plan.tp = 2;
-  in.plan.pp = 2;
-  in.plan.accumulation = 4;
-  in.plan.micro_batch = 1;
-  ASSERT_TRUE(plan::precision_recipe("amp", in.plan.precision));
-  in.layout = plan::layout_of(in.plan, 8, 4);
-  in.device = testing_support::round_number_device();
-  in.stages = {{100, 10, 1}, {100, 10, 1}};
+  const ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   const Program prog = build_program(in);
   const auto f = fold_ranks(prog);
   ASSERT_EQ(f.classes(), 2);
