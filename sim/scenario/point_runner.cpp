@@ -19,7 +19,7 @@
 namespace trainsim::scenario {
 
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
-  program::ScheduleInputs in{p.model, p.training, p.layout, s.device, {}};
+  program::ScheduleInputs in{p.model, p.training, p.layout, p.machine->device, {}};
   const auto mem_in = memory_inputs(s, p);
   for (long stage = 0; stage < p.training.pp; ++stage) {
     const auto r = memory::stage_memory(mem_in, stage);
@@ -45,14 +45,14 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   char* argv[] = {name, nullptr};
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
-  const auto platform = engine::build_platform(s.topology, p.nodes);
+  const auto platform = engine::build_platform(p.machine->topology, p.nodes);
   const auto prog = program::build_program(schedule_inputs(s, p));
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
-  const auto rates = engine::fabric_rates(s.topology);
+  const auto rates = engine::fabric_rates(p.machine->topology);
   const auto result = engine::execute_program(
       prog, platform,
       [&](const program::CollectiveCall& c) {
-        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates,
+        return collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
       },
       engine::ExecuteOptions{trace, s.fold_symmetric_ranks});

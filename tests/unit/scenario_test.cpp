@@ -54,10 +54,10 @@ bool contains(const std::string& text, const std::string& part) {
 /// "<scenario>#<label>" as one of its rows.
 bool named_as_fitted(const Scenario& s, const std::string& label) {
   const std::string row = s.name + "#" + label;
-  for (const auto& f : s.device.fitted)
+  for (const auto& f : s.machine->device.fitted)
     for (const auto& r : f.rows)
       if (r == row) return true;
-  for (const auto& line : s.collectives.fitted)
+  for (const auto& line : s.machine->collectives.fitted)
     if (contains(line + " ", " " + row + " ")) return true;
   return false;
 }
@@ -67,8 +67,8 @@ bool named_as_fitted(const Scenario& s, const std::string& label) {
 TEST(ShippedScenario, BertLarge) {
   const Scenario s = load_scenario(kBertLarge);
   EXPECT_EQ(s.name, "dl1-bert-large-zero1");
-  EXPECT_EQ(s.topology.name, "dl1.24xlarge");
-  EXPECT_EQ(s.topology.file, "topologies/dl1.24xlarge.json");  // resolved against scenarios/
+  EXPECT_EQ(s.machine->topology.name, "dl1.24xlarge");
+  EXPECT_EQ(s.machine->topology.file, "topologies/dl1.24xlarge.json");  // resolved against scenarios/
   EXPECT_EQ(s.model.layers, 24);
   EXPECT_EQ(s.model.hidden, 1024);
   EXPECT_EQ(s.model.heads, 16);
@@ -170,6 +170,46 @@ TEST(ScenarioErrors, MissingTopologyFile) {
   EXPECT_EQ(e.json_path(), "/topology");
   EXPECT_TRUE(contains(e.what(), "topology file not found")) << e.what();
   EXPECT_TRUE(contains(e.what(), "no-such-topology.json")) << e.what();
+}
+
+// ---- a point's own topology: one table measured on several instance types -----------------
+
+TEST(PointTopology, APointMayRunOnAnotherMachine) {
+  json doc = bert_large_doc();
+  json other = doc["points"][0];
+  other["label"] = "on p4d";
+  other["topology"] = absolute("topologies/p4d.24xlarge.json");
+  doc["points"].push_back(other);
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  ASSERT_GE(s.points.size(), 2U);
+  EXPECT_EQ(s.points.front().machine, s.machine);  // no topology of its own: the scenario's
+  const auto& mine = *s.points.back().machine;
+  EXPECT_EQ(mine.topology.name, "p4d.24xlarge");
+  EXPECT_NE(mine.device.file, s.machine->device.file);  // its device profile and calibration
+  EXPECT_NE(mine.collectives.file, s.machine->collectives.file);
+  EXPECT_EQ(s.points.back().layout.ranks_per_node, 8);
+  EXPECT_EQ(memory_inputs(s, s.points.back()).capacity, mine.topology.accelerator.memory);
+}
+
+TEST(PointTopology, PointsNamingOneFileShareItsMachine) {
+  json doc = bert_large_doc();
+  for (auto& p : doc["points"]) p["topology"] = absolute("topologies/p4d.24xlarge.json");
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  ASSERT_GE(s.points.size(), 2U);
+  EXPECT_EQ(s.points[0].machine, s.points[1].machine);
+  EXPECT_NE(s.points[0].machine, s.machine);
+}
+
+TEST(PointTopology, ErrorsNameThePointsPath) {
+  json doc = bert_large_doc();
+  doc["points"][1]["topology"] = "no-such-topology.json";
+  const ConfigError e = load_error(write(doc, temp_file("missing")));
+  EXPECT_EQ(e.json_path(), "/points/1/topology");
+  EXPECT_TRUE(contains(e.what(), "topology file not found")) << e.what();
+
+  doc = bert_large_doc();
+  doc["points"][0]["topology"] = 7;
+  EXPECT_EQ(load_error(write(doc, temp_file("type"))).json_path(), "/points/0/topology");
 }
 
 TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
@@ -276,10 +316,10 @@ TEST(ScenarioCollectives, ForceTheTunerForEveryCollectiveOfThePoint) {
   const collective::RankLayout layout{8};
   const collective::FabricRates rates{300e9, 2e-6, 50e9, 20e-6};
   const auto tuned = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
-                                                 layout, s.collectives, rates);
+                                                 layout, s.machine->collectives, rates);
   EXPECT_EQ(tuned.algorithm, "tree");
   const auto forced = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
-                                                  layout, s.collectives, rates,
+                                                  layout, s.machine->collectives, rates,
                                                   s.points[1].collectives);
   EXPECT_EQ(forced.algorithm, "ring");
   EXPECT_EQ(forced.protocol, "Simple");
@@ -355,6 +395,14 @@ TEST(DataPipeline, BadDataSourcesNameTheirPath) {
   doc = fsx_doc();
   doc["points"][0]["storage_kind"] = "s3";
   EXPECT_EQ(load_error(write(doc, temp_file("kind"))).json_path(), "/points/0/storage_kind");
+}
+
+TEST(DataPipeline, PointsShareTheScenariosTopology) {
+  json doc = fsx_doc();
+  doc["points"][0]["topology"] = absolute("topologies/p4d.24xlarge.json");
+  const ConfigError e = load_error(write(doc, temp_file("topology")));
+  EXPECT_EQ(e.json_path(), "/points/0/topology");
+  EXPECT_TRUE(contains(e.what(), "\"data\" section")) << e.what();
 }
 
 TEST(DataPipeline, DiagnosisThresholdsDefaultAndMayBeSet) {
