@@ -87,7 +87,13 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
-  std::vector<int> dp_calls(static_cast<std::size_t>(pp * tp), -1);  // by (stage, tp index)
+  // Data-parallel gradient and parameter calls, in the order the group's members issue them: by
+  // (stage, tp index, replica) for shard groups and (stage, tp index, shard position) for the
+  // replica groups. DDP is the case shard = 1 (one replica group: the whole data-parallel
+  // group); ZeRO-1 over the whole group has shard = dp (one shard group).
+  const long shard = L.shard, replicas = L.dp / shard;
+  std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
+  std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
@@ -104,6 +110,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   for (long stage = 0; stage < pp; ++stage) {
     // What every rank of the stage shares: its slots and their task names.
     const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
+    // A chunk's gradients are final once its last micro-batch's backward is done.
+    std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
+    for (std::size_t o = 0; o < order.size(); ++o)
+      if (!order[o].forward) last_backward[static_cast<std::size_t>(order[o].chunk)] = o;
     std::vector<std::string> tags;
     std::vector<std::vector<std::string>> layer_names;
     for (const auto& slot : order) {
@@ -133,6 +143,46 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           return TaskRef{stream, static_cast<int>(rp.streams[static_cast<std::size_t>(stream)].tasks.size()) - 1};
         };
         comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk) + 1);
+        const long replica = d / shard, position = d % shard;
+        auto& my_shard_calls = shard_calls[static_cast<std::size_t>((stage * tp + t) * replicas + replica)];
+        auto& my_replica_calls = replica_calls[static_cast<std::size_t>((stage * tp + t) * shard + position)];
+        std::size_t shard_sequence = 0, replica_sequence = 0;
+        // The call at this rank's position in its group's sequence, made by the first member.
+        auto group_call = [&](std::vector<int>& calls, std::size_t& sequence, bool across_replicas,
+                              std::string name, collective::Op op, Bytes size) {
+          if (sequence == calls.size()) {
+            std::vector<int> group;
+            if (across_replicas)
+              for (long r = 0; r < replicas; ++r) group.push_back(rank_of(in, stage, r * shard + position, t));
+            else
+              for (long k = 0; k < shard; ++k) group.push_back(rank_of(in, stage, replica * shard + k, t));
+            calls.push_back(add_call(std::move(name), op, size, std::move(group)));
+          }
+          return calls[sequence++];
+        };
+        const std::string stage_tag = " stage " + std::to_string(stage);
+        int buckets = 0;
+        TaskRef synced{-1, -1};  // the last gradient collective
+        // Reduces one bucket of `params` gradients once `ready` is done: a reduce-scatter within
+        // the shard group (ZeRO-1), an all-reduce of what each rank then holds across replicas.
+        auto sync_gradients = [&](double params, TaskRef ready) {
+          const std::string bucket = p.overlap_grad_reduce ? " bucket " + std::to_string(buckets) : "";
+          ++buckets;
+          if (shard > 1) {
+            const int c = group_call(my_shard_calls, shard_sequence, false, "gradient reduce-scatter" + stage_tag + bucket,
+                                     collective::Op::reduce_scatter, params * p.gradient_wire_bytes);
+            ready = synced = push(kReduce, {"gradient reduce-scatter" + bucket, TaskKind::collective,
+                                            Phase::gradient_sync, 0, c, {ready}});
+          }
+          if (replicas > 1) {
+            const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";
+            const int c = group_call(my_replica_calls, replica_sequence, true, what + stage_tag + bucket,
+                                     collective::Op::all_reduce,
+                                     params / static_cast<double>(shard) * p.gradient_wire_bytes);
+            synced = push(kReduce, {what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}});
+          }
+        };
+        double pending = 0;  // gradients of the chunk's last backward not yet in a bucket
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
         TaskRef previous{-1, -1};
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
@@ -170,6 +220,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               task.release = mem.activations_per_micro_batch / static_cast<double>(v);
             previous = push(kCompute, task);
             ready = {previous};
+            if (p.overlap_grad_reduce && !slot.forward && o == last_backward[static_cast<std::size_t>(slot.chunk)]) {
+              pending += layer_params;
+              if (l == layers_per_chunk - 1) {
+                if (first) pending += model::embedding_parameters(s) / static_cast<double>(tp);
+                if (last) pending += model::head_parameters(s) / static_cast<double>(tp);
+              }
+              if (p.bucket_elements <= 0 || pending >= p.bucket_elements || l == layers_per_chunk - 1) {
+                sync_gradients(pending, previous);
+                pending = 0;
+              }
+            }
             if (tp > 1) {
               int c;
               if (tp_sequence < group_calls.size()) {
@@ -197,24 +258,24 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             push(p2p_stream(slot.chunk, 3), {"send gradient" + tag, TaskKind::collective, Phase::backward, 0,
                                              p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
         }
-        // After the flush: the stage's gradients over its data-parallel group, then the step.
+        // The stage's gradients (after the flush unless reduced during the last backward), then
+        // the optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
+        // parameters: neither overlaps compute (source 002, DeepSpeed, Megatron's distributed
+        // optimizer without overlap_param_gather).
         double params = layer_params * static_cast<double>(layers_per_chunk * v);
         if (stage == 0) params += model::embedding_parameters(s) / static_cast<double>(tp);
         if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
+        if (!p.overlap_grad_reduce) sync_gradients(params, previous);
         std::vector<TaskRef> step_deps{previous};
-        if (L.dp > 1) {
-          int& c = dp_calls[static_cast<std::size_t>(stage * tp + t)];
-          if (c < 0) {
-            std::vector<int> group;
-            for (long k = 0; k < L.dp; ++k) group.push_back(rank_of(in, stage, k, t));
-            c = add_call("gradient all-reduce stage " + std::to_string(stage), collective::Op::all_reduce,
-                         params * p.gradient_wire_bytes, group);
-          }
-          step_deps = {push(kReduce, {"gradient all-reduce", TaskKind::collective, Phase::gradient_sync, 0, c,
-                                      {previous}})};
+        if (synced.stream >= 0) step_deps = p.overlap_grad_reduce ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
+        const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
+                                                Phase::optimizer, optimizer_per_param * (params / static_cast<double>(shard)),
+                                                -1, step_deps});
+        if (shard > 1) {
+          const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
+                                   collective::Op::all_gather, params * p.parameter_wire_bytes);
+          push(kReduce, {"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped}});
         }
-        push(kCompute, {"optimizer step", TaskKind::compute, Phase::optimizer, optimizer_per_param * params, -1,
-                        step_deps});
         prog.ranks.push_back(std::move(rp));
       }
   }
