@@ -74,6 +74,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
   const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
+  const bool sequence_parallel = p.sequence_parallel && tp > 1;
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
@@ -187,6 +188,14 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         TaskRef previous{-1, -1};
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
         auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
+        auto tp_call = [&](std::string name, collective::Op op, Bytes size) {
+          if (tp_sequence == group_calls.size()) {
+            std::vector<int> group;
+            for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
+            group_calls.push_back(add_call(std::move(name), op, size, std::move(group)));
+          }
+          return group_calls[tp_sequence++];
+        };
         for (std::size_t o = 0; o < order.size(); ++o) {
           const auto& slot = order[o];
           const long vs = slot.chunk * pp + stage;
@@ -205,8 +214,21 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             ready.push_back(push(p2p_stream(slot.chunk, 2), {"recv gradient" + tag, TaskKind::collective,
                                                              Phase::backward, 0, c, {}}));
           }
-          // The chunk's layers, each followed by its TP all-reduce; the ends add embedding/head.
+          // The chunk's layers, each followed by its TP all-reduce (with sequence parallelism:
+          // preceded by an all-gather and followed by a reduce-scatter); the ends add
+          // embedding/head.
           for (long l = 0; l < layers_per_chunk; ++l) {
+            const Phase phase = slot.forward ? Phase::forward : Phase::backward;
+            // A layer pass all-reduces twice (after attention and after the MLP; one call of
+            // their summed size here); backward with recompute also redoes the forward's two.
+            const Bytes tp_bytes = 2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1);
+            if (sequence_parallel) {
+              // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
+              // shards (in backward: the output gradients), the same bytes as the all-reduce's
+              // second half.
+              const int c = tp_call("tp all-gather" + tag, collective::Op::all_gather, tp_bytes);
+              ready = {push(kTensor, {"tp all-gather" + tag, TaskKind::collective, phase, 0, c, ready})};
+            }
             Seconds dur = slot.forward ? lf : lb;
             if (l == 0 && first) dur += slot.forward ? ops_duration(emb, in.device) : 0;
             if (l == layers_per_chunk - 1 && last)
@@ -232,21 +254,11 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               }
             }
             if (tp > 1) {
-              int c;
-              if (tp_sequence < group_calls.size()) {
-                c = group_calls[tp_sequence];
-              } else {
-                std::vector<int> group;
-                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-                // A layer pass all-reduces twice (after attention and after the MLP; one call of
-                // their summed size here); backward with recompute also redoes the forward's two.
-                c = add_call("tp all-reduce" + tag, collective::Op::all_reduce,
-                             2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1), group);
-                group_calls.push_back(c);
-              }
-              ++tp_sequence;
-              previous = push(kTensor, {"tp all-reduce" + tag, TaskKind::collective,
-                                        slot.forward ? Phase::forward : Phase::backward, 0, c, ready});
+              const char* what = sequence_parallel ? "tp reduce-scatter" : "tp all-reduce";
+              const int c = tp_call(what + tag,
+                                    sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                    tp_bytes);
+              previous = push(kTensor, {what + tag, TaskKind::collective, phase, 0, c, ready});
               ready = {previous};
             }
           }

@@ -7,7 +7,11 @@
 //    warm-up). The bubble is not a formula: it is the time a stage waits for its neighbours.
 //  - Activations and their gradients cross stage boundaries as point-to-point transfers (one
 //    stream per boundary and direction, so no two transfers can wait on each other).
-//  - Every layer pass ends with an all-reduce over the TP group, in the critical path.
+//  - Every layer pass ends with an all-reduce over the TP group, in the critical path; with
+//    sequence parallelism (Korthikanti et al. 2022) it starts with an all-gather and ends with
+//    a reduce-scatter instead, the same bytes on the wire, while norms, dropout and residuals
+//    run on 1/tp of the sequence (model::LayerShape). Megatron's re-gather of the input for
+//    the weight gradient, overlapped with the input-gradient GEMM, is not modelled.
 //  - Gradients: each stage reduces its gradients over its data-parallel group after the pipeline
 //    flush (DeepSpeed's pipeline engine, the paper's runs) or, with overlap_grad_reduce, in
 //    buckets as each chunk's last micro-batch's backward produces them (Megatron's

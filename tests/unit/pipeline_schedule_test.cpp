@@ -175,5 +175,37 @@ TEST(BuildProgram, PipelinesTakeZero1ButNotZero2) {
   EXPECT_FALSE(unsupported_plan(sharded(plan::Sharding::zero2)).empty());
 }
 
+TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersAfter) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  const Program plain = build_program(in);
+  in.plan.sequence_parallel = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[kCompute];
+  const auto& tensor = prog.ranks[0].streams[kTensor];
+  const auto& plain_tensor = plain.ranks[0].streams[kTensor];
+  ASSERT_EQ(tensor.tasks.size(), 2 * plain_tensor.tasks.size());
+  for (std::size_t i = 0; i < plain_tensor.tasks.size(); ++i) {
+    const auto& ag = prog.collectives[tensor.tasks[2 * i].collective];
+    const auto& rs = prog.collectives[tensor.tasks[2 * i + 1].collective];
+    const auto& ar = plain.collectives[plain_tensor.tasks[i].collective];
+    EXPECT_EQ(ag.op, collective::Op::all_gather);
+    EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
+    EXPECT_EQ(ar.op, collective::Op::all_reduce);
+    // The same bytes on the wire: an all-reduce of S is a reduce-scatter and an all-gather of S.
+    EXPECT_DOUBLE_EQ(ag.size, ar.size);
+    EXPECT_DOUBLE_EQ(rs.size, ar.size);
+    EXPECT_EQ(ag.group, (std::vector<int>{0, 1}));
+  }
+  // Stage 0's first pass: all-gather, then the layer, then its reduce-scatter, all in line.
+  const int layer0 = index_of(comp, "forward mb0 c0 layer 0");
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, 0));
+  EXPECT_TRUE(waits_for(tensor.tasks[1], kCompute, layer0));
+  EXPECT_TRUE(waits_for(tensor.tasks[2], kTensor, 1));  // the next pass's all-gather
+  // The elementwise work shrinks (norms and residuals on 1/tp of the sequence); the GEMMs do not.
+  EXPECT_LT(comp.tasks[static_cast<std::size_t>(layer0)].duration,
+            plain.ranks[0].streams[kCompute].tasks[static_cast<std::size_t>(layer0)].duration);
+}
+
 }  // namespace
 }  // namespace trainsim::program
