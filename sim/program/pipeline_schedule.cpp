@@ -75,6 +75,11 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;
+  // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
+  // forward and comes back before its backward (memory/rank_memory.hpp keeps two layer inputs of
+  // each micro-batch in flight on device), as in the sharded schedule.
+  const bool offload = p.activation_checkpointing && p.activation_offloading;
+  const Bytes layer_input = model::layer_input_bytes(s, shape);
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
@@ -138,6 +143,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           for (const char* n : {"recv act", "send act", "recv grad", "send grad"})
             rp.streams.push_back({std::string(n) + " c" + std::to_string(c), StreamKind::communication, {}});
         auto p2p_stream = [&](long c, int which) { return static_cast<int>(kFirstP2p + 4 * c + which); };
+        const int kCopy = static_cast<int>(rp.streams.size());
+        if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -217,6 +224,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           // The chunk's layers, each followed by its TP all-reduce (with sequence parallelism:
           // preceded by an all-gather and followed by a reduce-scatter); the ends add
           // embedding/head.
+          std::vector<TaskRef> offloaded;  // this slot's copies to host, by layer
           for (long l = 0; l < layers_per_chunk; ++l) {
             const Phase phase = slot.forward ? Phase::forward : Phase::backward;
             // A layer pass all-reduces twice (after attention and after the MLP; one call of
@@ -228,6 +236,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               // second half.
               const int c = tp_call("tp all-gather" + tag, collective::Op::all_gather, tp_bytes);
               ready = {push(kTensor, {"tp all-gather" + tag, TaskKind::collective, phase, 0, c, ready})};
+            }
+            if (offload && slot.forward && l >= 2) ready.push_back(offloaded[static_cast<std::size_t>(l - 2)]);
+            if (offload && !slot.forward) {
+              // Prefetched one layer ahead: starts once the compute task two before this pass is done.
+              std::vector<TaskRef> fdeps;
+              if (comp.size() >= 2) fdeps.push_back({kCompute, static_cast<int>(comp.size()) - 2});
+              Task fetch{"fetch input" + layer_names[o][static_cast<std::size_t>(l)].substr(8), TaskKind::host_copy,
+                         Phase::offload, 0, -1, std::move(fdeps)};
+              fetch.copy_bytes = layer_input;
+              fetch.copy_direction = CopyDirection::to_device;
+              ready.push_back(push(kCopy, std::move(fetch)));
             }
             Seconds dur = slot.forward ? lf : lb;
             if (l == 0 && first) dur += slot.forward ? ops_duration(emb, in.device) : 0;
@@ -242,6 +261,13 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               task.release = mem.activations_per_micro_batch / static_cast<double>(v);
             previous = push(kCompute, task);
             ready = {previous};
+            if (offload && slot.forward) {
+              Task copy{"offload input" + layer_names[o][static_cast<std::size_t>(l)].substr(7), TaskKind::host_copy,
+                        Phase::offload, 0, -1, {previous}};
+              copy.copy_bytes = layer_input;
+              copy.copy_direction = CopyDirection::to_host;
+              offloaded.push_back(push(kCopy, std::move(copy)));
+            }
             if (p.overlap_grad_reduce && !slot.forward && o == last_backward[static_cast<std::size_t>(slot.chunk)]) {
               pending += layer_params;
               if (l == layers_per_chunk - 1) {

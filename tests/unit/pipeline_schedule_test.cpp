@@ -207,5 +207,34 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersA
             plain.ranks[0].streams[kCompute].tasks[static_cast<std::size_t>(layer0)].duration);
 }
 
+TEST(PipelineProgram, OffloadingCopiesEachLayerInputToHostAndBackOnACopyStream) {
+  // TP 2 x DP 2, one stage of 4 layers (pipeline_schedule runs any TP or PP plan).
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pp = 1;
+  in.plan.accumulation = 2;
+  in.plan.activation_checkpointing = true;
+  in.plan.activation_offloading = true;
+  in.layout = plan::layout_of(in.plan, 4, 4);
+  in.stages = {{100, 10, 1}};
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  const auto& comp = r.streams[kCompute];
+  ASSERT_EQ(r.streams.back().kind, StreamKind::copy);
+  const int kCopy = static_cast<int>(r.streams.size()) - 1;
+  const auto& copy = r.streams.back();
+  ASSERT_EQ(copy.tasks.size(), 2u * 4u * 2u);  // 2 micro-batches x 4 layers, out and back
+  EXPECT_DOUBLE_EQ(copy.tasks.front().copy_bytes, model::layer_input_bytes(in.model, {1, 2}));
+  EXPECT_TRUE(waits_for(find(copy, "offload input mb0 c0 layer 1"), kCompute, index_of(comp, "forward mb0 c0 layer 1")));
+  EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 2"), kCopy, index_of(copy, "offload input mb0 c0 layer 0")));
+  EXPECT_TRUE(waits_for(find(comp, "backward mb1 c0 layer 2"), kCopy, index_of(copy, "fetch input mb1 c0 layer 2")));
+  // Prefetched one pass ahead: the fetch waits for the compute task two before its pass.
+  EXPECT_TRUE(waits_for(find(copy, "fetch input mb1 c0 layer 2"), kCompute, index_of(comp, "backward mb1 c0 layer 0")));
+  EXPECT_EQ(find(copy, "fetch input mb0 c0 layer 0").copy_direction, CopyDirection::to_device);
+  // Without offloading there is no copy stream.
+  in.plan.activation_offloading = false;
+  EXPECT_NE(build_program(in).ranks[0].streams.back().kind, StreamKind::copy);
+}
+
 }  // namespace
 }  // namespace trainsim::program
