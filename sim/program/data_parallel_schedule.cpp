@@ -15,11 +15,13 @@ using model::ops_duration;
 struct BackwardSegment {
   Seconds duration = 0;
   double params = 0;
+  std::size_t units = 0;  ///< backward units (head, layers, embedding) in the slice
 };
 
 /// Durations of the pieces of one micro-batch on one rank.
 struct MicroBatchCost {
   Seconds forward = 0;
+  Seconds embedding_forward = 0, layer_forward = 0, head_forward = 0;  ///< the pieces of `forward`
   std::vector<Seconds> layer_backward;  ///< last layer first, each with its accumulation
   Seconds head_backward = 0;            ///< runs first in backward
   Seconds embedding_backward = 0;       ///< runs last in backward
@@ -35,7 +37,10 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   const auto layer_f = model::layer_forward_ops(s, micro_batch);
   const auto head_f = model::head_forward_ops(s, micro_batch);
   const double layers = static_cast<double>(s.layers);
-  c.forward = ops_duration(emb, dev) + layers * ops_duration(layer_f, dev) + ops_duration(head_f, dev);
+  c.embedding_forward = ops_duration(emb, dev);
+  c.layer_forward = ops_duration(layer_f, dev);
+  c.head_forward = ops_duration(head_f, dev);
+  c.forward = c.embedding_forward + layers * c.layer_forward + c.head_forward;
   c.layer_params = model::parameters_per_layer(s);
   c.embedding_params = static_cast<double>(s.vocab + s.seq_len) * static_cast<double>(s.hidden);
   c.head_params = model::parameter_count(s) - layers * c.layer_params - c.embedding_params;
@@ -59,6 +64,7 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
   auto add = [&](Seconds t, double p) {
     out.back().duration += t;
     out.back().params += p;
+    ++out.back().units;
     if (bucket_params > 0 && out.back().params >= bucket_params) out.emplace_back();
   };
   add(c.head_backward, c.head_params);
@@ -66,6 +72,7 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
   add(c.embedding_backward, c.embedding_params);
   if (out.back().params == 0 && out.size() > 1) {
     out[out.size() - 2].duration += out.back().duration;
+    out[out.size() - 2].units += out.back().units;
     out.pop_back();
   }
   return out;
@@ -84,6 +91,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.gradient_bytes = plan.gradient_wire_bytes;
   c.parameter_bytes = plan.parameter_wire_bytes;
   c.activation_checkpointing = plan.activation_checkpointing;
+  c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
   return c;
 }
 
@@ -124,23 +132,80 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   const double optimizer_params = zero1 ? total_params / cfg.world : total_params;
   const Seconds optimizer = model::op_duration(model::optimizer_step_op(optimizer_params), dev);
 
+  // Activation offloading needs the forward and backward split into units (embedding, layers,
+  // head), as the sharded schedule has them: each layer's checkpointed input goes to host memory
+  // after the layer's forward (a forward waits for the copy of the layer two before it: two
+  // inputs on device, memory/rank_memory.hpp) and comes back one layer ahead of its backward.
+  const bool offload = cfg.activation_offloading;
+  const Bytes layer_input = model::layer_input_bytes(spec, model::LayerShape{cfg.micro_batch});
+  const std::size_t units = static_cast<std::size_t>(spec.layers) + 2;
+  auto unit_name = [&](std::size_t u) {  // u in forward order
+    return u == 0 ? std::string("embedding") : u + 1 == units ? std::string("head") : "layer " + std::to_string(u - 1);
+  };
+  auto backward_of_unit = [&](std::size_t k) {  // k in backward order: head, last layer ... embedding
+    return k == 0 ? cost.head_backward : k + 1 == units ? cost.embedding_backward : cost.layer_backward[k - 1];
+  };
+
   for (int r = 0; r < cfg.world; ++r) {
     RankProgram rp;
     rp.rank = r;
     rp.resident = cfg.resident_memory;
-    rp.streams.resize(2);
+    rp.streams.resize(offload ? 3 : 2);
     Stream& comp = rp.streams[0];
     Stream& comm = rp.streams[1];
     comp.name = "compute";
     comp.kind = StreamKind::compute;
     comm.name = "communication";
     comm.kind = StreamKind::communication;
+    if (offload) {
+      rp.streams[2].name = "host-copy";
+      rp.streams[2].kind = StreamKind::copy;
+    }
+    auto copy = [&](std::string name, CopyDirection dir, std::vector<TaskRef> deps) {
+      Task c{std::move(name), TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
+      c.copy_bytes = layer_input;
+      c.copy_direction = dir;
+      rp.streams[2].tasks.push_back(std::move(c));
+      return TaskRef{2, static_cast<int>(rp.streams[2].tasks.size()) - 1};
+    };
+    auto last_compute = [&] { return TaskRef{0, static_cast<int>(comp.tasks.size()) - 1}; };
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
+      const bool reduce_now = mb + 1 == cfg.accumulation;
+      if (offload) {
+        std::vector<TaskRef> offloaded(units, TaskRef{-1, -1});
+        for (std::size_t u = 0; u < units; ++u) {
+          const bool layer = u > 0 && u + 1 < units;
+          Task f{"forward " + unit_name(u) + tag, TaskKind::compute, Phase::forward,
+                 u == 0 ? cost.embedding_forward : layer ? cost.layer_forward : cost.head_forward, -1, {}};
+          if (u == 0) f.alloc = cfg.activation_memory;
+          if (u >= 2 && offloaded[u - 2].stream >= 0) f.deps.push_back(offloaded[u - 2]);
+          comp.tasks.push_back(std::move(f));
+          if (layer) offloaded[u] = copy("offload input " + unit_name(u) + tag, CopyDirection::to_host, {last_compute()});
+        }
+        std::vector<TaskRef> done;  // each backward unit's task, in backward order
+        std::size_t k = 0;
+        for (std::size_t b = 0; b < segments.size(); ++b)
+          for (std::size_t i = 0; i < segments[b].units; ++i, ++k) {
+            const std::size_t u = units - 1 - k;
+            Task bw{"backward " + unit_name(u) + tag, TaskKind::compute, Phase::backward, backward_of_unit(k), -1, {}};
+            bw.workspace = cfg.workspace_memory;
+            if (u > 0 && u + 1 < units)
+              bw.deps.push_back(copy("fetch input " + unit_name(u) + tag, CopyDirection::to_device,
+                                     k >= 2 ? std::vector<TaskRef>{done[k - 2]} : std::vector<TaskRef>{}));
+            if (u == 0) bw.release = cfg.activation_memory;
+            comp.tasks.push_back(std::move(bw));
+            done.push_back(last_compute());
+            if (reduce_now && i + 1 == segments[b].units)
+              comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective, Phase::gradient_sync, 0,
+                                    static_cast<int>(b), {last_compute()}});
+          }
+        continue;
+      }
       Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
       forward.alloc = cfg.activation_memory;
       comp.tasks.push_back(forward);
-      if (mb + 1 < cfg.accumulation) {
+      if (!reduce_now) {
         Task backward{"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}};
         backward.workspace = cfg.workspace_memory;
         backward.release = cfg.activation_memory;

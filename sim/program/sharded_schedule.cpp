@@ -63,6 +63,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& u : units) t += u.params;
     return t;
   }();
+  const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
   // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
@@ -102,6 +103,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   struct UnitCalls {
     std::vector<int> gather_fwd, gather_bwd, reduce, replicate;  // by group id
     std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // by dp index
+    // Sequence parallelism: the all-gathers before each pass (the passes above reduce-scatter).
+    std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // by dp index
   };
   std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
                                             std::vector<UnitCalls>(n));
@@ -131,13 +134,19 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         }
       if (unit.tensor_parallel)
         for (long d = 0; d < L.dp; ++d) {
-          c.tensor_fwd.push_back(add_call("tp all-reduce " + unit.name + tag, collective::Op::all_reduce,
-                                          2 * tokens_bytes, tensor_group(d)));
-          c.tensor_bwd.push_back(add_call("tp all-reduce " + unit.name + " (backward)" + tag,
-                                          collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
-          if (p.activation_checkpointing)
-            c.tensor_recompute.push_back(add_call("tp all-reduce " + unit.name + " (recompute)" + tag,
-                                                  collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
+          // Each pass all-reduces its attention and MLP outputs (one call of their summed size);
+          // with sequence parallelism a reduce-scatter of the same bytes, after an all-gather.
+          auto tensor_calls = [&](const std::string& pass, std::vector<int>& after, std::vector<int>& before) {
+            if (sequence_parallel)
+              before.push_back(add_call("tp all-gather " + unit.name + pass + tag, collective::Op::all_gather,
+                                        2 * tokens_bytes, tensor_group(d)));
+            after.push_back(add_call((sequence_parallel ? "tp reduce-scatter " : "tp all-reduce ") + unit.name + pass + tag,
+                                     sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                     2 * tokens_bytes, tensor_group(d)));
+          };
+          tensor_calls("", c.tensor_fwd, c.gather_fwd_sp);
+          tensor_calls(" (backward)", c.tensor_bwd, c.gather_bwd_sp);
+          if (p.activation_checkpointing) tensor_calls(" (recompute)", c.tensor_recompute, c.gather_recompute_sp);
         }
     }
   }
@@ -173,16 +182,21 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         rp.streams[kCopy].tasks.push_back(std::move(c));
         return last(rp.streams[kCopy].tasks, kCopy);
       };
-      // Runs a unit pass: compute after `ready`, then (TP) its all-reduce; returns the task the
-      // next pass must wait for.
-      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call) {
+      // Runs a unit pass: (SP) an all-gather after `ready`, compute, then (TP) its all-reduce
+      // or (SP) reduce-scatter; returns the task the next pass must wait for.
+      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call, int gather_call = -1) {
+        if (gather_call >= 0) {
+          tensor.push_back({task.name + " all-gather", TaskKind::collective, task.phase, 0, gather_call, std::move(ready)});
+          ready = {last(tensor, kTensor)};
+        }
         task.deps = std::move(ready);
         comp.push_back(std::move(task));
         if (tensor_call < 0) return last(comp, kCompute);
-        tensor.push_back({comp.back().name + " all-reduce", TaskKind::collective,
+        tensor.push_back({comp.back().name + (gather_call >= 0 ? " reduce-scatter" : " all-reduce"), TaskKind::collective,
                           comp.back().phase, 0, tensor_call, {last(comp, kCompute)}});
         return last(tensor, kTensor);
       };
+      auto sp_gather = [&](const std::vector<int>& calls) { return sequence_parallel ? calls[d] : -1; };
       std::vector<TaskRef> reduced;
       for (long mb = 0; mb < p.accumulation; ++mb) {
         const std::string tag = " mb" + std::to_string(mb);
@@ -205,7 +219,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{"forward " + units[u].name + tag, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
-          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1);
+          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : -1);
           computed.push_back(static_cast<int>(comp.size()) - 1);
           if (offload && units[u].layer)
             offloaded[u] = copy_task("offload input " + units[u].name + tag, CopyDirection::to_host,
@@ -234,13 +249,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             Task r{"recompute " + units[u].name + tag, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
             r.workspace = mem.workspace;
-            ready = {pass(r, ready, c[u].tensor_recompute[d])};
+            ready = {pass(r, ready, c[u].tensor_recompute[d], sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
           Task b{"backward " + units[u].name + tag, TaskKind::compute, Phase::backward, dur, -1, {}};
           b.workspace = mem.workspace;
           if (u == 0) b.release = mem.activations_per_micro_batch;
-          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1);
+          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : -1);
           done.push_back(static_cast<int>(comp.size()) - 1);
           if (shard > 1) {
             reduce.push_back({"reduce-scatter " + units[u].name + tag, TaskKind::collective,

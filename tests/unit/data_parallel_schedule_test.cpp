@@ -203,6 +203,86 @@ Program two_ranks(const std::vector<int>& order0, const std::vector<int>& order1
   return p;
 }
 
+const Task& find(const Stream& s, const std::string& name) {
+  for (const auto& t : s.tasks)
+    if (t.name == name) return t;
+  ADD_FAILURE() << "no task " << name << " on " << s.name;
+  return s.tasks.front();
+}
+
+int index_of(const Stream& s, const std::string& name) { return static_cast<int>(&find(s, name) - s.tasks.data()); }
+
+bool waits_for(const Task& t, int stream, int index) {
+  for (const auto& d : t.deps)
+    if (d == TaskRef{stream, index}) return true;
+  return false;
+}
+
+DataParallelConfig offloading(double bucket_elements = 1e12) {
+  DataParallelConfig c = config(DataParallelKind::ddp, bucket_elements);
+  c.activation_checkpointing = true;
+  c.activation_offloading = true;
+  c.activation_memory = 50;
+  return c;
+}
+
+TEST(DataParallel, NoCopyStreamWithoutOffloading) {
+  EXPECT_EQ(build(config(DataParallelKind::ddp)).ranks[0].streams.size(), 2u);
+}
+
+TEST(DataParallel, OffloadingCopiesEachLayerInputToHostAndBackPerMicroBatch) {
+  const Program prog = build(offloading());
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  ASSERT_EQ(r.streams.size(), 3u);
+  const auto& comp = r.streams[0];
+  const auto& copy = r.streams[2];
+  EXPECT_EQ(copy.kind, StreamKind::copy);
+  // 4 layers x 3 micro-batches, each offloaded and fetched back: 24 copies of b x s x h x 2 B.
+  ASSERT_EQ(copy.tasks.size(), 24u);
+  for (const auto& t : copy.tasks) {
+    EXPECT_EQ(t.kind, TaskKind::host_copy);
+    EXPECT_DOUBLE_EQ(t.copy_bytes, 2.0 * 2 * 32 * 64);
+  }
+  EXPECT_EQ(find(copy, "offload input layer 0 mb1").copy_direction, CopyDirection::to_host);
+  EXPECT_EQ(find(copy, "fetch input layer 0 mb1").copy_direction, CopyDirection::to_device);
+  // The offload follows its layer's forward; a forward waits for the offload two layers back.
+  EXPECT_TRUE(waits_for(find(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find(comp, "forward layer 2 mb0"), 2, index_of(copy, "offload input layer 0 mb0")));
+  // A layer's backward waits for its fetch, which starts once the backward two units later is
+  // done (it overlaps the one in between); the first two fetches start right after the offloads.
+  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 2, index_of(copy, "fetch input layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
+  EXPECT_TRUE(find(copy, "fetch input layer 3 mb0").deps.empty());
+  // Memory: allocated by the embedding's forward, freed by its backward.
+  EXPECT_DOUBLE_EQ(find(comp, "forward embedding mb2").alloc, 50);
+  EXPECT_DOUBLE_EQ(find(comp, "backward embedding mb2").release, 50);
+}
+
+TEST(DataParallel, OffloadingKeepsTheComputeAndTheBucketsOfThePlainProgram) {
+  const Program prog = build(offloading(3e4));
+  validate(prog);
+  DataParallelConfig checkpointing = config(DataParallelKind::ddp, 3e4);
+  checkpointing.activation_checkpointing = true;
+  const Program plain_ckpt = build(checkpointing);
+  // The same work (the recompute included), split by unit.
+  Seconds a = 0, b = 0;
+  for (const auto& t : plain_ckpt.ranks[0].streams[0].tasks) a += t.duration;
+  for (const auto& t : prog.ranks[0].streams[0].tasks) b += t.duration;
+  EXPECT_NEAR(a, b, 1e-9 * a);
+  // The same buckets, each reduced once the unit that completes it is done.
+  ASSERT_EQ(prog.collectives.size(), plain_ckpt.collectives.size());
+  ASSERT_GT(prog.ranks[0].streams[1].tasks.size(), 1u);
+  const auto& comp = prog.ranks[0].streams[0];
+  for (const auto& t : prog.ranks[0].streams[1].tasks) {
+    if (t.phase != Phase::gradient_sync) continue;
+    ASSERT_EQ(t.deps.size(), 1u);
+    EXPECT_EQ(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.rfind("backward ", 0), 0u);
+    EXPECT_NE(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.find("mb2"), std::string::npos);
+  }
+}
+
 TEST(Validate, SameOrderOnEveryRankPasses) { EXPECT_NO_THROW(validate(two_ranks({0, 1}, {0, 1}))); }
 
 TEST(Validate, DifferentOrdersWouldDeadlock) {

@@ -243,6 +243,27 @@ TEST(ScenarioErrors, OffloadingNeedsACpuVertex) {
   EXPECT_TRUE(contains(e.what(), "has no vertex of kind cpu")) << e.what();
 }
 
+TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["schedule"] = "zero3";
+  ConfigError e = load_error(write(doc, temp_file("zero3")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  EXPECT_TRUE(contains(e.what(), "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism")) << e.what();
+  doc["training"]["schedule"] = "zero2";
+  e = load_error(write(doc, temp_file("zero2")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["precision"] = "fsdp_mixed";
+  e = load_error(write(doc, temp_file("fsdp")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  EXPECT_TRUE(contains(e.what(), "not modelled")) << e.what();
+  // Optimizer-state sharding per stage is what pipelines combine with.
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["precision"] = "amp";
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("zero1"))));
+}
+
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators

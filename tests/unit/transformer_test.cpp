@@ -145,5 +145,29 @@ TEST(HeadAndEmbedding, Shapes) {
   EXPECT_DOUBLE_EQ(emb[0].bytes, 8 * t * h * 2.0);
 }
 
+TEST(SequenceParallelism, NormsAndResidualsRunOnOneTpthOfTheSequence) {
+  // Korthikanti et al. 2022: with SP the work TP alone replicates (norms, dropout, residual adds)
+  // is split along the sequence; the GEMMs and the TP-split activation functions are unchanged.
+  TransformerSpec s = bert_large();
+  const LayerShape tp4{8, 4, false, false, false};
+  LayerShape sp4 = tp4;
+  sp4.sequence_parallel = true;
+  const auto plain = layer_forward_ops(s, tp4);
+  const auto split = layer_forward_ops(s, sp4);
+  ASSERT_EQ(plain.size(), split.size());
+  int divided = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const std::string& n = plain[i].name;
+    if (n.rfind("layernorm", 0) == 0 || n.rfind("residual", 0) == 0) {
+      EXPECT_DOUBLE_EQ(split[i].bytes, plain[i].bytes / 4) << n;
+      ++divided;
+    } else {
+      EXPECT_DOUBLE_EQ(split[i].bytes, plain[i].bytes) << n;
+      EXPECT_DOUBLE_EQ(split[i].flops, plain[i].flops) << n;
+    }
+  }
+  EXPECT_EQ(divided, 4);  // two norms, two residual adds
+}
+
 }  // namespace
 }  // namespace trainsim::model
