@@ -90,6 +90,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.bucket_elements = plan.bucket_elements;
   c.gradient_bytes = plan.gradient_wire_bytes;
   c.parameter_bytes = plan.parameter_wire_bytes;
+  c.shard = static_cast<int>(layout.shard);
   c.activation_checkpointing = plan.activation_checkpointing;
   c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
   return c;
@@ -108,28 +109,55 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
 
   Program prog;
   prog.samples_per_step = cfg.micro_batch * cfg.accumulation * cfg.world;
-  std::vector<int> everyone(static_cast<std::size_t>(cfg.world));
-  std::iota(everyone.begin(), everyone.end(), 0);
   const bool zero1 = cfg.kind == DataParallelKind::zero1;
-  for (std::size_t b = 0; b < segments.size(); ++b) {
-    CollectiveCall call;
-    call.name = "grad bucket " + std::to_string(b);
-    call.op = zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce;
-    call.size = segments[b].params * cfg.gradient_bytes;
-    call.group = everyone;
-    prog.collectives.push_back(call);
-  }
+  // Shard groups are consecutive ranks (inside a node first); a replica group holds the ranks at
+  // the same place in every shard group.
+  const int shard = zero1 && cfg.shard > 0 && cfg.shard < cfg.world ? cfg.shard : cfg.world;
+  TRAINSIM_CHECK(cfg.world % shard == 0, "the shard degree must divide the data-parallel ranks");
+  const int shard_groups = cfg.world / shard;
+  auto shard_group = [&](int g) {
+    std::vector<int> ranks(static_cast<std::size_t>(shard));
+    std::iota(ranks.begin(), ranks.end(), g * shard);
+    return ranks;
+  };
+  auto replica_group = [&](int j) {
+    std::vector<int> ranks;
+    for (int g = 0; g < shard_groups; ++g) ranks.push_back(g * shard + j);
+    return ranks;
+  };
+  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+  };
+  // Collective indices: bucket b's reduction in shard group g is b * shard_groups + g; with
+  // replicas, the all-reduce of its shard across them follows; then one gather per shard group.
+  for (std::size_t b = 0; b < segments.size(); ++b)
+    for (int g = 0; g < shard_groups; ++g)
+      add_call("grad bucket " + std::to_string(b), zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+               segments[b].params * cfg.gradient_bytes, shard_group(g));
+  const int across = static_cast<int>(prog.collectives.size());
+  if (shard_groups > 1 && zero1)
+    for (std::size_t b = 0; b < segments.size(); ++b)
+      for (int j = 0; j < shard; ++j)
+        add_call("grad bucket " + std::to_string(b) + " shard across replicas", collective::Op::all_reduce,
+                 segments[b].params * cfg.gradient_bytes / shard, replica_group(j));
   const int gather = static_cast<int>(prog.collectives.size());
-  if (zero1) {
-    CollectiveCall call;
-    call.name = "parameter all-gather";
-    call.op = collective::Op::all_gather;
-    call.size = total_params * cfg.parameter_bytes;
-    call.group = everyone;
-    prog.collectives.push_back(call);
-  }
+  if (zero1)
+    for (int g = 0; g < shard_groups; ++g)
+      add_call("parameter all-gather", collective::Op::all_gather, total_params * cfg.parameter_bytes,
+               shard_group(g));
+  // The communication tasks that reduce bucket b on rank r, in issue order.
+  auto reduce_bucket = [&](Stream& comm, std::size_t b, int r, TaskRef ready) {
+    const int reduce = static_cast<int>(b) * shard_groups + r / shard;
+    comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(reduce)].name, TaskKind::collective,
+                          Phase::gradient_sync, 0, reduce, {ready}});
+    if (shard_groups > 1 && zero1) {
+      const int all = across + static_cast<int>(b) * shard + r % shard;
+      comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(all)].name, TaskKind::collective,
+                            Phase::gradient_sync, 0, all, {}});
+    }
+  };
 
-  const double optimizer_params = zero1 ? total_params / cfg.world : total_params;
+  const double optimizer_params = zero1 ? total_params / shard : total_params;
   const Seconds optimizer = model::op_duration(model::optimizer_step_op(optimizer_params), dev);
 
   // Activation offloading needs the forward and backward split into units (embedding, layers,
@@ -196,9 +224,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
             if (u == 0) bw.release = cfg.activation_memory;
             comp.tasks.push_back(std::move(bw));
             done.push_back(last_compute());
-            if (reduce_now && i + 1 == segments[b].units)
-              comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective, Phase::gradient_sync, 0,
-                                    static_cast<int>(b), {last_compute()}});
+            if (reduce_now && i + 1 == segments[b].units) reduce_bucket(comm, b, r, last_compute());
           }
         continue;
       }
@@ -219,9 +245,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
         backward.workspace = cfg.workspace_memory;
         if (b + 1 == segments.size()) backward.release = cfg.activation_memory;
         comp.tasks.push_back(backward);
-        const TaskRef ready{0, static_cast<int>(comp.tasks.size()) - 1};
-        comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective,
-                              Phase::gradient_sync, 0, static_cast<int>(b), {ready}});
+        reduce_bucket(comm, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
       }
     }
     std::vector<TaskRef> reduced;
@@ -231,7 +255,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     if (zero1) {
       const TaskRef stepped{0, static_cast<int>(comp.tasks.size()) - 1};
       comm.tasks.push_back({"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0,
-                            gather, {stepped}});
+                            gather + r / shard, {stepped}});
     }
     prog.ranks.push_back(std::move(rp));
   }

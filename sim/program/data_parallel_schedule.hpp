@@ -28,6 +28,10 @@ struct DataParallelConfig {
   double bucket_elements = 0;     ///< gradient elements per bucket
   double gradient_bytes = 2;      ///< bytes per gradient element on the wire
   double parameter_bytes = 2;     ///< bytes per parameter element all-gathered (zero1)
+  /// zero1: ranks over which optimizer states are sharded (hybrid_shard_degree; 0 or world: all).
+  /// With fewer, each shard group reduce-scatters and gathers inside itself and the shards are
+  /// all-reduced across the groups (the replicas).
+  int shard = 0;
   bool activation_checkpointing = false;  ///< backward recomputes each layer's forward first
   bool activation_offloading = false;     ///< checkpointed layer inputs copied to host and back
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):

@@ -128,6 +128,33 @@ TEST(DataParallel, Zero1OptimizerUpdatesOneShard) {
                    model::op_duration(model::optimizer_step_op(shard), small_device()));
 }
 
+TEST(DataParallel, Zero1WithShardGroupsReducesInsideThemAndAcrossReplicas) {
+  DataParallelConfig c = config(DataParallelKind::zero1);  // one bucket
+  c.shard = 2;                                              // groups {0, 1} and {2, 3}
+  const Program p = build(c);
+  EXPECT_NO_THROW(validate(p));
+  const double params = model::parameter_count(small_model());
+  for (const auto& rp : p.ranks) {
+    const Stream& comm = rp.streams[1];
+    ASSERT_EQ(comm.tasks.size(), 3u) << "rank " << rp.rank;
+    const auto& scatter = p.collectives[comm.tasks[0].collective];
+    const auto& across = p.collectives[comm.tasks[1].collective];
+    const auto& gather = p.collectives[comm.tasks[2].collective];
+    const int g = rp.rank / 2, j = rp.rank % 2;
+    EXPECT_EQ(scatter.op, Op::reduce_scatter);
+    EXPECT_EQ(scatter.group, (std::vector<int>{2 * g, 2 * g + 1}));
+    EXPECT_EQ(across.op, Op::all_reduce);  // this rank's half of the gradients, with its replica
+    EXPECT_EQ(across.group, (std::vector<int>{j, 2 + j}));
+    EXPECT_DOUBLE_EQ(across.size, scatter.size / 2);
+    EXPECT_EQ(gather.op, Op::all_gather);
+    EXPECT_EQ(gather.group, scatter.group);
+    EXPECT_DOUBLE_EQ(gather.size, 2 * params);
+  }
+  const Stream& comp = p.ranks[0].streams[0];  // the optimizer updates half the parameters
+  EXPECT_DOUBLE_EQ(comp.tasks[optimizer_index(comp)].duration,
+                   model::op_duration(model::optimizer_step_op(params / 2), small_device()));
+}
+
 TEST(DataParallel, DdpAllReducesAndNeverGathers) {
   const Program p = build(config(DataParallelKind::ddp, 60000));
   ASSERT_GT(p.collectives.size(), 1u);
@@ -292,6 +319,16 @@ TEST(Validate, DifferentOrdersWouldDeadlock) {
   } catch (const InvariantError& e) {
     EXPECT_NE(std::string(e.what()).find("different orders"), std::string::npos) << e.what();
   }
+}
+
+TEST(Validate, CollectivesOnDifferentStreamsNeedNoCommonOrder) {
+  // Rank 1 issues b on a second stream (interleaved pipelines send on one stream per chunk):
+  // both streams can progress, so issuing b before a there cannot deadlock.
+  Program p = two_ranks({0, 1}, {0});
+  auto& second = p.ranks[1].streams.emplace_back(Stream{"p2p", StreamKind::communication, {}});
+  second.tasks.push_back(p.ranks[1].streams[0].tasks[0]);
+  second.tasks[0].collective = 1;
+  EXPECT_NO_THROW(validate(p));
 }
 
 TEST(Validate, CollectiveMissingOnAMember) {
