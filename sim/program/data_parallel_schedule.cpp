@@ -82,7 +82,9 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
 
 DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const plan::Layout& layout) {
   DataParallelConfig c;
-  c.kind = plan.sharding == plan::Sharding::none ? DataParallelKind::ddp : DataParallelKind::zero1;
+  c.kind = plan.sharding == plan::Sharding::none    ? DataParallelKind::ddp
+           : plan.sharding == plan::Sharding::zero2 ? DataParallelKind::zero2
+                                                    : DataParallelKind::zero1;
   c.world = static_cast<int>(layout.world);
   c.ranks_per_node = static_cast<int>(layout.ranks_per_node);
   c.micro_batch = plan.micro_batch;
@@ -109,7 +111,9 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
 
   Program prog;
   prog.samples_per_step = cfg.micro_batch * cfg.accumulation * cfg.world;
-  const bool zero1 = cfg.kind == DataParallelKind::zero1;
+  const bool zero1 = cfg.kind != DataParallelKind::ddp;  // optimizer states sharded
+  // Micro-batches whose backward reduces gradients: every one under ZeRO-2, else the last.
+  const long reductions = cfg.kind == DataParallelKind::zero2 ? cfg.accumulation : 1;
   // Shard groups are consecutive ranks (inside a node first); a replica group holds the ranks at
   // the same place in every shard group.
   const int shard = zero1 && cfg.shard > 0 && cfg.shard < cfg.world ? cfg.shard : cfg.world;
@@ -128,12 +132,16 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
     prog.collectives.push_back({std::move(name), op, size, std::move(group)});
   };
-  // Collective indices: bucket b's reduction in shard group g is b * shard_groups + g; with
-  // replicas, the all-reduce of its shard across them follows; then one gather per shard group.
-  for (std::size_t b = 0; b < segments.size(); ++b)
-    for (int g = 0; g < shard_groups; ++g)
-      add_call("grad bucket " + std::to_string(b), zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce,
-               segments[b].params * cfg.gradient_bytes, shard_group(g));
+  // Collective indices: reduction n's bucket b in shard group g is (n * buckets + b) *
+  // shard_groups + g; with replicas, the all-reduce of each shard across them follows (once, the
+  // accumulated shard at the last micro-batch); then one gather per shard group.
+  const std::size_t buckets = segments.size();
+  for (long n = 0; n < reductions; ++n)
+    for (std::size_t b = 0; b < buckets; ++b)
+      for (int g = 0; g < shard_groups; ++g)
+        add_call("grad bucket " + std::to_string(b) + (reductions > 1 ? " mb" + std::to_string(n) : ""),
+                 zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                 segments[b].params * cfg.gradient_bytes, shard_group(g));
   const int across = static_cast<int>(prog.collectives.size());
   if (shard_groups > 1 && zero1)
     for (std::size_t b = 0; b < segments.size(); ++b)
@@ -145,12 +153,13 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     for (int g = 0; g < shard_groups; ++g)
       add_call("parameter all-gather", collective::Op::all_gather, total_params * cfg.parameter_bytes,
                shard_group(g));
-  // The communication tasks that reduce bucket b on rank r, in issue order.
-  auto reduce_bucket = [&](Stream& comm, std::size_t b, int r, TaskRef ready) {
-    const int reduce = static_cast<int>(b) * shard_groups + r / shard;
+  // The communication tasks that reduce bucket b of micro-batch mb on rank r, in issue order.
+  auto reduce_bucket = [&](Stream& comm, long mb, std::size_t b, int r, TaskRef ready) {
+    const long n = reductions > 1 ? mb : 0;
+    const int reduce = static_cast<int>((static_cast<std::size_t>(n) * buckets + b) * shard_groups) + r / shard;
     comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(reduce)].name, TaskKind::collective,
                           Phase::gradient_sync, 0, reduce, {ready}});
-    if (shard_groups > 1 && zero1) {
+    if (shard_groups > 1 && zero1 && mb + 1 == cfg.accumulation) {
       const int all = across + static_cast<int>(b) * shard + r % shard;
       comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(all)].name, TaskKind::collective,
                             Phase::gradient_sync, 0, all, {}});
@@ -199,7 +208,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     auto last_compute = [&] { return TaskRef{0, static_cast<int>(comp.tasks.size()) - 1}; };
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
-      const bool reduce_now = mb + 1 == cfg.accumulation;
+      const bool reduce_now = mb + 1 == cfg.accumulation || reductions > 1;
       if (offload) {
         std::vector<TaskRef> offloaded(units, TaskRef{-1, -1});
         for (std::size_t u = 0; u < units; ++u) {
@@ -224,7 +233,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
             if (u == 0) bw.release = cfg.activation_memory;
             comp.tasks.push_back(std::move(bw));
             done.push_back(last_compute());
-            if (reduce_now && i + 1 == segments[b].units) reduce_bucket(comm, b, r, last_compute());
+            if (reduce_now && i + 1 == segments[b].units) reduce_bucket(comm, mb, b, r, last_compute());
           }
         continue;
       }
@@ -238,14 +247,15 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
         comp.tasks.push_back(backward);
         continue;
       }
-      // The last micro-batch: each bucket's reduction starts when its gradients are ready.
+      // A reducing micro-batch (the last; every one under ZeRO-2): each bucket's reduction starts
+      // when its gradients are ready.
       for (std::size_t b = 0; b < segments.size(); ++b) {
         Task backward{"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
                       Phase::backward, segments[b].duration, -1, {}};
         backward.workspace = cfg.workspace_memory;
         if (b + 1 == segments.size()) backward.release = cfg.activation_memory;
         comp.tasks.push_back(backward);
-        reduce_bucket(comm, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
+        reduce_bucket(comm, mb, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
       }
     }
     std::vector<TaskRef> reduced;

@@ -17,7 +17,11 @@
 
 namespace trainsim::program {
 
-enum class DataParallelKind { ddp, zero1 };
+/// ddp: gradients all-reduced once per step. zero1: optimizer states sharded, gradients
+/// reduce-scattered once per step (at the last micro-batch). zero2: gradients sharded too, so
+/// each rank keeps only its shard's accumulation and the reduce-scatter runs after every
+/// micro-batch's backward (DeepSpeed stage 2: deepspeedai/DeepSpeed#2252).
+enum class DataParallelKind { ddp, zero1, zero2 };
 
 struct DataParallelConfig {
   DataParallelKind kind = DataParallelKind::ddp;

@@ -155,6 +155,29 @@ TEST(DataParallel, Zero1WithShardGroupsReducesInsideThemAndAcrossReplicas) {
                    model::op_duration(model::optimizer_step_op(params / 2), small_device()));
 }
 
+TEST(DataParallel, Zero2ReduceScattersAfterEveryMicroBatchsBackward) {
+  // Gradients are sharded too: a rank keeps only its shard's accumulation, so every micro-batch's
+  // gradients are reduce-scattered during its backward (ZeRO-1 waits for the last).
+  const Program z1 = build(config(DataParallelKind::zero1, 60000));
+  const Program z2 = build(config(DataParallelKind::zero2, 60000));
+  const int buckets = gradient_collectives(z1);
+  ASSERT_GT(buckets, 1);
+  EXPECT_EQ(gradient_collectives(z2), 3 * buckets);  // accumulation 3
+  EXPECT_NO_THROW(validate(z2));
+  const Stream& comp = z2.ranks[0].streams[0];
+  const Stream& comm = z2.ranks[0].streams[1];
+  ASSERT_EQ(comm.tasks.size(), static_cast<std::size_t>(3 * buckets + 1));
+  for (int mb = 0; mb < 3; ++mb)
+    for (int b = 0; b < buckets; ++b) {
+      const Task& t = comm.tasks[static_cast<std::size_t>(mb * buckets + b)];
+      EXPECT_EQ(z2.collectives[t.collective].op, Op::reduce_scatter);
+      ASSERT_EQ(t.deps.size(), 1u);  // waits for its own micro-batch's bucket
+      EXPECT_EQ(comp.tasks[t.deps[0].index].name,
+                "backward mb" + std::to_string(mb) + " bucket " + std::to_string(b));
+    }
+  EXPECT_EQ(z2.collectives[comm.tasks.back().collective].op, Op::all_gather);
+}
+
 TEST(DataParallel, DdpAllReducesAndNeverGathers) {
   const Program p = build(config(DataParallelKind::ddp, 60000));
   ASSERT_GT(p.collectives.size(), 1u);
