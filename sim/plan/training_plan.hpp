@@ -31,6 +31,12 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 
+/// When a tensor/pipeline-parallel job all-reduces its gradients over the data-parallel group:
+/// after the last micro-batch's backward (Megatron-LM's local DDP, --DDP-impl local), or layer by
+/// layer during it (torch DDP's reducer, --DDP-impl torch, which Megatron runs without sync for
+/// the other micro-batches). The data-parallel-only schedule always overlaps.
+enum class GradientSync { after_flush, overlap_backward };
+
 struct TrainingPlan {
   Sharding sharding = Sharding::none;
   /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
@@ -51,6 +57,7 @@ struct TrainingPlan {
   /// A fused cross-entropy kernel (e.g. flash-attn's, llm-foundry's default loss) keeps the bf16
   /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
   bool fused_cross_entropy = false;
+  GradientSync gradient_sync = GradientSync::after_flush;  ///< PTD-P schedule only
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered

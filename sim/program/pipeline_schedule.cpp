@@ -88,6 +88,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
   std::vector<int> dp_calls(static_cast<std::size_t>(pp * tp), -1);  // by (stage, tp index)
+  // Overlapped (torch DDP, pp = 1): one all-reduce per layer of the last backward, by (layer, tp index).
+  const bool overlap_sync = p.gradient_sync == plan::GradientSync::overlap_backward && L.dp > 1;
+  TRAINSIM_CHECK(!overlap_sync || pp == 1, "overlapped gradient sync needs pipeline_parallel 1");
+  std::vector<int> layer_dp_calls(static_cast<std::size_t>(layers_per_chunk * tp), -1);
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
@@ -135,6 +139,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk) + 1);
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
         TaskRef previous{-1, -1};
+        std::vector<TaskRef> layer_syncs;  // overlapped gradient all-reduces, for the step
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
         auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
         for (std::size_t o = 0; o < order.size(); ++o) {
@@ -188,6 +193,22 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                                         slot.forward ? Phase::forward : Phase::backward, 0, c, ready});
               ready = {previous};
             }
+            if (overlap_sync && !slot.forward && o + 1 == order.size()) {
+              // The layer's gradients are final: its bucket's all-reduce starts now. The tied
+              // embedding/head weight is final only after the embedding's backward, the last task.
+              int& c = layer_dp_calls[static_cast<std::size_t>(l * tp + t)];
+              if (c < 0) {
+                double bucket = layer_params;
+                if (l == layers_per_chunk - 1)
+                  bucket += (model::embedding_parameters(s) + model::head_parameters(s)) / static_cast<double>(tp);
+                std::vector<int> group;
+                for (long k = 0; k < L.dp; ++k) group.push_back(rank_of(in, stage, k, t));
+                c = add_call("gradient all-reduce layer " + std::to_string(l), collective::Op::all_reduce,
+                             bucket * p.gradient_wire_bytes, group);
+              }
+              layer_syncs.push_back(push(kReduce, {"gradient all-reduce", TaskKind::collective,
+                                                   Phase::gradient_sync, 0, c, {previous}}));
+            }
           }
           // Outputs to the neighbouring virtual stage.
           if (slot.forward && !last)
@@ -202,7 +223,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         if (stage == 0) params += model::embedding_parameters(s) / static_cast<double>(tp);
         if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
         std::vector<TaskRef> step_deps{previous};
-        if (L.dp > 1) {
+        if (overlap_sync) {
+          step_deps.insert(step_deps.end(), layer_syncs.begin(), layer_syncs.end());
+        } else if (L.dp > 1) {
           int& c = dp_calls[static_cast<std::size_t>(stage * tp + t)];
           if (c < 0) {
             std::vector<int> group;

@@ -54,6 +54,9 @@ plan::TrainingPlan read_training(JsonObject o) {
     o.fail("activation_offloading", "offloading moves checkpointed layer inputs: enable activation_checkpointing");
   t.flash_attention = o.boolean_or("flash_attention", false);
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
+  t.gradient_sync = o.choice_or("gradient_sync", {"after_flush", "overlap_backward"}, "after_flush") == "after_flush"
+                        ? plan::GradientSync::after_flush
+                        : plan::GradientSync::overlap_backward;
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");

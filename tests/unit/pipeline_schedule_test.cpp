@@ -56,5 +56,42 @@ TEST(PipelineProgram, TensorAndPipelineGroupsAndValidity) {
   EXPECT_EQ(prog.collectives[r.streams[2].tasks.front().collective].group, (std::vector<int>{1, 3}));
 }
 
+TEST(PipelineProgram, TorchDdpOverlapsOneAllReducePerLayerWithTheLastBackward) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pp = 1;
+  in.plan.gradient_sync = plan::GradientSync::overlap_backward;
+  in.layout = plan::layout_of(in.plan, 8, 4);  // tp 2 x dp 4
+  in.stages = {{100, 10, 1}};
+  ASSERT_TRUE(unsupported_plan(in).empty());
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  const auto& syncs = r.streams[2].tasks;
+  ASSERT_EQ(syncs.size(), 4u);  // one per layer
+  double bytes = 0;
+  for (const auto& task : syncs) {
+    const auto& call = prog.collectives[static_cast<std::size_t>(task.collective)];
+    EXPECT_EQ(call.group, (std::vector<int>{0, 2, 4, 6}));
+    bytes += call.size;
+    // Each starts after a task of the last micro-batch's backward, not after the flush.
+    ASSERT_EQ(task.deps.size(), 1u);
+    const auto& dep = r.streams[static_cast<std::size_t>(task.deps[0].stream)].tasks[static_cast<std::size_t>(task.deps[0].index)];
+    EXPECT_NE(dep.name.find("mb3"), std::string::npos) << dep.name;
+  }
+  // Every parameter's gradient once: (4 layers + embedding + head) / TP 2, 2 bytes each.
+  const double params = 4 * model::parameters_per_layer(in.model) + model::embedding_parameters(in.model) +
+                        model::head_parameters(in.model);
+  EXPECT_DOUBLE_EQ(bytes, params / 2 * 2);
+  // The optimizer step waits for all of them.
+  EXPECT_EQ(r.streams[0].tasks.back().phase, Phase::optimizer);
+  EXPECT_EQ(r.streams[0].tasks.back().deps.size(), 1u + 4u);
+}
+
+TEST(PipelineProgram, OverlappedGradientSyncWithPipelineStagesIsNotScheduled) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.gradient_sync = plan::GradientSync::overlap_backward;
+  EXPECT_NE(unsupported_plan(in).find("overlapping backward"), std::string::npos) << unsupported_plan(in);
+}
+
 }  // namespace
 }  // namespace trainsim::program
