@@ -32,7 +32,7 @@ std::string unsupported_plan(const ScheduleInputs& in) {
   if (p.tp > 1 || p.pp > 1) {
     if (p.sharding != plan::Sharding::none)
       return "tensor/pipeline parallelism with ZeRO-1/2 has no time schedule yet (use ddp)";
-    if (p.gradient_sync == plan::GradientSync::overlap_backward && p.pp > 1)
+    if (p.gradient_sync == plan::GradientSync::overlap_backward && (p.pp > 1 || p.virtual_stages > 1))
       return "gradient all-reduces overlapping backward with pipeline parallelism have no time schedule yet";
     if (in.model.layers % (p.pp * p.virtual_stages) != 0)
       return "the layers do not divide evenly over pipeline x virtual stages";

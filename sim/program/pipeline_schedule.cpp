@@ -90,7 +90,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   std::vector<int> dp_calls(static_cast<std::size_t>(pp * tp), -1);  // by (stage, tp index)
   // Overlapped (torch DDP, pp = 1): one all-reduce per layer of the last backward, by (layer, tp index).
   const bool overlap_sync = p.gradient_sync == plan::GradientSync::overlap_backward && L.dp > 1;
-  TRAINSIM_CHECK(!overlap_sync || pp == 1, "overlapped gradient sync needs pipeline_parallel 1");
+  TRAINSIM_CHECK(!overlap_sync || (pp == 1 && v == 1), "overlapped gradient sync needs one stage, one chunk");
   std::vector<int> layer_dp_calls(static_cast<std::size_t>(layers_per_chunk * tp), -1);
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
