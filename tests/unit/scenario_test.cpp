@@ -73,6 +73,7 @@ TEST(ShippedScenario, BertLarge) {
   EXPECT_EQ(s.model.hidden, 1024);
   EXPECT_EQ(s.model.heads, 16);
   EXPECT_TRUE(s.model.mlm_head);
+  EXPECT_FALSE(s.model.causal);  // an encoder: a fused attention kernel computes every block
   EXPECT_EQ(s.training.sharding, plan::Sharding::zero1);
   EXPECT_EQ(s.training.micro_batch, 64);
   EXPECT_EQ(s.training.accumulation, 16);
@@ -113,6 +114,16 @@ TEST(ShippedScenario, Bert1_5B) {
     EXPECT_EQ(s.points[i].nodes, nodes[i]);
     EXPECT_DOUBLE_EQ(*s.points[i].reference_samples_per_s, reference[i]);
     EXPECT_EQ(s.points[i].fitted, named_as_fitted(s, s.points[i].label)) << s.points[i].label;
+  }
+}
+
+TEST(ShippedScenario, DecodersAreCausalAndTorchDdpRowsOverlapTheirAllReduce) {
+  const Scenario s = load_scenario("scenarios/megatron-table1.json");
+  EXPECT_TRUE(s.model.causal);
+  for (const auto& p : s.points) {
+    const bool torch_ddp = p.training.pp == 1;  // run_table_1.sh: --DDP-impl torch up to 18.4B
+    EXPECT_EQ(p.training.overlap_grad_reduce, torch_ddp) << p.label;
+    if (torch_ddp) EXPECT_EQ(p.training.bucket_elements, 25 * 1024 * 1024 / 2) << p.label;  // 25 MiB of fp16
   }
 }
 
