@@ -77,8 +77,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
-  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
-    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({name, op, size, std::move(group)});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
   // Calls are made by the first member that meets them and found by the others: flat tables,
@@ -88,13 +88,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
   std::vector<int> dp_calls(static_cast<std::size_t>(pp * tp), -1);  // by (stage, tp index)
+  // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
+  std::vector<InternedName> p2p_names(static_cast<std::size_t>(2 * virtual_stages * m));
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
     // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
     const int from = rank_of(in, vs % pp, d, t), to = rank_of(in, (vs + 1) % pp, d, t);
-    const std::string what = (backward ? "gradient " : "activation ") + std::to_string(vs) +
-                             (backward ? "<-" : "->") + std::to_string(vs + 1) + " mb" + std::to_string(b);
+    InternedName& what = p2p_names[static_cast<std::size_t>((backward * virtual_stages + vs) * m + b)];
+    if (what.empty())
+      what = (backward ? "gradient " : "activation ") + std::to_string(vs) + (backward ? "<-" : "->") +
+             std::to_string(vs + 1) + " mb" + std::to_string(b);
     slot = add_call(what, collective::Op::send_recv, boundary,
                     backward ? std::vector<int>{to, from} : std::vector<int>{from, to});
     return slot;
@@ -105,12 +109,19 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     // What every rank of the stage shares: its slots and their task names.
     const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
     std::vector<std::string> tags;
-    std::vector<std::vector<std::string>> layer_names;
+    struct SlotNames {
+      std::vector<InternedName> layers;
+      InternedName tp_all_reduce, recv, send;
+    };
+    std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
       tags.push_back(" mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk));
-      auto& names = layer_names.emplace_back();
+      auto& names = slot_names.emplace_back();
       for (long l = 0; l < layers_per_chunk; ++l)
-        names.push_back((slot.forward ? "forward" : "backward") + tags.back() + " layer " + std::to_string(l));
+        names.layers.emplace_back((slot.forward ? "forward" : "backward") + tags.back() + " layer " + std::to_string(l));
+      names.tp_all_reduce = "tp all-reduce" + tags.back();
+      names.recv = (slot.forward ? "recv activation" : "recv gradient") + tags.back();
+      names.send = (slot.forward ? "send activation" : "send gradient") + tags.back();
     }
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
@@ -134,6 +145,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         };
         comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk) + 1);
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
+        // A chunk's point-to-point streams carry at most one task per micro-batch.
+        for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
+          rp.streams[st].tasks.reserve(static_cast<std::size_t>(m));
         TaskRef previous{-1, -1};
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
         auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
@@ -141,18 +155,18 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const auto& slot = order[o];
           const long vs = slot.chunk * pp + stage;
           const bool first = vs == 0, last = vs == virtual_stages - 1;
-          const std::string& tag = tags[o];
+          const SlotNames& names = slot_names[o];
           std::vector<TaskRef> ready;
           if (previous.stream >= 0) ready.push_back(previous);
           // Inputs from the neighbouring virtual stage.
           if (slot.forward && !first) {
             const int c = p2p_call(0, vs - 1, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 0), {"recv activation" + tag, TaskKind::collective,
+            ready.push_back(push(p2p_stream(slot.chunk, 0), {names.recv, TaskKind::collective,
                                                              Phase::forward, 0, c, {}}));
           }
           if (!slot.forward && !last) {
             const int c = p2p_call(1, vs, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 2), {"recv gradient" + tag, TaskKind::collective,
+            ready.push_back(push(p2p_stream(slot.chunk, 2), {names.recv, TaskKind::collective,
                                                              Phase::backward, 0, c, {}}));
           }
           // The chunk's layers, each followed by its TP all-reduce; the ends add embedding/head.
@@ -163,7 +177,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               dur += slot.forward ? ops_duration(head, in.device) : ops_duration(model::backward_of(head), in.device);
             if (!slot.forward && l == layers_per_chunk - 1 && first)
               dur += ops_duration(model::backward_of(emb), in.device);
-            Task task{layer_names[o][static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
+            Task task{names.layers[static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
             if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
             if (!slot.forward) task.workspace = mem.workspace;
             if (!slot.forward && l == layers_per_chunk - 1)
@@ -176,25 +190,26 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                 c = group_calls[tp_sequence];
               } else {
                 std::vector<int> group;
+                group.reserve(static_cast<std::size_t>(tp));
                 for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
                 // A layer pass all-reduces twice (after attention and after the MLP; one call of
                 // their summed size here); backward with recompute also redoes the forward's two.
-                c = add_call("tp all-reduce" + tag, collective::Op::all_reduce,
+                c = add_call(names.tp_all_reduce, collective::Op::all_reduce,
                              2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1), group);
                 group_calls.push_back(c);
               }
               ++tp_sequence;
-              previous = push(kTensor, {"tp all-reduce" + tag, TaskKind::collective,
+              previous = push(kTensor, {names.tp_all_reduce, TaskKind::collective,
                                         slot.forward ? Phase::forward : Phase::backward, 0, c, ready});
               ready = {previous};
             }
           }
           // Outputs to the neighbouring virtual stage.
           if (slot.forward && !last)
-            push(p2p_stream(slot.chunk, 1), {"send activation" + tag, TaskKind::collective, Phase::forward, 0,
+            push(p2p_stream(slot.chunk, 1), {names.send, TaskKind::collective, Phase::forward, 0,
                                              p2p_call(0, vs, slot.micro_batch, d, t), {previous}});
           if (!slot.forward && !first)
-            push(p2p_stream(slot.chunk, 3), {"send gradient" + tag, TaskKind::collective, Phase::backward, 0,
+            push(p2p_stream(slot.chunk, 3), {names.send, TaskKind::collective, Phase::backward, 0,
                                              p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
         }
         // After the flush: the stage's gradients over its data-parallel group, then the step.
