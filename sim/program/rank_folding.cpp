@@ -177,36 +177,43 @@ RankFolding fold_ranks(const Program& p) {
   f.class_of_rank.assign(p.ranks.size(), -1);
   const auto shape = call_shapes(p);
   std::unordered_map<std::uint64_t, std::vector<int>> classes_by_signature;
+  UnionFind uf(p.collectives.size());
+  auto representative_of = [&](int k) -> const RankProgram& {
+    return p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
+  };
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-    const auto sig = signature(shape, p.ranks[r]);
-    auto& candidates = classes_by_signature[sig];
+    const auto& program = p.ranks[r];
+    // Neighbouring ranks are usually alike (TP peers, DP replicas of a stage): try the previous
+    // rank's class first, which spares hashing the program. Classes hold equal programs only, so
+    // whichever class matches is the one the signature would have found.
     int cls = -1;
-    for (int k : candidates)
-      if (same_program(shape, p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])], p.ranks[r])) {
-        cls = k;
-        break;
-      }
+    if (r > 0 && same_program(shape, representative_of(f.class_of_rank[r - 1]), program))
+      cls = f.class_of_rank[r - 1];
     if (cls < 0) {
-      cls = f.classes();
-      f.representative.push_back(static_cast<int>(r));
-      f.members.emplace_back();
-      candidates.push_back(cls);
+      auto& candidates = classes_by_signature[signature(shape, program)];
+      for (int k : candidates)
+        if (same_program(shape, representative_of(k), program)) {
+          cls = k;
+          break;
+        }
+      if (cls < 0) {
+        cls = f.classes();
+        f.representative.push_back(static_cast<int>(r));
+        f.members.emplace_back();
+        candidates.push_back(cls);
+      }
     }
     f.class_of_rank[r] = cls;
     f.members[static_cast<std::size_t>(cls)].push_back(static_cast<int>(r));
-  }
-
-  UnionFind uf(p.collectives.size());
-  for (int k = 0; k < f.classes(); ++k) {
-    const auto& rep = p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
-    for (int r : f.members[static_cast<std::size_t>(k)]) {
-      const auto& member = p.ranks[static_cast<std::size_t>(r)];
-      for (std::size_t s = 0; s < rep.streams.size(); ++s)
-        for (std::size_t i = 0; i < rep.streams[s].tasks.size(); ++i) {
-          const auto& t = rep.streams[s].tasks[i];
-          if (t.kind == TaskKind::collective) uf.join(t.collective, member.streams[s].tasks[i].collective);
-        }
-    }
+    // Merge each of its calls with the representative's call at the same place, while the
+    // program just compared is still in cache.
+    const auto& rep = representative_of(cls);
+    if (&rep == &program) continue;
+    for (std::size_t s = 0; s < rep.streams.size(); ++s)
+      for (std::size_t i = 0; i < rep.streams[s].tasks.size(); ++i) {
+        const auto& t = rep.streams[s].tasks[i];
+        if (t.kind == TaskKind::collective) uf.join(t.collective, program.streams[s].tasks[i].collective);
+      }
   }
   number_merged_calls(f, p, uf);
   if (!consistent(f, p)) return identity_folding(p);
