@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
@@ -71,6 +72,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                      (p.activation_checkpointing ? lf : 0);
   const auto emb = model::embedding_forward_ops(s, shape);
   const auto head = model::head_forward_ops(s, shape);
+  const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
+  const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
   const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
@@ -172,17 +175,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           // The chunk's layers, each followed by its TP all-reduce; the ends add embedding/head.
           for (long l = 0; l < layers_per_chunk; ++l) {
             Seconds dur = slot.forward ? lf : lb;
-            if (l == 0 && first) dur += slot.forward ? ops_duration(emb, in.device) : 0;
+            if (l == 0 && first) dur += slot.forward ? emb_f : 0;
             if (l == layers_per_chunk - 1 && last)
-              dur += slot.forward ? ops_duration(head, in.device) : ops_duration(model::backward_of(head), in.device);
+              dur += slot.forward ? head_f : head_b;
             if (!slot.forward && l == layers_per_chunk - 1 && first)
-              dur += ops_duration(model::backward_of(emb), in.device);
+              dur += emb_b;
             Task task{names.layers[static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
             if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
             if (!slot.forward) task.workspace = mem.workspace;
             if (!slot.forward && l == layers_per_chunk - 1)
               task.release = mem.activations_per_micro_batch / static_cast<double>(v);
-            previous = push(kCompute, task);
+            previous = push(kCompute, std::move(task));
             ready = {previous};
             if (tp > 1) {
               int c;
