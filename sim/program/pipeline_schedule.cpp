@@ -71,6 +71,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                      (p.activation_checkpointing ? lf : 0);
   const auto emb = model::embedding_forward_ops(s, shape);
   const auto head = model::head_forward_ops(s, shape);
+  const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
+  const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
   const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
@@ -83,8 +85,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
-  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
-    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({name, op, size, std::move(group)});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
   // Calls are made by the first member that meets them and found by the others: flat tables,
@@ -100,13 +102,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const long shard = L.shard, replicas = L.dp / shard;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
+  // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
+  std::vector<InternedName> p2p_names(static_cast<std::size_t>(2 * virtual_stages * m));
   auto p2p_call = [&](int backward, long vs, long b, long d, long t) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
     // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
     const int from = rank_of(in, vs % pp, d, t), to = rank_of(in, (vs + 1) % pp, d, t);
-    const std::string what = (backward ? "gradient " : "activation ") + std::to_string(vs) +
-                             (backward ? "<-" : "->") + std::to_string(vs + 1) + " mb" + std::to_string(b);
+    InternedName& what = p2p_names[static_cast<std::size_t>((backward * virtual_stages + vs) * m + b)];
+    if (what.empty())
+      what = (backward ? "gradient " : "activation ") + std::to_string(vs) + (backward ? "<-" : "->") +
+             std::to_string(vs + 1) + " mb" + std::to_string(b);
     slot = add_call(what, collective::Op::send_recv, boundary,
                     backward ? std::vector<int>{to, from} : std::vector<int>{from, to});
     return slot;
@@ -120,13 +126,24 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t o = 0; o < order.size(); ++o)
       if (!order[o].forward) last_backward[static_cast<std::size_t>(order[o].chunk)] = o;
-    std::vector<std::string> tags;
-    std::vector<std::vector<std::string>> layer_names;
+    // Names are made once per slot and shared by every rank of the stage (interned).
+    struct SlotNames {
+      std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
+      InternedName tp_gather, tp_reduce, recv, send;
+    };
+    std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
-      tags.push_back(" mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk));
-      auto& names = layer_names.emplace_back();
-      for (long l = 0; l < layers_per_chunk; ++l)
-        names.push_back((slot.forward ? "forward" : "backward") + tags.back() + " layer " + std::to_string(l));
+      const std::string tag = " mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk);
+      auto& names = slot_names.emplace_back();
+      for (long l = 0; l < layers_per_chunk; ++l) {
+        const std::string layer = tag + " layer " + std::to_string(l);
+        names.layers.emplace_back((slot.forward ? "forward" : "backward") + layer);
+        if (offload) names.copies.emplace_back((slot.forward ? "offload input" : "fetch input") + layer);
+      }
+      names.tp_gather = "tp all-gather" + tag;
+      names.tp_reduce = (sequence_parallel ? "tp reduce-scatter" : "tp all-reduce") + tag;
+      names.recv = (slot.forward ? "recv activation" : "recv gradient") + tag;
+      names.send = (slot.forward ? "send activation" : "send gradient") + tag;
     }
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
@@ -192,14 +209,18 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         };
         double pending = 0;  // gradients of the chunk's last backward not yet in a bucket
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
+        // A chunk's point-to-point streams carry at most one task per micro-batch.
+        for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
+          if (rp.streams[st].kind == StreamKind::communication) rp.streams[st].tasks.reserve(static_cast<std::size_t>(m));
         TaskRef previous{-1, -1};
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
         auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
-        auto tp_call = [&](std::string name, collective::Op op, Bytes size) {
+        auto tp_call = [&](InternedName name, collective::Op op, Bytes size) {
           if (tp_sequence == group_calls.size()) {
             std::vector<int> group;
+            group.reserve(static_cast<std::size_t>(tp));
             for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-            group_calls.push_back(add_call(std::move(name), op, size, std::move(group)));
+            group_calls.push_back(add_call(name, op, size, std::move(group)));
           }
           return group_calls[tp_sequence++];
         };
@@ -207,18 +228,18 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const auto& slot = order[o];
           const long vs = slot.chunk * pp + stage;
           const bool first = vs == 0, last = vs == virtual_stages - 1;
-          const std::string& tag = tags[o];
+          const SlotNames& names = slot_names[o];
           std::vector<TaskRef> ready;
           if (previous.stream >= 0) ready.push_back(previous);
           // Inputs from the neighbouring virtual stage.
           if (slot.forward && !first) {
             const int c = p2p_call(0, vs - 1, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 0), {"recv activation" + tag, TaskKind::collective,
+            ready.push_back(push(p2p_stream(slot.chunk, 0), {names.recv, TaskKind::collective,
                                                              Phase::forward, 0, c, {}}));
           }
           if (!slot.forward && !last) {
             const int c = p2p_call(1, vs, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 2), {"recv gradient" + tag, TaskKind::collective,
+            ready.push_back(push(p2p_stream(slot.chunk, 2), {names.recv, TaskKind::collective,
                                                              Phase::backward, 0, c, {}}));
           }
           // The chunk's layers, each followed by its TP all-reduce (with sequence parallelism:
@@ -234,35 +255,33 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
               // shards (in backward: the output gradients), the same bytes as the all-reduce's
               // second half.
-              const int c = tp_call("tp all-gather" + tag, collective::Op::all_gather, tp_bytes);
-              ready = {push(kTensor, {"tp all-gather" + tag, TaskKind::collective, phase, 0, c, ready})};
+              const int c = tp_call(names.tp_gather, collective::Op::all_gather, tp_bytes);
+              ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
             }
             if (offload && slot.forward && l >= 2) ready.push_back(offloaded[static_cast<std::size_t>(l - 2)]);
             if (offload && !slot.forward) {
               // Prefetched one layer ahead: starts once the compute task two before this pass is done.
               std::vector<TaskRef> fdeps;
               if (comp.size() >= 2) fdeps.push_back({kCompute, static_cast<int>(comp.size()) - 2});
-              Task fetch{"fetch input" + layer_names[o][static_cast<std::size_t>(l)].substr(8), TaskKind::host_copy,
+              Task fetch{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
                          Phase::offload, 0, -1, std::move(fdeps)};
               fetch.copy_bytes = layer_input;
               fetch.copy_direction = CopyDirection::to_device;
               ready.push_back(push(kCopy, std::move(fetch)));
             }
             Seconds dur = slot.forward ? lf : lb;
-            if (l == 0 && first) dur += slot.forward ? ops_duration(emb, in.device) : 0;
-            if (l == layers_per_chunk - 1 && last)
-              dur += slot.forward ? ops_duration(head, in.device) : ops_duration(model::backward_of(head), in.device);
-            if (!slot.forward && l == layers_per_chunk - 1 && first)
-              dur += ops_duration(model::backward_of(emb), in.device);
-            Task task{layer_names[o][static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
+            if (l == 0 && first) dur += slot.forward ? emb_f : 0;
+            if (l == layers_per_chunk - 1 && last) dur += slot.forward ? head_f : head_b;
+            if (!slot.forward && l == layers_per_chunk - 1 && first) dur += emb_b;
+            Task task{names.layers[static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
             if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
             if (!slot.forward) task.workspace = mem.workspace;
             if (!slot.forward && l == layers_per_chunk - 1)
               task.release = mem.activations_per_micro_batch / static_cast<double>(v);
-            previous = push(kCompute, task);
+            previous = push(kCompute, std::move(task));
             ready = {previous};
             if (offload && slot.forward) {
-              Task copy{"offload input" + layer_names[o][static_cast<std::size_t>(l)].substr(7), TaskKind::host_copy,
+              Task copy{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
                         Phase::offload, 0, -1, {previous}};
               copy.copy_bytes = layer_input;
               copy.copy_direction = CopyDirection::to_host;
@@ -280,20 +299,19 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               }
             }
             if (tp > 1) {
-              const char* what = sequence_parallel ? "tp reduce-scatter" : "tp all-reduce";
-              const int c = tp_call(what + tag,
+              const int c = tp_call(names.tp_reduce,
                                     sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
                                     tp_bytes);
-              previous = push(kTensor, {what + tag, TaskKind::collective, phase, 0, c, ready});
+              previous = push(kTensor, {names.tp_reduce, TaskKind::collective, phase, 0, c, ready});
               ready = {previous};
             }
           }
           // Outputs to the neighbouring virtual stage.
           if (slot.forward && !last)
-            push(p2p_stream(slot.chunk, 1), {"send activation" + tag, TaskKind::collective, Phase::forward, 0,
+            push(p2p_stream(slot.chunk, 1), {names.send, TaskKind::collective, Phase::forward, 0,
                                              p2p_call(0, vs, slot.micro_batch, d, t), {previous}});
           if (!slot.forward && !first)
-            push(p2p_stream(slot.chunk, 3), {"send gradient" + tag, TaskKind::collective, Phase::backward, 0,
+            push(p2p_stream(slot.chunk, 3), {names.send, TaskKind::collective, Phase::backward, 0,
                                              p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
         }
         // The stage's gradients (after the flush unless reduced during the last backward), then

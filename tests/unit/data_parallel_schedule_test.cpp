@@ -53,7 +53,7 @@ int optimizer_index(const Stream& compute) {
 
 int gradient_collectives(const Program& p) {
   int n = 0;
-  for (const auto& c : p.collectives) n += c.name.rfind("grad bucket", 0) == 0 ? 1 : 0;
+  for (const auto& c : p.collectives) n += c.name.str().rfind("grad bucket", 0) == 0 ? 1 : 0;
   return n;
 }
 
@@ -81,7 +81,7 @@ TEST(DataParallel, OneForwardAndOneBackwardPerMicroBatch) {
     // An accumulating backward lasts as long as the last micro-batch's buckets together.
     Seconds last = 0;
     for (const auto& t : comp.tasks)
-      if (t.name.rfind("backward mb2 bucket", 0) == 0) last += t.duration;
+      if (t.name.str().rfind("backward mb2 bucket", 0) == 0) last += t.duration;
     for (const auto& t : comp.tasks) {
       if (t.name == "backward mb0" || t.name == "backward mb1") {
         EXPECT_NEAR(t.duration, last, 1e-12 * last);
@@ -328,8 +328,8 @@ TEST(DataParallel, OffloadingKeepsTheComputeAndTheBucketsOfThePlainProgram) {
   for (const auto& t : prog.ranks[0].streams[1].tasks) {
     if (t.phase != Phase::gradient_sync) continue;
     ASSERT_EQ(t.deps.size(), 1u);
-    EXPECT_EQ(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.rfind("backward ", 0), 0u);
-    EXPECT_NE(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.find("mb2"), std::string::npos);
+    EXPECT_EQ(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().rfind("backward ", 0), 0u);
+    EXPECT_NE(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().find("mb2"), std::string::npos);
   }
 }
 

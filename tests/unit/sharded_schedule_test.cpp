@@ -204,7 +204,7 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "forward layer 0 mb0")));
   // In backward too (the output gradients are gathered before the pass).
   EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather")));
-  for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.find("all-reduce"), std::string::npos) << t.name;
+  for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("all-reduce"), std::string::npos) << t.name;
 }
 
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {
