@@ -32,9 +32,8 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     return "";
   }
   if (p.tp > 1 || p.pp > 1) {
-    if (p.sharding == plan::Sharding::zero2)
-      return p.pp > 1 ? "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)"
-                      : "tensor parallelism with ZeRO-2 has no time schedule yet (use zero1 or ddp)";
+    if (p.sharding == plan::Sharding::zero2 && p.pp > 1)
+      return "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)";
     if (in.model.layers % (p.pp * p.virtual_stages) != 0)
       return "the layers do not divide evenly over pipeline x virtual stages";
     if (p.pipeline == plan::PipelineSchedule::interleaved && p.virtual_stages > 1 &&

@@ -100,6 +100,13 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   // replica groups. DDP is the case shard = 1 (one replica group: the whole data-parallel
   // group); ZeRO-1 over the whole group has shard = dp (one shard group).
   const long shard = L.shard, replicas = L.dp / shard;
+  // ZeRO-2 shards the gradients too: a rank keeps only its shard's accumulation, so each
+  // micro-batch's gradients are reduce-scattered during its backward (DeepSpeed stage 2 reduces
+  // after every backward: deepspeedai/DeepSpeed#2252; pipeline_parallel 1 only, as DeepSpeed's
+  // pipeline engine rejects it). Otherwise reduced during the last backward or after the flush.
+  const bool every_micro_batch = p.sharding == plan::Sharding::zero2;
+  TRAINSIM_CHECK(!every_micro_batch || pp == 1, "ZeRO-2 with pipeline parallelism has no schedule");
+  const bool overlap = p.overlap_grad_reduce || every_micro_batch;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
@@ -190,8 +197,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         TaskRef synced{-1, -1};  // the last gradient collective
         // Reduces one bucket of `params` gradients once `ready` is done: a reduce-scatter within
         // the shard group (ZeRO-1), an all-reduce of what each rank then holds across replicas.
-        auto sync_gradients = [&](double params, TaskRef ready) {
-          const std::string bucket = p.overlap_grad_reduce ? " bucket " + std::to_string(buckets) : "";
+        auto sync_gradients = [&](double params, TaskRef ready, bool last_micro_batch) {
+          const std::string bucket = overlap ? " bucket " + std::to_string(buckets) : "";
           ++buckets;
           if (shard > 1) {
             const int c = group_call(my_shard_calls, shard_sequence, false, "gradient reduce-scatter" + stage_tag + bucket,
@@ -199,7 +206,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             ready = synced = push(kReduce, {"gradient reduce-scatter" + bucket, TaskKind::collective,
                                             Phase::gradient_sync, 0, c, {ready}});
           }
-          if (replicas > 1) {
+          if (replicas > 1 && last_micro_batch) {  // the accumulated shard, once
             const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";
             const int c = group_call(my_replica_calls, replica_sequence, true, what + stage_tag + bucket,
                                      collective::Op::all_reduce,
@@ -287,14 +294,15 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               copy.copy_direction = CopyDirection::to_host;
               offloaded.push_back(push(kCopy, std::move(copy)));
             }
-            if (p.overlap_grad_reduce && !slot.forward && o == last_backward[static_cast<std::size_t>(slot.chunk)]) {
+            const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
+            if (overlap && !slot.forward && (every_micro_batch || last_micro_batch)) {
               pending += layer_params;
               if (l == layers_per_chunk - 1) {
                 if (first) pending += model::embedding_parameters(s) / static_cast<double>(tp);
                 if (last) pending += model::head_parameters(s) / static_cast<double>(tp);
               }
               if (p.bucket_elements <= 0 || pending >= p.bucket_elements || l == layers_per_chunk - 1) {
-                sync_gradients(pending, previous);
+                sync_gradients(pending, previous, last_micro_batch);
                 pending = 0;
               }
             }
@@ -321,9 +329,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         double params = layer_params * static_cast<double>(layers_per_chunk * v);
         if (stage == 0) params += model::embedding_parameters(s) / static_cast<double>(tp);
         if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
-        if (!p.overlap_grad_reduce) sync_gradients(params, previous);
+        if (!overlap) sync_gradients(params, previous, true);
         std::vector<TaskRef> step_deps{previous};
-        if (synced.stream >= 0) step_deps = p.overlap_grad_reduce ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
+        if (synced.stream >= 0) step_deps = overlap ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
         const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
                                                 Phase::optimizer, optimizer_per_param * (params / static_cast<double>(shard)),
                                                 -1, step_deps});

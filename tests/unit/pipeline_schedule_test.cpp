@@ -175,6 +175,44 @@ TEST(BuildProgram, PipelinesTakeZero1ButNotZero2) {
   EXPECT_FALSE(unsupported_plan(sharded(plan::Sharding::zero2)).empty());
 }
 
+TEST(PipelineProgram, TensorParallelZero2ReduceScattersEveryMicroBatchsGradients) {
+  // TP 2 x DP 4 (one stage), ZeRO-2: each micro-batch's backward reduce-scatters its gradients
+  // over the data-parallel group as it produces them; then the shard's optimizer step, then the
+  // parameter all-gather.
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pp = 1;
+  in.plan.sharding = plan::Sharding::zero2;
+  in.layout = plan::layout_of(in.plan, 8, 4);
+  in.stages = {in.stages.front()};
+  ASSERT_TRUE(unsupported_plan(in).empty()) << unsupported_plan(in);
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  const auto& dp = r.streams[kDataParallel].tasks;
+  const long m = in.plan.accumulation;
+  ASSERT_GT(m, 1);
+  const long layers = in.model.layers;  // bucket_elements 0: a bucket per layer
+  ASSERT_EQ(dp.size(), static_cast<std::size_t>(m * layers + 1));
+  double reduced = 0;
+  for (long k = 0; k < m; ++k)
+    for (long l = 0; l < layers; ++l) {
+      const auto& rs = dp[static_cast<std::size_t>(k * layers + l)];
+      EXPECT_EQ(prog.collectives[rs.collective].op, collective::Op::reduce_scatter);
+      EXPECT_EQ(prog.collectives[rs.collective].group, (std::vector<int>{0, 2, 4, 6}));
+      reduced += prog.collectives[rs.collective].size;
+      // It waits for a backward pass of its own micro-batch.
+      ASSERT_EQ(rs.deps.size(), 1u);
+      const auto& dep = r.streams[static_cast<std::size_t>(rs.deps[0].stream)].tasks[static_cast<std::size_t>(rs.deps[0].index)];
+      EXPECT_NE(dep.name.str().find("mb" + std::to_string(k)), std::string::npos) << dep.name.str();
+    }
+  // Every micro-batch reduces every gradient (layers, embedding, head: TP 2, bf16).
+  const double params = (layers * model::parameters_per_layer(in.model) + model::embedding_parameters(in.model) +
+                         model::head_parameters(in.model)) / 2;
+  EXPECT_DOUBLE_EQ(reduced, static_cast<double>(m) * 2 * params);
+  EXPECT_EQ(prog.collectives[dp.back().collective].op, collective::Op::all_gather);
+  EXPECT_EQ(r.streams[kCompute].tasks.back().name, "optimizer step (shard)");
+}
+
 TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersAfter) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   const Program plain = build_program(in);
