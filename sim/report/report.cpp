@@ -72,6 +72,16 @@ std::string with_commas(double v) {
   return s;
 }
 
+/// The machines of the results that `keep`, each once, in the order the points first name them.
+template <typename Keep>
+std::vector<const scenario::Machine*> machines_of(const std::vector<scenario::PointResult>& results, Keep keep) {
+  std::vector<const scenario::Machine*> out;
+  for (const auto& r : results)
+    if (keep(r) && std::find(out.begin(), out.end(), r.point.machine.get()) == out.end())
+      out.push_back(r.point.machine.get());
+  return out;
+}
+
 }  // namespace
 
 void write_table(std::ostream& os, const scenario::Scenario& s,
@@ -84,10 +94,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     if (r.point.label != std::to_string(r.point.nodes) + (r.point.nodes == 1 ? " instance" : " instances"))
       label_width = std::max(label_width, r.point.label.size() + 2);
   // A table measured on several instance types names each row's topology.
-  std::vector<const scenario::Machine*> machines;
-  for (const auto& r : results)
-    if (std::find(machines.begin(), machines.end(), r.point.machine.get()) == machines.end())
-      machines.push_back(r.point.machine.get());
+  const auto machines = machines_of(results, [](const scenario::PointResult&) { return true; });
   const bool mixed = machines.size() > 1;
   std::size_t topology_width = 0;
   for (const auto* m : machines) topology_width = std::max(topology_width, m->topology.name.size() + 2);
@@ -153,11 +160,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   if (n_unfitted > 0)
     os << "\nnon-fitted rows: " << n_unfitted << ", mean |error| " << fmt("%.1f%%", sum_abs / n_unfitted)
        << ", max |error| " << fmt("%.1f%%", max_abs) << "\n";
-  std::vector<const scenario::Machine*> fitted_on;
-  for (const auto& r : results)
-    if (r.point.fitted &&
-        std::find(fitted_on.begin(), fitted_on.end(), r.point.machine.get()) == fitted_on.end())
-      fitted_on.push_back(r.point.machine.get());
+  const auto fitted_on = machines_of(results, [](const scenario::PointResult& r) { return r.point.fitted; });
   if (!fitted_on.empty()) {
     os << "fitted rows were used to fit:";
     for (const auto* m : fitted_on) {
