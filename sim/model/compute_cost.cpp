@@ -19,9 +19,10 @@ FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
 }
 
 FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev) {
-  const double eff = op.kind == OpKind::fused_attention ? dev.fused_attention_forward_efficiency
-                                                        : dev.fused_attention_backward_efficiency;
-  if (eff > 0) return dev.peak_bf16 * eff;
+  if (const auto* kernel = active_attention_kernel(dev)) {
+    const double eff = attention_efficiency(*kernel, op.causal, op.k, op.m, op.kind == OpKind::fused_attention_backward);
+    if (eff > 0) return dev.peak_bf16 * eff;
+  }
   Operation qk = op;
   qk.kind = OpKind::gemm;
   return gemm_rate(qk, dev);

@@ -21,7 +21,61 @@ double sourced(JsonObject& parent, const std::string& key, Dimension d) {
   return v;
 }
 
+double efficiency(JsonObject& o, const std::string& key) {
+  const double v = o.number(key);
+  if (v <= 0 || v > 1) o.fail(key, "expected a value in (0, 1]");
+  return v;
+}
+
+AttentionEfficiencyCurve read_attention_curve(JsonObject c) {
+  AttentionEfficiencyCurve curve;
+  const std::string mask = c.choice("mask", {"causal", "none"});
+  curve.causal = mask == "causal";
+  curve.head_dim = static_cast<double>(c.positive_integer("head_dim"));
+  for (auto& p : c.object_array("points")) {
+    AttentionEfficiencyPoint q;
+    q.seq = static_cast<double>(p.positive_integer("seq"));
+    if (!curve.points.empty() && q.seq <= curve.points.back().seq)
+      p.fail("seq", "expected sequence lengths in ascending order");
+    q.forward = efficiency(p, "forward");
+    q.backward = efficiency(p, "backward");
+    p.finish();
+    curve.points.push_back(q);
+  }
+  if (curve.points.empty()) c.fail("points", "expected at least one point");
+  if (c.string("source").empty()) c.fail("source", "expected a non-empty source");
+  c.allow("note");
+  c.finish();
+  return curve;
+}
+
+/// "fused_attention": {"default_kernel": NAME, "kernels": [{"name", "source", "curves": [...]}]}
+void read_fused_attention(JsonObject o, DeviceProfile& d) {
+  for (auto& k : o.object_array("kernels")) {
+    AttentionKernel kernel;
+    kernel.name = k.string("name");
+    for (const auto& other : d.attention_kernels)
+      if (other.name == kernel.name) k.fail("name", "expected a name not used by another kernel");
+    for (auto& c : k.object_array("curves")) kernel.curves.push_back(read_attention_curve(std::move(c)));
+    if (kernel.curves.empty()) k.fail("curves", "expected at least one curve");
+    if (k.string("source").empty()) k.fail("source", "expected a non-empty source");
+    k.allow("note");
+    k.finish();
+    d.attention_kernels.push_back(std::move(kernel));
+  }
+  d.attention_kernel = o.string("default_kernel");
+  if (active_attention_kernel(d) == nullptr) o.fail("default_kernel", "expected the name of one of the kernels");
+  o.allow("note");
+  o.finish();
+}
+
 }  // namespace
+
+const AttentionKernel* active_attention_kernel(const DeviceProfile& dev) {
+  for (const auto& k : dev.attention_kernels)
+    if (k.name == dev.attention_kernel) return &k;
+  return nullptr;
+}
 
 DeviceProfile load_device_profile(const std::string& path) {
   const auto doc = read_json_file(path);
@@ -37,12 +91,7 @@ DeviceProfile load_device_profile(const std::string& path) {
   d.gemm_efficiency = sourced(root, "gemm_efficiency", Dimension::dimensionless);
   d.gemm_tile = sourced(root, "gemm_tile", Dimension::dimensionless);
   d.memory_efficiency = sourced(root, "memory_efficiency", Dimension::dimensionless);
-  for (auto [key, field] : {std::pair{"fused_attention_forward_efficiency", &d.fused_attention_forward_efficiency},
-                            std::pair{"fused_attention_backward_efficiency", &d.fused_attention_backward_efficiency}}) {
-    if (!root.has(key)) continue;
-    *field = sourced(root, key, Dimension::dimensionless);
-    if (*field <= 0 || *field > 1) root.fail(key, "expected a value in (0, 1]");
-  }
+  if (root.has("fused_attention")) read_fused_attention(root.object("fused_attention"), d);
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
   d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);
   if (d.peak_bf16 <= 0) root.fail("peak_bf16", "expected a positive rate");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/units.hpp"
+#include "model/attention_kernel.hpp"
 #include "model/gemm_throughput_curve.hpp"
 #include "model/kernel_calibration.hpp"
 
@@ -27,10 +28,11 @@ struct DeviceProfile {
   BytesPerSecond memory_bandwidth = 0;  ///< HBM peak
   double gemm_efficiency = 1;           ///< achieved / peak on large, aligned GEMMs
   double gemm_tile = 0;                 ///< GEMM output tile edge; partial tiles cost a full one
-  /// Achieved / peak of the fused (flash) attention kernel, forward and backward, FLOPs counted as
-  /// model::make_fused_attention does; 0 = not given: the GEMM rate of its QK^T shape.
-  double fused_attention_forward_efficiency = 0;
-  double fused_attention_backward_efficiency = 0;
+  /// Fused (flash) attention kernels measured on this device ("fused_attention" in the profile);
+  /// empty: a fused attention op runs at the GEMM rate of its QK^T shape.
+  std::vector<AttentionKernel> attention_kernels;
+  /// The kernel in use: the profile's default, or what a scenario's training.attention_kernel names.
+  std::string attention_kernel;
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
@@ -54,6 +56,9 @@ struct DeviceProfile {
 /// `dev.gemm_tile`), replacing any earlier calibration: what a profile's "kernel_calibration"
 /// entry does, for callers holding a calibration in memory (validate/).
 void attach_kernel_calibration(DeviceProfile& dev, KernelCalibration c);
+
+/// The kernel `dev.attention_kernel` names; nullptr when the profile has none.
+[[nodiscard]] const AttentionKernel* active_attention_kernel(const DeviceProfile& dev);
 
 /// Loads and validates a device profile; ConfigError on bad input.
 [[nodiscard]] DeviceProfile load_device_profile(const std::string& path);

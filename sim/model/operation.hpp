@@ -26,6 +26,7 @@ struct Operation {
   Dtype dtype = Dtype::bf16;              ///< what the GEMM computes in
   Flops flops = 0;                        ///< arithmetic work
   Bytes bytes = 0;                        ///< device-memory traffic (reads + writes)
+  bool causal = false;                    ///< fused attention under a causal mask
 };
 
 /// A GEMM of shape (m x k) x (k x n), `batch` times, in `dtype` (operands and result).

@@ -142,6 +142,7 @@ Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape
   Operation op;
   op.name = "flash_attention";
   op.kind = OpKind::fused_attention;
+  op.causal = s.causal;
   op.m = x.sq;
   op.n = x.sq;
   op.k = x.d;

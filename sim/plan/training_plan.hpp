@@ -48,6 +48,9 @@ struct TrainingPlan {
   bool activation_checkpointing = false;  ///< keep only layer inputs; recompute in backward
   bool activation_offloading = false;     ///< checkpointed inputs live in host memory
   bool flash_attention = false;
+  /// Which of the device profile's fused attention kernels runs ("flash-attn-triton"); empty:
+  /// the profile's default.
+  std::string attention_kernel;
   /// A fused cross-entropy kernel (e.g. flash-attn's, llm-foundry's default loss) keeps the bf16
   /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
   bool fused_cross_entropy = false;

@@ -31,6 +31,7 @@ double process_cpu_seconds() {
 
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
   program::ScheduleInputs in{p.model, p.training, p.layout, p.machine->device, {}};
+  if (!p.training.attention_kernel.empty()) in.device.attention_kernel = p.training.attention_kernel;
   const auto mem_in = memory_inputs(s, p);
   for (long stage = 0; stage < p.training.pp; ++stage) {
     const auto r = memory::stage_memory(mem_in, stage);

@@ -45,6 +45,18 @@ std::shared_ptr<const Machine> load_machine(const std::string& topo_file, JsonOb
   return m;
 }
 
+/// training.attention_kernel must name one of the point's device profile's kernels.
+void check_attention_kernel(const plan::TrainingPlan& t, const model::DeviceProfile& dev, const JsonObject& po) {
+  if (t.attention_kernel.empty()) return;
+  std::string names;
+  for (const auto& k : dev.attention_kernels) {
+    if (k.name == t.attention_kernel) return;
+    names += (names.empty() ? "" : ", ") + k.name;
+  }
+  po.fail("training", "attention_kernel \"" + t.attention_kernel + "\" is not a fused attention kernel of " +
+                          dev.file + " (" + (names.empty() ? "it has none" : "it has " + names) + ")");
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -137,6 +149,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
       p.collectives = read_collectives(JsonObject(t, path, at + "/training"), p.machine->collectives);
     }
     po.allow("training");
+    check_attention_kernel(p.training, p.machine->device, po);
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {

@@ -63,6 +63,9 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.activation_offloading && !t.activation_checkpointing)
     o.fail("activation_offloading", "offloading moves checkpointed layer inputs: enable activation_checkpointing");
   t.flash_attention = o.boolean_or("flash_attention", false);
+  t.attention_kernel = o.string_or("attention_kernel", "");
+  if (!t.attention_kernel.empty() && !t.flash_attention)
+    o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");

@@ -8,6 +8,7 @@
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
+//   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false]
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   collectives         {"algorithm": ring | tree | nvls | nvls_tree, "protocol": LL | LL128 |

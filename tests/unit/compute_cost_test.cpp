@@ -85,12 +85,42 @@ TEST(GradientAccumulation, Traffic) {
   EXPECT_DOUBLE_EQ(op.flops, 1e6);
 }
 
-TEST(OpDuration, FusedAttentionRunsAtTheDevicesAttentionEfficiency) {
+/// A kernel with one causal curve (head dim 128) rising from 0.2/0.1 at 1k to 0.4/0.25 at 4k, and
+/// a non-causal one at a flat 0.6/0.5.
+AttentionKernel test_attention_kernel() {
+  AttentionKernel k;
+  k.name = "test-kernel";
+  k.curves.push_back({true, 128, {{1024, 0.2, 0.1}, {4096, 0.4, 0.25}}});
+  k.curves.push_back({false, 128, {{1024, 0.6, 0.5}}});
+  return k;
+}
+
+TEST(AttentionEfficiency, InterpolatesInLog2SeqAndIsFlatBeyondTheEnds) {
+  const AttentionKernel k = test_attention_kernel();
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 128, 1024, false), 0.2);
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 128, 2048, false), 0.3);  // halfway in log2
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 128, 2048, true), 0.175);
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 128, 256, false), 0.2);
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 128, 65536, true), 0.25);
+}
+
+TEST(AttentionEfficiency, PicksTheMaskingThenTheNearestHeadDim) {
+  AttentionKernel k = test_attention_kernel();
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, false, 128, 4096, false), 0.6);
+  k.curves.push_back({true, 64, {{1024, 0.15, 0.05}}});
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 80, 1024, false), 0.15);   // 80/64 < 128/80
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, true, 112, 1024, false), 0.2);
+  k.curves.erase(k.curves.begin() + 1);
+  EXPECT_DOUBLE_EQ(attention_efficiency(k, false, 128, 1024, false), 0.2);  // no non-causal curve left
+}
+
+TEST(OpDuration, FusedAttentionRunsAtTheKernelsEfficiencyForItsSeq) {
   DeviceProfile d = test_device();
-  d.fused_attention_forward_efficiency = 0.4;
-  d.fused_attention_backward_efficiency = 0.25;
+  d.attention_kernels.push_back(test_attention_kernel());
+  d.attention_kernel = "test-kernel";
   TransformerSpec s{"GPT", 1, 2048, 16, 8192, 50000, 4096};
   const Operation f = make_fused_attention(s, LayerShape{2, 1, false, true});
+  EXPECT_TRUE(f.causal);
   // Causal: half of 4 s^2 d per head and sequence, 2 x 16 heads of d = 128 at s = 4096.
   const double flops = 0.5 * 4.0 * 4096.0 * 4096 * 128 * 2 * 16;
   EXPECT_DOUBLE_EQ(f.flops, flops);
@@ -159,18 +189,41 @@ TEST(DeviceProfileLoader, RejectsGemmEfficiencyAboveOne) {
   EXPECT_NE(std::string(e.what()).find("(0, 1]"), std::string::npos) << e.what();
 }
 
-TEST(DeviceProfileLoader, A100NamesItsFusedAttentionEfficiency) {
+TEST(DeviceProfileLoader, A100AttentionKernelsRiseWithSeqAndTritonIsSlower) {
   const DeviceProfile d = load_device_profile("topologies/devices/a100-80gb.json");
-  EXPECT_GT(d.fused_attention_forward_efficiency, d.fused_attention_backward_efficiency);
-  EXPECT_LE(d.fused_attention_forward_efficiency, 0.73);  // FlashAttention-2's best on A100
+  ASSERT_NE(active_attention_kernel(d), nullptr);
+  EXPECT_EQ(d.attention_kernel, "flash-attention-2");
+  const AttentionKernel* fa2 = active_attention_kernel(d);
+  const AttentionKernel* triton = nullptr;
+  for (const auto& k : d.attention_kernels)
+    if (k.name == "flash-attn-triton") triton = &k;
+  ASSERT_NE(triton, nullptr);
+  for (bool bwd : {false, true}) {
+    EXPECT_LT(attention_efficiency(*fa2, true, 128, 2048, bwd), attention_efficiency(*fa2, true, 128, 8192, bwd));
+    EXPECT_LT(attention_efficiency(*triton, true, 128, 2048, bwd), attention_efficiency(*fa2, true, 128, 2048, bwd));
+  }
+  // FlashAttention-2's best on A100: 73% forward, 63% backward.
+  EXPECT_LE(attention_efficiency(*fa2, false, 128, 16384, false), 0.73);
+  EXPECT_LE(attention_efficiency(*fa2, false, 128, 16384, true), 0.63);
 }
 
-TEST(DeviceProfileLoader, RejectsAFusedAttentionEfficiencyAboveOne) {
-  const std::string file =
-      gaudi_with("/fused_attention_forward_efficiency", {{"value", 1.2}, {"source", "test"}});
+TEST(DeviceProfileLoader, RejectsAnAttentionEfficiencyAboveOne) {
+  const std::string file = testing::TempDir() + "device_attention_above_one.json";
+  nlohmann::json doc = read_json_file("topologies/devices/a100-80gb.json");
+  doc["fused_attention"]["kernels"][0]["curves"][0]["points"][2]["forward"] = 1.2;
+  std::ofstream(file) << doc.dump(2);
   const ConfigError e = load_error(file);
-  EXPECT_EQ(e.json_path(), "/fused_attention_forward_efficiency");
+  EXPECT_EQ(e.json_path(), "/fused_attention/kernels/0/curves/0/points/2/forward");
   EXPECT_NE(std::string(e.what()).find("(0, 1]"), std::string::npos) << e.what();
+}
+
+TEST(DeviceProfileLoader, RejectsADefaultKernelItDoesNotHave) {
+  const std::string file = testing::TempDir() + "device_attention_default.json";
+  nlohmann::json doc = read_json_file("topologies/devices/a100-80gb.json");
+  doc["fused_attention"]["default_kernel"] = "flash-attention-9";
+  std::ofstream(file) << doc.dump(2);
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.json_path(), "/fused_attention/default_kernel");
 }
 
 TEST(DeviceProfileLoader, RejectsAValueWithoutSource) {
