@@ -31,11 +31,11 @@ struct MicroBatchCost {
 };
 
 MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::DeviceProfile& dev,
-                                long micro_batch, bool accumulate, bool recompute) {
+                                const model::LayerShape& shape, bool accumulate, bool recompute) {
   MicroBatchCost c;
-  const auto emb = model::embedding_forward_ops(s, micro_batch);
-  const auto layer_f = model::layer_forward_ops(s, micro_batch);
-  const auto head_f = model::head_forward_ops(s, micro_batch);
+  const auto emb = model::embedding_forward_ops(s, shape);
+  const auto layer_f = model::layer_forward_ops(s, shape);
+  const auto head_f = model::head_forward_ops(s, shape);
   const double layers = static_cast<double>(s.layers);
   c.embedding_forward = ops_duration(emb, dev);
   c.layer_forward = ops_duration(layer_f, dev);
@@ -95,6 +95,8 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.shard = static_cast<int>(layout.shard);
   c.activation_checkpointing = plan.activation_checkpointing;
   c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
+  c.flash_attention = plan.flash_attention;
+  c.fused_cross_entropy = plan.fused_cross_entropy;
   return c;
 }
 
@@ -103,7 +105,8 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   TRAINSIM_CHECK(cfg.world >= 1 && cfg.ranks_per_node >= 1, "bad world size");
   TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
   const bool accumulate = cfg.accumulation > 1;
-  const MicroBatchCost cost = micro_batch_cost(spec, dev, cfg.micro_batch, accumulate, cfg.activation_checkpointing);
+  const model::LayerShape shape{cfg.micro_batch, 1, false, cfg.flash_attention, cfg.fused_cross_entropy};
+  const MicroBatchCost cost = micro_batch_cost(spec, dev, shape, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;
   for (const auto& s : segments) full_backward += s.duration;

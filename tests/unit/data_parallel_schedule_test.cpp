@@ -90,6 +90,29 @@ TEST(DataParallel, OneForwardAndOneBackwardPerMicroBatch) {
   }
 }
 
+Seconds compute_time(const Program& p) {
+  Seconds total = 0;
+  for (const auto& t : p.ranks[0].streams[0].tasks) total += t.duration;
+  return total;
+}
+
+TEST(DataParallel, FlashAttentionShortensTheComputeAndThePlanSetsTheKernelFlags) {
+  // A fused attention kernel keeps the s x s scores on chip; the plan's flags must reach the
+  // operation list the DP schedule times, as they do in the sharded and pipeline schedules
+  // (fused cross-entropy changes what is stored, not the time).
+  DataParallelConfig c = config(DataParallelKind::ddp);
+  const Seconds plain = compute_time(build(c));
+  c.flash_attention = true;
+  const Seconds flash = compute_time(build(c));
+  EXPECT_LT(flash, plain);
+  plan::TrainingPlan t;
+  t.flash_attention = true;
+  t.fused_cross_entropy = true;
+  const DataParallelConfig from_plan = data_parallel_config(t, plan::Layout{});
+  EXPECT_TRUE(from_plan.flash_attention);
+  EXPECT_TRUE(from_plan.fused_cross_entropy);
+}
+
 TEST(DataParallel, SamplesPerStep) {
   EXPECT_EQ(build(config(DataParallelKind::ddp)).samples_per_step, 2 * 3 * 4);  // mb x accum x world
 }
