@@ -254,6 +254,26 @@ TEST(ScenarioErrors, OffloadingNeedsACpuVertex) {
   EXPECT_TRUE(contains(e.what(), "has no vertex of kind cpu")) << e.what();
 }
 
+TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention) {
+  json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
+  doc["topology"] = absolute("topologies/p4de.24xlarge.json");
+  doc["training"]["attention_kernel"] = "flash-attention-9";
+  ConfigError e = load_error(write(doc, temp_file("unknown")));
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "flash-attention-2, flash-attn-triton")) << e.what();
+  // Gaudi's profile has no fused attention kernel.
+  json dl1 = bert_large_doc();
+  dl1["training"]["flash_attention"] = true;
+  dl1["training"]["attention_kernel"] = "flash-attention-2";
+  e = load_error(write(dl1, temp_file("none")));
+  EXPECT_TRUE(contains(e.what(), "it has none")) << e.what();
+  doc["training"]["flash_attention"] = false;
+  doc["training"]["attention_kernel"] = "flash-attention-2";
+  e = load_error(write(doc, temp_file("no_flash")));
+  EXPECT_EQ(e.json_path(), "/training/attention_kernel");
+  EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
+}
+
 TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
   json doc = bert_large_doc();
   doc["training"]["pipeline_parallel"] = 2;
