@@ -10,8 +10,16 @@
 //  - Every layer pass ends with an all-reduce over the TP group, in the critical path; with
 //    sequence parallelism (Korthikanti et al. 2022) it starts with an all-gather and ends with
 //    a reduce-scatter instead, the same bytes on the wire, while norms, dropout and residuals
-//    run on 1/tp of the sequence (model::LayerShape). Megatron's re-gather of the input for
-//    the weight gradient, overlapped with the input-gradient GEMM, is not modelled.
+//    run on 1/tp of the sequence (model::LayerShape), and a backward pass also re-gathers the
+//    column-parallel linears' inputs for their weight gradients beside its compute.
+//  - The ends of the model have their own TP collectives: the vocabulary-parallel embedding
+//    sums its slices (all-reduce; reduce-scatter under SP without a position table, and an
+//    all-gather in its backward under SP), the loss all-reduces three fp32 values per token,
+//    and the output projection's input gradient is all-reduced (reduce-scattered under SP,
+//    whose forward all-gathers the head's input).
+//  - With pipeline stages and tied embeddings, the last stage holds a copy of the word
+//    embedding; its gradient is all-reduced between the first and last stage after the
+//    data-parallel reduction, before the optimizer (Megatron's embedding group).
 //  - Gradients: each stage reduces its gradients over its data-parallel group after the pipeline
 //    flush (DeepSpeed's pipeline engine, the paper's runs) or, with overlap_grad_reduce, in
 //    buckets as each chunk's last micro-batch's backward produces them (Megatron's
