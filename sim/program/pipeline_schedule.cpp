@@ -124,6 +124,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const bool every_micro_batch = p.sharding == plan::Sharding::zero2;
   TRAINSIM_CHECK(!every_micro_batch || pp == 1, "ZeRO-2 with pipeline parallelism has no schedule");
   const bool overlap = p.overlap_grad_reduce || every_micro_batch;
+  // Megatron's overlap_param_gather: the distributed optimizer's all-gather moves from after the
+  // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
+  const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
@@ -150,6 +153,38 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t o = 0; o < order.size(); ++o)
       if (!order[o].forward) last_backward[static_cast<std::size_t>(order[o].chunk)] = o;
+    // overlap_param_gather: each chunk's parameter buckets, formed in backward order as the
+    // gradient buckets are (Megatron's param and grad buffers share them), listed in forward
+    // order with the first layer of each. The embedding counts with the first layer, the head
+    // with the last, as in the gradient buckets.
+    struct ParamBuckets {
+      std::vector<double> params;      // by bucket, forward order
+      std::vector<std::size_t> of_layer;  // bucket of each layer of the chunk
+    };
+    std::vector<ParamBuckets> param_buckets(static_cast<std::size_t>(v));
+    if (overlap_param_gather)
+      for (long c = 0; c < v; ++c) {
+        const long vs = c * pp + stage;
+        auto& pb = param_buckets[static_cast<std::size_t>(c)];
+        std::vector<std::size_t> backward_bucket(static_cast<std::size_t>(layers_per_chunk));
+        double filling = 0;
+        for (long l = layers_per_chunk - 1; l >= 0; --l) {
+          filling += layer_params + (l == layers_per_chunk - 1 && vs == virtual_stages - 1 ? head_params : 0) +
+                     (l == 0 && vs == 0 ? embedding_params : 0);
+          backward_bucket[static_cast<std::size_t>(l)] = pb.params.size();
+          if (p.bucket_elements <= 0 || filling >= p.bucket_elements || l == 0) {
+            pb.params.push_back(filling);
+            filling = 0;
+          }
+        }
+        std::reverse(pb.params.begin(), pb.params.end());
+        for (long l = 0; l < layers_per_chunk; ++l)
+          pb.of_layer.push_back(pb.params.size() - 1 - backward_bucket[static_cast<std::size_t>(l)]);
+      }
+    // The first forward slot of each chunk (micro-batch 0), where the gathers are waited for.
+    std::vector<std::size_t> first_forward(static_cast<std::size_t>(v), order.size());
+    for (std::size_t o = order.size(); o-- > 0;)
+      if (order[o].forward) first_forward[static_cast<std::size_t>(order[o].chunk)] = o;
     // Names are made once per slot and shared by every rank of the stage (interned).
     struct SlotNames {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
@@ -256,6 +291,39 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           }
         };
         double pending = 0;  // gradients of the chunk's last backward not yet in a bucket
+        // overlap_param_gather, per chunk: the gathers issued and the buckets waited for so far.
+        // Interleaved schedules align the gathers (align_param_gather, on by default there:
+        // megatron/training/arguments.py): schedules.py dispatches every bucket of chunks 0 and 1
+        // when the step starts and chunk c's when chunk c - 1's first micro-batch runs. Otherwise
+        // the forward pre-hook of a bucket's first module dispatches it if needed, waits for it
+        // and dispatches the next bucket (distributed_data_parallel.py _make_forward_pre_hook,
+        // param_and_grad_buffer.py finish_param_sync): one bucket ahead.
+        const bool aligned_gathers = v > 1;
+        std::vector<std::vector<TaskRef>> gathers(static_cast<std::size_t>(v));
+        std::vector<std::size_t> waited(static_cast<std::size_t>(v), 0);
+        auto gather_up_to = [&](long c, std::size_t bucket, const std::vector<TaskRef>& deps) {
+          auto& issued = gathers[static_cast<std::size_t>(c)];
+          const auto& pb = param_buckets[static_cast<std::size_t>(c)];
+          while (issued.size() <= bucket && issued.size() < pb.params.size()) {
+            const std::string what = "parameter all-gather c" + std::to_string(c) + " bucket " + std::to_string(issued.size());
+            const int call = group_call(my_shard_calls, shard_sequence, false, what + stage_tag, collective::Op::all_gather,
+                                        pb.params[issued.size()] * p.parameter_wire_bytes);
+            issued.push_back(push(kReduce, {what, TaskKind::collective, Phase::parameter_sync, 0, call, deps}));
+          }
+          return issued[std::min(bucket, issued.size() - 1)];
+        };
+        // Before a layer's (or the embedding's) compute in the chunk's first forward: its bucket.
+        auto await_parameters = [&](long c, long l, std::vector<TaskRef>& deps) {
+          const std::size_t b = param_buckets[static_cast<std::size_t>(c)].of_layer[static_cast<std::size_t>(l)];
+          std::size_t& next = waited[static_cast<std::size_t>(c)];
+          if (b < next) return;
+          const TaskRef gathered = gather_up_to(c, b, deps);
+          next = b + 1;
+          deps.push_back(gathered);
+          if (!aligned_gathers) gather_up_to(c, b + 1, deps);
+        };
+        if (overlap_param_gather && aligned_gathers)
+          for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
         // A chunk's point-to-point streams carry at most one task per micro-batch.
         for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
@@ -304,6 +372,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             ready.push_back(push(p2p_stream(slot.chunk, 2), {names.recv, TaskKind::collective,
                                                              Phase::backward, 0, c, {}}));
           }
+          const bool gathers_here = overlap_param_gather && o == first_forward[static_cast<std::size_t>(slot.chunk)];
+          if (gathers_here && aligned_gathers && slot.chunk + 1 >= 2 && slot.chunk + 1 < v)
+            gather_up_to(slot.chunk + 1, param_buckets[static_cast<std::size_t>(slot.chunk + 1)].params.size(), ready);
+          if (gathers_here && first) await_parameters(slot.chunk, 0, ready);  // the embedding is in layer 0's bucket
           if (slot.forward && first) {
             // Each TP rank looks up its vocabulary slice and the partial embeddings are summed
             // (VocabParallelEmbedding.forward: reduce_from_tensor_model_parallel_region; under
@@ -369,6 +441,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               fetch.copy_direction = CopyDirection::to_device;
               ready.push_back(push(kCopy, std::move(fetch)));
             }
+            if (gathers_here) await_parameters(slot.chunk, l, ready);
             previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb, ready);
             ready = {previous};
             if (offload && slot.forward) {
@@ -464,7 +537,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
                                                 Phase::optimizer, optimizer_per_param * (params / static_cast<double>(shard)),
                                                 -1, step_deps});
-        if (shard > 1) {
+        if (shard > 1 && !overlap_param_gather) {
           const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);
           push(kReduce, {"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped}});

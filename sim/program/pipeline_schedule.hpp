@@ -26,7 +26,9 @@
 //    overlap_grad_reduce, SMP v1). DDP all-reduces them and steps the whole optimizer; ZeRO-1
 //    (SMP v1's optimizer-state sharding, DeepSpeed ZeRO-1, Megatron's distributed optimizer)
 //    reduce-scatters them, steps the optimizer on the rank's 1/dp shard and all-gathers the
-//    updated parameters, neither overlapping compute (source 002). A shard group smaller than
+//    updated parameters, neither overlapping compute (source 002), unless overlap_param_gather
+//    moves the all-gather into the step's first forwards, bucket by bucket (Megatron's
+//    distributed optimizer). A shard group smaller than
 //    dp (hybrid_shard_degree) adds an all-reduce of the shard across the replicas.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"

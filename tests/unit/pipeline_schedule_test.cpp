@@ -456,5 +456,64 @@ TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
             collective::Op::all_reduce);
 }
 
+TEST(PipelineProgram, OverlappedParameterGatherOpensTheStepBucketByBucket) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.overlap_grad_reduce = true;
+  in.plan.overlap_param_gather = true;  // bucket_elements 0: a bucket per layer
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];  // stage 0, dp 0, tp 1: shard group {1, 3}
+  const auto& comp = r.streams[kCompute];
+  const auto& dp = r.streams[kDataParallel].tasks;
+  // Two parameter buckets (the embedding with layer 0, then layer 1), then the two gradient
+  // buckets and the tied embedding's all-reduce; nothing after the optimizer.
+  ASSERT_EQ(dp.size(), 5u);
+  EXPECT_EQ(dp[0].name, "parameter all-gather c0 bucket 0");
+  EXPECT_EQ(dp[1].name, "parameter all-gather c0 bucket 1");
+  EXPECT_EQ(dp[4].name, "word-embedding all-reduce");
+  EXPECT_EQ(comp.tasks.back().name, "optimizer step (shard)");
+  const double layer = model::parameters_per_layer(in.model) / 2;
+  const double embedding = model::embedding_parameters(in.model) / 2;
+  const auto& g0 = prog.collectives[dp[0].collective];
+  EXPECT_EQ(g0.op, collective::Op::all_gather);
+  EXPECT_EQ(g0.group, (std::vector<int>{1, 3}));
+  EXPECT_DOUBLE_EQ(g0.size, 2 * (embedding + layer));
+  EXPECT_DOUBLE_EQ(prog.collectives[dp[1].collective].size, 2 * layer);
+  // The first micro-batch's embedding waits for bucket 0, its layer 1 for bucket 1, which is
+  // dispatched once bucket 0 is waited for (one bucket ahead); later micro-batches wait for none.
+  EXPECT_TRUE(dp[0].deps.empty());  // stage 0's first forward needs nothing else
+  EXPECT_TRUE(waits_for(find(comp, "embedding forward mb0 c0"), kDataParallel, 0));
+  EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
+  EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
+  for (const auto& t : comp.tasks)
+    if (t.name.str().find("mb1") != std::string::npos)
+      for (const auto& dep : t.deps) EXPECT_NE(dep.stream, kDataParallel) << t.name;
+  // Stage 1 gathers when its first activation arrives.
+  const auto& last = prog.ranks[5];
+  const auto& gather = last.streams[kDataParallel].tasks.front();
+  EXPECT_EQ(gather.name, "parameter all-gather c0 bucket 0");
+  ASSERT_FALSE(gather.deps.empty());
+  EXPECT_EQ(last.streams[static_cast<std::size_t>(gather.deps[gather.deps.size() - 1].stream)].name, "recv act c0");
+}
+
+TEST(PipelineProgram, InterleavedParameterGathersAreAligned) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  in.plan.overlap_grad_reduce = true;
+  in.plan.overlap_param_gather = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  // Chunks 0 and 1 of every stage: all their buckets dispatched when the step starts.
+  for (int rank : {0, 4}) {
+    const auto& dp = prog.ranks[static_cast<std::size_t>(rank)].streams[kDataParallel].tasks;
+    ASSERT_GE(dp.size(), 2u);
+    EXPECT_EQ(dp[0].name, "parameter all-gather c0 bucket 0");
+    EXPECT_EQ(dp[1].name, "parameter all-gather c1 bucket 0");
+    EXPECT_TRUE(dp[0].deps.empty());
+    EXPECT_TRUE(dp[1].deps.empty());
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::program
