@@ -59,6 +59,10 @@ struct TrainingPlan {
   /// backward (Megatron's overlap_grad_reduce, SMP v1) instead of after the pipeline flush
   /// (DeepSpeed's pipeline engine, Megatron 2021). Bucket size bucket_elements, 0 = per layer.
   bool overlap_grad_reduce = false;
+  /// PTD-P with ZeRO-1: the updated parameters are all-gathered bucket by bucket during the
+  /// next step's first forward of each model chunk instead of after the optimizer (Megatron's
+  /// distributed optimizer with overlap_param_gather; needs overlap_grad_reduce, as Megatron).
+  bool overlap_param_gather = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
 };

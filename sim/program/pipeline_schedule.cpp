@@ -77,6 +77,19 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;
+  // The ends of the model, per rank. Megatron ties the output projection to the word embedding
+  // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
+  // that the optimizer updates too (2021: megatron/model/module.py initialize_word_embeddings;
+  // megatron/core LanguageModule.setup_embeddings_and_output_layer), as memory/rank_memory.cpp
+  // counts it.
+  const double word_embedding = static_cast<double>(s.vocab) * static_cast<double>(s.hidden) / static_cast<double>(tp);
+  const bool tied_copy = pp > 1 && s.tied_embeddings;
+  const double embedding_params = model::embedding_parameters(s) / static_cast<double>(tp);
+  const double head_params = model::head_parameters(s) / static_cast<double>(tp) + (tied_copy ? word_embedding : 0);
+  // The vocabulary-parallel loss all-reduces one fp32 per token three times (max logit, target
+  // logit, sum of exponentials: _VocabParallelCrossEntropy.forward, 2021 megatron/mpu/
+  // cross_entropy.py and megatron/core/tensor_parallel/cross_entropy.py alike).
+  const Bytes loss_bytes = 4.0 * static_cast<double>(p.micro_batch * s.seq_len);
   // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
   // forward and comes back before its backward (memory/rank_memory.hpp keeps two layer inputs of
   // each micro-batch in flight on device), as in the sharded schedule.
@@ -95,6 +108,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
+  // The tied word embedding's gradient all-reduce between the first and the last stage, by
+  // (dp, tp): Megatron's embedding group pairs the first and last rank of each pipeline group
+  // (2021 megatron/mpu/initialize.py: embedding_ranks = [ranks[0], ranks[-1]]).
+  std::vector<int> embedding_calls(static_cast<std::size_t>(L.dp * tp), -1);
   // Data-parallel gradient and parameter calls, in the order the group's members issue them: by
   // (stage, tp index, replica) for shard groups and (stage, tp index, shard position) for the
   // replica groups. DDP is the case shard = 1 (one replica group: the whole data-parallel
@@ -107,6 +124,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const bool every_micro_batch = p.sharding == plan::Sharding::zero2;
   TRAINSIM_CHECK(!every_micro_batch || pp == 1, "ZeRO-2 with pipeline parallelism has no schedule");
   const bool overlap = p.overlap_grad_reduce || every_micro_batch;
+  // Megatron's overlap_param_gather: the distributed optimizer's all-gather moves from after the
+  // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
+  const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
@@ -133,10 +153,45 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t o = 0; o < order.size(); ++o)
       if (!order[o].forward) last_backward[static_cast<std::size_t>(order[o].chunk)] = o;
+    // overlap_param_gather: each chunk's parameter buckets, formed in backward order as the
+    // gradient buckets are (Megatron's param and grad buffers share them), listed in forward
+    // order with the first layer of each. The embedding counts with the first layer, the head
+    // with the last, as in the gradient buckets.
+    struct ParamBuckets {
+      std::vector<double> params;      // by bucket, forward order
+      std::vector<std::size_t> of_layer;  // bucket of each layer of the chunk
+    };
+    std::vector<ParamBuckets> param_buckets(static_cast<std::size_t>(v));
+    if (overlap_param_gather)
+      for (long c = 0; c < v; ++c) {
+        const long vs = c * pp + stage;
+        auto& pb = param_buckets[static_cast<std::size_t>(c)];
+        std::vector<std::size_t> backward_bucket(static_cast<std::size_t>(layers_per_chunk));
+        double filling = 0;
+        for (long l = layers_per_chunk - 1; l >= 0; --l) {
+          filling += layer_params + (l == layers_per_chunk - 1 && vs == virtual_stages - 1 ? head_params : 0) +
+                     (l == 0 && vs == 0 ? embedding_params : 0);
+          backward_bucket[static_cast<std::size_t>(l)] = pb.params.size();
+          if (p.bucket_elements <= 0 || filling >= p.bucket_elements || l == 0) {
+            pb.params.push_back(filling);
+            filling = 0;
+          }
+        }
+        std::reverse(pb.params.begin(), pb.params.end());
+        for (long l = 0; l < layers_per_chunk; ++l)
+          pb.of_layer.push_back(pb.params.size() - 1 - backward_bucket[static_cast<std::size_t>(l)]);
+      }
+    // The first forward slot of each chunk (micro-batch 0), where the gathers are waited for.
+    std::vector<std::size_t> first_forward(static_cast<std::size_t>(v), order.size());
+    for (std::size_t o = order.size(); o-- > 0;)
+      if (order[o].forward) first_forward[static_cast<std::size_t>(order[o].chunk)] = o;
     // Names are made once per slot and shared by every rank of the stage (interned).
     struct SlotNames {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
-      InternedName tp_gather, tp_reduce, recv, send;
+      InternedName tp_gather, tp_reduce, tp_regather, recv, send;
+      // The first virtual stage's embedding and the last one's head, and their TP collectives.
+      InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
+      std::vector<InternedName> tp_loss;
     };
     std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
@@ -149,6 +204,27 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
       }
       names.tp_gather = "tp all-gather" + tag;
       names.tp_reduce = (sequence_parallel ? "tp reduce-scatter" : "tp all-reduce") + tag;
+      if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
+      const long vs = slot.chunk * pp + stage;
+      const std::string pass = slot.forward ? "forward" : "backward";
+      if (vs == 0) {
+        names.embedding = "embedding " + pass + tag;
+        // Forward: VocabParallelEmbedding's all-reduce, or under sequence parallelism its
+        // reduce-scatter; backward: the all-gather that undoes the scatter (none without SP).
+        const char* op = !slot.forward ? "tp embedding all-gather"
+                         : sequence_parallel && !s.learned_positions ? "tp embedding reduce-scatter"
+                                                                      : "tp embedding all-reduce";
+        names.tp_embedding = op + tag;
+      }
+      if (vs == virtual_stages - 1) {
+        names.head = "head " + pass + tag;
+        names.tp_head = (slot.forward ? "tp head all-gather"
+                         : sequence_parallel ? "tp head reduce-scatter" : "tp head all-reduce") + tag;
+        if (sequence_parallel && !slot.forward) names.tp_head_regather = "tp head re-gather" + tag;
+        if (slot.forward)
+          for (const char* what : {"max", "target", "sum-exp"})
+            names.tp_loss.emplace_back(std::string("tp loss ") + what + " all-reduce" + tag);
+      }
       names.recv = (slot.forward ? "recv activation" : "recv gradient") + tag;
       names.send = (slot.forward ? "send activation" : "send gradient") + tag;
     }
@@ -215,6 +291,39 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           }
         };
         double pending = 0;  // gradients of the chunk's last backward not yet in a bucket
+        // overlap_param_gather, per chunk: the gathers issued and the buckets waited for so far.
+        // Interleaved schedules align the gathers (align_param_gather, on by default there:
+        // megatron/training/arguments.py): schedules.py dispatches every bucket of chunks 0 and 1
+        // when the step starts and chunk c's when chunk c - 1's first micro-batch runs. Otherwise
+        // the forward pre-hook of a bucket's first module dispatches it if needed, waits for it
+        // and dispatches the next bucket (distributed_data_parallel.py _make_forward_pre_hook,
+        // param_and_grad_buffer.py finish_param_sync): one bucket ahead.
+        const bool aligned_gathers = v > 1;
+        std::vector<std::vector<TaskRef>> gathers(static_cast<std::size_t>(v));
+        std::vector<std::size_t> waited(static_cast<std::size_t>(v), 0);
+        auto gather_up_to = [&](long c, std::size_t bucket, const std::vector<TaskRef>& deps) {
+          auto& issued = gathers[static_cast<std::size_t>(c)];
+          const auto& pb = param_buckets[static_cast<std::size_t>(c)];
+          while (issued.size() <= bucket && issued.size() < pb.params.size()) {
+            const std::string what = "parameter all-gather c" + std::to_string(c) + " bucket " + std::to_string(issued.size());
+            const int call = group_call(my_shard_calls, shard_sequence, false, what + stage_tag, collective::Op::all_gather,
+                                        pb.params[issued.size()] * p.parameter_wire_bytes);
+            issued.push_back(push(kReduce, {what, TaskKind::collective, Phase::parameter_sync, 0, call, deps}));
+          }
+          return issued[std::min(bucket, issued.size() - 1)];
+        };
+        // Before a layer's (or the embedding's) compute in the chunk's first forward: its bucket.
+        auto await_parameters = [&](long c, long l, std::vector<TaskRef>& deps) {
+          const std::size_t b = param_buckets[static_cast<std::size_t>(c)].of_layer[static_cast<std::size_t>(l)];
+          std::size_t& next = waited[static_cast<std::size_t>(c)];
+          if (b < next) return;
+          const TaskRef gathered = gather_up_to(c, b, deps);
+          next = b + 1;
+          deps.push_back(gathered);
+          if (!aligned_gathers) gather_up_to(c, b + 1, deps);
+        };
+        if (overlap_param_gather && aligned_gathers)
+          for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
         if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
         // A chunk's point-to-point streams carry at most one task per micro-batch.
         for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
@@ -236,8 +345,22 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const long vs = slot.chunk * pp + stage;
           const bool first = vs == 0, last = vs == virtual_stages - 1;
           const SlotNames& names = slot_names[o];
+          const Phase phase = slot.forward ? Phase::forward : Phase::backward;
+          const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready;
           if (previous.stream >= 0) ready.push_back(previous);
+          auto compute = [&](InternedName name, Seconds duration, std::vector<TaskRef> deps) {
+            Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
+            if (!slot.forward) task.workspace = mem.workspace;
+            return push(kCompute, std::move(task));
+          };
+          auto tensor = [&](InternedName name, collective::Op op, Bytes size, std::vector<TaskRef> deps) {
+            return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size), std::move(deps)});
+          };
+          // Gradients of the chunk's last micro-batch go to the data-parallel buckets as the
+          // backward produces them (every micro-batch's under ZeRO-2).
+          const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
+          const bool reduce_now = overlap && !slot.forward && (every_micro_batch || last_micro_batch);
           // Inputs from the neighbouring virtual stage.
           if (slot.forward && !first) {
             const int c = p2p_call(0, vs - 1, slot.micro_batch, d, t);
@@ -249,12 +372,43 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             ready.push_back(push(p2p_stream(slot.chunk, 2), {names.recv, TaskKind::collective,
                                                              Phase::backward, 0, c, {}}));
           }
+          const bool gathers_here = overlap_param_gather && o == first_forward[static_cast<std::size_t>(slot.chunk)];
+          if (gathers_here && aligned_gathers && slot.chunk + 1 >= 2 && slot.chunk + 1 < v)
+            gather_up_to(slot.chunk + 1, param_buckets[static_cast<std::size_t>(slot.chunk + 1)].params.size(), ready);
+          if (gathers_here && first) await_parameters(slot.chunk, 0, ready);  // the embedding is in layer 0's bucket
+          if (slot.forward && first) {
+            // Each TP rank looks up its vocabulary slice and the partial embeddings are summed
+            // (VocabParallelEmbedding.forward: reduce_from_tensor_model_parallel_region; under
+            // sequence parallelism megatron/core reduce-scatters instead when there is no
+            // position table, else all-reduces and keeps its sequence slice).
+            previous = compute(names.embedding, emb_f, ready);
+            ready = {previous};
+            if (tp > 1) {
+              const bool scatter = sequence_parallel && !s.learned_positions;
+              previous = tensor(names.tp_embedding, scatter ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                activation, ready);
+              ready = {previous};
+            }
+          }
+          if (!slot.forward && last) {
+            // The output projection's input gradient is summed over the TP group (2021:
+            // parallel_lm_logits' copy_to_tensor_model_parallel_region; megatron/core: the
+            // column-parallel output layer), reduce-scattered under sequence parallelism, whose
+            // weight gradient also re-gathers the input (see the layers below).
+            if (sequence_parallel) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
+            previous = compute(names.head, head_b, ready);
+            ready = {previous};
+            if (tp > 1) {
+              previous = tensor(names.tp_head, sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                activation, ready);
+              ready = {previous};
+            }
+            if (reduce_now) pending += head_params;  // joins the first layer's bucket
+          }
           // The chunk's layers, each followed by its TP all-reduce (with sequence parallelism:
-          // preceded by an all-gather and followed by a reduce-scatter); the ends add
-          // embedding/head.
+          // preceded by an all-gather and followed by a reduce-scatter).
           std::vector<TaskRef> offloaded;  // this slot's copies to host, by layer
           for (long l = 0; l < layers_per_chunk; ++l) {
-            const Phase phase = slot.forward ? Phase::forward : Phase::backward;
             // A layer pass all-reduces twice (after attention and after the MLP; one call of
             // their summed size here); backward with recompute also redoes the forward's two.
             const Bytes tp_bytes = 2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1);
@@ -264,6 +418,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               // second half.
               const int c = tp_call(names.tp_gather, collective::Op::all_gather, tp_bytes);
               ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
+              if (!slot.forward) {
+                // The column-parallel QKV and first MLP linears keep only their sequence-sharded
+                // input, so their weight gradients all-gather it again, launched before and
+                // overlapped with the input-gradient GEMM (Korthikanti et al. 2022, 4.2.2;
+                // megatron/core/tensor_parallel/layers.py
+                // LinearWithGradAccumulationAndAsyncCommunication.backward): b x s x h each, on
+                // the TP stream beside the pass (one task: the overlap window is the pass, not
+                // just its input-gradient GEMMs). The pass's reduce-scatter, next on the stream,
+                // waits for it as Megatron's handle.wait() does.
+                tensor(names.tp_regather, collective::Op::all_gather, 2 * activation, ready);
+              }
             }
             if (offload && slot.forward && l >= 2) ready.push_back(offloaded[static_cast<std::size_t>(l - 2)]);
             if (offload && !slot.forward) {
@@ -276,16 +441,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               fetch.copy_direction = CopyDirection::to_device;
               ready.push_back(push(kCopy, std::move(fetch)));
             }
-            Seconds dur = slot.forward ? lf : lb;
-            if (l == 0 && first) dur += slot.forward ? emb_f : 0;
-            if (l == layers_per_chunk - 1 && last) dur += slot.forward ? head_f : head_b;
-            if (!slot.forward && l == layers_per_chunk - 1 && first) dur += emb_b;
-            Task task{names.layers[static_cast<std::size_t>(l)], TaskKind::compute, slot.forward ? Phase::forward : Phase::backward, dur, -1, ready};
-            if (slot.forward && l == 0) task.alloc = mem.activations_per_micro_batch / static_cast<double>(v);
-            if (!slot.forward) task.workspace = mem.workspace;
-            if (!slot.forward && l == layers_per_chunk - 1)
-              task.release = mem.activations_per_micro_batch / static_cast<double>(v);
-            previous = push(kCompute, std::move(task));
+            if (gathers_here) await_parameters(slot.chunk, l, ready);
+            previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb, ready);
             ready = {previous};
             if (offload && slot.forward) {
               Task copy{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
@@ -294,14 +451,12 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               copy.copy_direction = CopyDirection::to_host;
               offloaded.push_back(push(kCopy, std::move(copy)));
             }
-            const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
-            if (overlap && !slot.forward && (every_micro_batch || last_micro_batch)) {
+            if (reduce_now) {
               pending += layer_params;
-              if (l == layers_per_chunk - 1) {
-                if (first) pending += model::embedding_parameters(s) / static_cast<double>(tp);
-                if (last) pending += model::head_parameters(s) / static_cast<double>(tp);
-              }
-              if (p.bucket_elements <= 0 || pending >= p.bucket_elements || l == layers_per_chunk - 1) {
+              // On the first virtual stage the embedding's gradients join the last bucket.
+              const bool ends_chunk = l == layers_per_chunk - 1;
+              if (!(ends_chunk && first) &&
+                  (p.bucket_elements <= 0 || pending >= p.bucket_elements || ends_chunk)) {
                 sync_gradients(pending, previous, last_micro_batch);
                 pending = 0;
               }
@@ -314,6 +469,41 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               ready = {previous};
             }
           }
+          if (slot.forward && last) {
+            // Output projection and loss; under sequence parallelism the column-parallel output
+            // layer first all-gathers its input (megatron/core ColumnParallelLinear).
+            if (sequence_parallel) {
+              previous = tensor(names.tp_head, collective::Op::all_gather, activation, ready);
+              ready = {previous};
+            }
+            previous = compute(names.head, head_f, ready);
+            ready = {previous};
+            if (tp > 1)
+              for (const InternedName& call : names.tp_loss) {
+                previous = tensor(call, collective::Op::all_reduce, loss_bytes, ready);
+                ready = {previous};
+              }
+          }
+          if (!slot.forward && first) {
+            // The embedding's backward has no collective, but under sequence parallelism its
+            // output gradient is all-gathered first (the backward of the scatter).
+            if (sequence_parallel) {
+              previous = tensor(names.tp_embedding, collective::Op::all_gather, activation, ready);
+              ready = {previous};
+            }
+            previous = compute(names.embedding, emb_b, ready);
+            ready = {previous};
+            if (reduce_now) {
+              sync_gradients(pending + embedding_params, previous, last_micro_batch);
+              pending = 0;
+            }
+          }
+          // A forward's stored activations are allocated when it starts and freed by its backward.
+          const Bytes stored = mem.activations_per_micro_batch / static_cast<double>(v);
+          if (slot.forward)
+            comp[slot_start].alloc = stored;
+          else
+            comp.back().release = stored;
           // Outputs to the neighbouring virtual stage.
           if (slot.forward && !last)
             push(p2p_stream(slot.chunk, 1), {names.send, TaskKind::collective, Phase::forward, 0,
@@ -323,19 +513,31 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                                              p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
         }
         // The stage's gradients (after the flush unless reduced during the last backward), then
-        // the optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
+        // the tied word embedding's all-reduce between the first and last stage, then the
+        // optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
         // parameters: neither overlaps compute (source 002, DeepSpeed, Megatron's distributed
         // optimizer without overlap_param_gather).
         double params = layer_params * static_cast<double>(layers_per_chunk * v);
-        if (stage == 0) params += model::embedding_parameters(s) / static_cast<double>(tp);
-        if (stage == pp - 1) params += model::head_parameters(s) / static_cast<double>(tp);
+        if (stage == 0) params += embedding_params;
+        if (stage == pp - 1) params += head_params;
         if (!overlap) sync_gradients(params, previous, true);
         std::vector<TaskRef> step_deps{previous};
         if (synced.stream >= 0) step_deps = overlap ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
+        if (tied_copy && (stage == 0 || stage == pp - 1)) {
+          // After the data-parallel reduction, before the optimizer: the whole vocab/tp x h
+          // gradient in the gradient dtype (2021 megatron/training.py train_step; megatron/core
+          // finalize_model_grads -> _allreduce_word_embedding_grads, after finish_grad_sync).
+          int& call = embedding_calls[static_cast<std::size_t>(d * tp + t)];
+          if (call < 0)
+            call = add_call("word-embedding all-reduce", collective::Op::all_reduce, word_embedding * p.gradient_wire_bytes,
+                            {rank_of(in, 0, d, t), rank_of(in, pp - 1, d, t)});
+          step_deps = {push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call,
+                                      step_deps})};
+        }
         const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
                                                 Phase::optimizer, optimizer_per_param * (params / static_cast<double>(shard)),
                                                 -1, step_deps});
-        if (shard > 1) {
+        if (shard > 1 && !overlap_param_gather) {
           const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);
           push(kReduce, {"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped}});

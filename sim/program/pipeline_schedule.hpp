@@ -10,15 +10,25 @@
 //  - Every layer pass ends with an all-reduce over the TP group, in the critical path; with
 //    sequence parallelism (Korthikanti et al. 2022) it starts with an all-gather and ends with
 //    a reduce-scatter instead, the same bytes on the wire, while norms, dropout and residuals
-//    run on 1/tp of the sequence (model::LayerShape). Megatron's re-gather of the input for
-//    the weight gradient, overlapped with the input-gradient GEMM, is not modelled.
+//    run on 1/tp of the sequence (model::LayerShape), and a backward pass also re-gathers the
+//    column-parallel linears' inputs for their weight gradients beside its compute.
+//  - The ends of the model have their own TP collectives: the vocabulary-parallel embedding
+//    sums its slices (all-reduce; reduce-scatter under SP without a position table, and an
+//    all-gather in its backward under SP), the loss all-reduces three fp32 values per token,
+//    and the output projection's input gradient is all-reduced (reduce-scattered under SP,
+//    whose forward all-gathers the head's input).
+//  - With pipeline stages and tied embeddings, the last stage holds a copy of the word
+//    embedding; its gradient is all-reduced between the first and last stage after the
+//    data-parallel reduction, before the optimizer (Megatron's embedding group).
 //  - Gradients: each stage reduces its gradients over its data-parallel group after the pipeline
 //    flush (DeepSpeed's pipeline engine, the paper's runs) or, with overlap_grad_reduce, in
 //    buckets as each chunk's last micro-batch's backward produces them (Megatron's
 //    overlap_grad_reduce, SMP v1). DDP all-reduces them and steps the whole optimizer; ZeRO-1
 //    (SMP v1's optimizer-state sharding, DeepSpeed ZeRO-1, Megatron's distributed optimizer)
 //    reduce-scatters them, steps the optimizer on the rank's 1/dp shard and all-gathers the
-//    updated parameters, neither overlapping compute (source 002). A shard group smaller than
+//    updated parameters, neither overlapping compute (source 002), unless overlap_param_gather
+//    moves the all-gather into the step's first forwards, bucket by bucket (Megatron's
+//    distributed optimizer). A shard group smaller than
 //    dp (hybrid_shard_degree) adds an all-reduce of the shard across the replicas.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"

@@ -70,6 +70,17 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
   t.overlap_grad_reduce = o.boolean_or("overlap_grad_reduce", false);
+  t.overlap_param_gather = o.boolean_or("overlap_param_gather", false);
+  if (t.overlap_param_gather) {
+    // Megatron's own conditions (megatron/training/arguments.py): the distributed optimizer and
+    // overlap_grad_reduce; the simulator has it in the PTD-P schedule only.
+    if (t.sharding != Sharding::zero1)
+      o.fail("overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather: needs schedule zero1");
+    if (!t.overlap_grad_reduce)
+      o.fail("overlap_param_gather", "needs overlap_grad_reduce true (Megatron asserts both)");
+    if (t.tp == 1 && t.pp == 1)
+      o.fail("overlap_param_gather", "is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
+  }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
   o.allow("collectives");  // read_collectives

@@ -90,17 +90,19 @@ TEST(PipelineProgram, Zero1ReduceScattersAfterTheFlushThenStepsTheShardThenGathe
   const auto& r = prog.ranks[1];  // stage 0, dp 0, tp 1: its data-parallel group is {1, 3}
   const auto& comp = r.streams[kCompute];
   const auto& dp = r.streams[kDataParallel];
-  ASSERT_EQ(dp.tasks.size(), 2u);
+  ASSERT_EQ(dp.tasks.size(), 3u);  // reduce-scatter, tied word-embedding all-reduce, all-gather
   const auto& rs = dp.tasks[0];
-  const auto& ag = dp.tasks[1];
+  const auto& ag = dp.tasks[2];
   EXPECT_EQ(prog.collectives[rs.collective].op, collective::Op::reduce_scatter);
   EXPECT_EQ(prog.collectives[rs.collective].group, (std::vector<int>{1, 3}));
-  // After the flush: the reduce-scatter waits for the stage's last layer pass (its TP all-reduce).
-  EXPECT_TRUE(waits_for(rs, kTensor, static_cast<int>(r.streams[kTensor].tasks.size()) - 1));
-  // The optimizer (last on the compute stream) waits for it; the all-gather for the optimizer.
+  // After the flush: the reduce-scatter waits for the stage's last backward (the embedding's).
+  EXPECT_TRUE(waits_for(rs, kCompute, index_of(comp, "embedding backward mb3 c0")));
+  // The optimizer (last on the compute stream) waits for the embedding all-reduce that follows
+  // it; the all-gather for the optimizer.
   const auto& step = comp.tasks.back();
   EXPECT_EQ(step.name, "optimizer step (shard)");
-  EXPECT_TRUE(waits_for(step, kDataParallel, 0));
+  EXPECT_TRUE(waits_for(step, kDataParallel, 1));
+  EXPECT_TRUE(waits_for(dp.tasks[1], kDataParallel, 0));
   EXPECT_EQ(prog.collectives[ag.collective].op, collective::Op::all_gather);
   EXPECT_EQ(prog.collectives[ag.collective].group, (std::vector<int>{1, 3}));
   EXPECT_TRUE(waits_for(ag, kCompute, static_cast<int>(comp.tasks.size()) - 1));
@@ -112,7 +114,7 @@ TEST(PipelineProgram, Zero1ReduceScattersAfterTheFlushThenStepsTheShardThenGathe
   // The optimizer steps half of what DDP's steps (dp 2).
   const Program ddp = build_program(testing_support::tiny_tp2_pp2_dp2());
   EXPECT_DOUBLE_EQ(step.duration, ddp.ranks[1].streams[kCompute].tasks.back().duration / 2);
-  EXPECT_EQ(ddp.ranks[1].streams[kDataParallel].tasks.size(), 1u);  // DDP: one all-reduce, no gather
+  EXPECT_EQ(ddp.ranks[1].streams[kDataParallel].tasks.size(), 2u);  // DDP: all-reduce, embedding, no gather
 }
 
 TEST(PipelineProgram, OverlappedReduceRunsInBucketsDuringTheLastMicroBatchsBackward) {
@@ -123,15 +125,18 @@ TEST(PipelineProgram, OverlappedReduceRunsInBucketsDuringTheLastMicroBatchsBackw
   const auto& r = prog.ranks[1];
   const auto& comp = r.streams[kCompute];
   const auto& dp = r.streams[kDataParallel];
-  // Stage 0 has 2 layers: 2 buckets, then the all-gather after the optimizer.
-  ASSERT_EQ(dp.tasks.size(), 3u);
+  // Stage 0 has 2 layers: 2 buckets, the tied embedding's all-reduce, then the all-gather after
+  // the optimizer.
+  ASSERT_EQ(dp.tasks.size(), 4u);
   EXPECT_EQ(dp.tasks[0].name, "gradient reduce-scatter bucket 0");
   EXPECT_TRUE(waits_for(dp.tasks[0], kCompute, index_of(comp, "backward mb3 c0 layer 0")));
-  EXPECT_TRUE(waits_for(dp.tasks[1], kCompute, index_of(comp, "backward mb3 c0 layer 1")));
+  // The last bucket holds the embedding's gradients too, ready after its backward.
+  EXPECT_TRUE(waits_for(dp.tasks[1], kCompute, index_of(comp, "embedding backward mb3 c0")));
   // The first bucket is reduced while the stage's last layer pass still runs.
   EXPECT_LT(index_of(comp, "backward mb3 c0 layer 0"), index_of(comp, "backward mb3 c0 layer 1"));
-  EXPECT_TRUE(waits_for(comp.tasks.back(), kDataParallel, 1));
-  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].op, collective::Op::all_gather);
+  EXPECT_EQ(dp.tasks[2].name, "word-embedding all-reduce");
+  EXPECT_TRUE(waits_for(comp.tasks.back(), kDataParallel, 2));
+  EXPECT_EQ(prog.collectives[dp.tasks[3].collective].op, collective::Op::all_gather);
   // Bucket sizes: a layer, then a layer and the embedding (its backward ends the stage).
   const double layer = model::parameters_per_layer(in.model) / 2;
   EXPECT_DOUBLE_EQ(prog.collectives[dp.tasks[0].collective].size, 2 * layer);
@@ -148,11 +153,13 @@ TEST(PipelineProgram, InterleavedChunksReduceWhenTheirOwnLastBackwardEnds) {
   validate(prog);
   const auto& comp = prog.ranks[0].streams[kCompute];
   const auto& dp = prog.ranks[0].streams[kDataParallel];
-  ASSERT_EQ(dp.tasks.size(), 2u);  // DDP: an all-reduce per chunk, no gather
+  ASSERT_EQ(dp.tasks.size(), 3u);  // DDP: an all-reduce per chunk, the tied embedding's, no gather
   EXPECT_EQ(prog.collectives[dp.tasks[0].collective].op, collective::Op::all_reduce);
-  // Chunk 1's last backward comes first in backward order.
+  // Chunk 1's last backward comes first in backward order; chunk 0 ends with the embedding.
   EXPECT_TRUE(waits_for(dp.tasks[0], kCompute, index_of(comp, "backward mb3 c1 layer 0")));
-  EXPECT_TRUE(waits_for(dp.tasks[1], kCompute, index_of(comp, "backward mb3 c0 layer 0")));
+  EXPECT_TRUE(waits_for(dp.tasks[1], kCompute, index_of(comp, "embedding backward mb3 c0")));
+  // The embedding group joins the first chunk of stage 0 and the last chunk of stage 1.
+  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].group, (std::vector<int>{0, 4}));
 }
 
 TEST(PipelineProgram, Zero1WithAShardGroupAllReducesTheShardAcrossReplicas) {
@@ -160,14 +167,16 @@ TEST(PipelineProgram, Zero1WithAShardGroupAllReducesTheShardAcrossReplicas) {
   const Program prog = build_program(sharded(plan::Sharding::zero1, 16, 2));
   validate(prog);
   const auto& dp = prog.ranks[0].streams[kDataParallel];  // stage 0, dp 0, tp 0
-  ASSERT_EQ(dp.tasks.size(), 3u);
+  ASSERT_EQ(dp.tasks.size(), 4u);
   EXPECT_EQ(prog.collectives[dp.tasks[0].collective].op, collective::Op::reduce_scatter);
   EXPECT_EQ(prog.collectives[dp.tasks[0].collective].group, (std::vector<int>{0, 2}));
   EXPECT_EQ(prog.collectives[dp.tasks[1].collective].op, collective::Op::all_reduce);
   EXPECT_EQ(prog.collectives[dp.tasks[1].collective].group, (std::vector<int>{0, 4}));
   EXPECT_DOUBLE_EQ(prog.collectives[dp.tasks[1].collective].size, prog.collectives[dp.tasks[0].collective].size / 2);
-  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].op, collective::Op::all_gather);
-  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].group, (std::vector<int>{0, 2}));
+  // The tied embedding's all-reduce: stage 0 and stage 1 at the same (dp, tp) = (0, 0).
+  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].group, (std::vector<int>{0, 8}));
+  EXPECT_EQ(prog.collectives[dp.tasks[3].collective].op, collective::Op::all_gather);
+  EXPECT_EQ(prog.collectives[dp.tasks[3].collective].group, (std::vector<int>{0, 2}));
 }
 
 TEST(BuildProgram, PipelinesTakeZero1ButNotZero2) {
@@ -221,12 +230,21 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersA
   validate(prog);
   const auto& comp = prog.ranks[0].streams[kCompute];
   const auto& tensor = prog.ranks[0].streams[kTensor];
-  const auto& plain_tensor = plain.ranks[0].streams[kTensor];
-  ASSERT_EQ(tensor.tasks.size(), 2 * plain_tensor.tasks.size());
-  for (std::size_t i = 0; i < plain_tensor.tasks.size(); ++i) {
-    const auto& ag = prog.collectives[tensor.tasks[2 * i].collective];
-    const auto& rs = prog.collectives[tensor.tasks[2 * i + 1].collective];
-    const auto& ar = plain.collectives[plain_tensor.tasks[i].collective];
+  // The layer passes' collectives (the ends of the model and the re-gathers have tests of their own).
+  auto layer_passes = [](const Stream& s) {
+    std::vector<Task> out;
+    for (const auto& t : s.tasks)
+      for (const char* prefix : {"tp all-gather mb", "tp reduce-scatter mb", "tp all-reduce mb"})
+        if (t.name.str().rfind(prefix, 0) == 0) out.push_back(t);
+    return out;
+  };
+  const auto layer_tensor = layer_passes(tensor);
+  const auto plain_tensor = layer_passes(plain.ranks[0].streams[kTensor]);
+  ASSERT_EQ(layer_tensor.size(), 2 * plain_tensor.size());
+  for (std::size_t i = 0; i < plain_tensor.size(); ++i) {
+    const auto& ag = prog.collectives[layer_tensor[2 * i].collective];
+    const auto& rs = prog.collectives[layer_tensor[2 * i + 1].collective];
+    const auto& ar = plain.collectives[plain_tensor[i].collective];
     EXPECT_EQ(ag.op, collective::Op::all_gather);
     EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
     EXPECT_EQ(ar.op, collective::Op::all_reduce);
@@ -237,9 +255,10 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersA
   }
   // Stage 0's first pass: all-gather, then the layer, then its reduce-scatter, all in line.
   const int layer0 = index_of(comp, "forward mb0 c0 layer 0");
-  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, 0));
-  EXPECT_TRUE(waits_for(tensor.tasks[1], kCompute, layer0));
-  EXPECT_TRUE(waits_for(tensor.tasks[2], kTensor, 1));  // the next pass's all-gather
+  const int gather0 = index_of(tensor, "tp all-gather mb0 c0");
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, gather0));
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 1)], kCompute, layer0));
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 2)], kTensor, gather0 + 1));  // the next pass's all-gather
   // The elementwise work shrinks (norms and residuals on 1/tp of the sequence); the GEMMs do not.
   EXPECT_LT(comp.tasks[static_cast<std::size_t>(layer0)].duration,
             plain.ranks[0].streams[kCompute].tasks[static_cast<std::size_t>(layer0)].duration);
@@ -272,6 +291,228 @@ TEST(PipelineProgram, OffloadingCopiesEachLayerInputToHostAndBackOnACopyStream) 
   // Without offloading there is no copy stream.
   in.plan.activation_offloading = false;
   EXPECT_NE(build_program(in).ranks[0].streams.back().kind, StreamKind::copy);
+}
+
+TEST(PipelineProgram, TiedWordEmbeddingGradientIsAllReducedBetweenTheFirstAndLastStage) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();  // tied embeddings (the default)
+  ASSERT_TRUE(in.model.tied_embeddings);
+  const Program prog = build_program(in);
+  validate(prog);
+  // Rank 1 = stage 0, dp 0, tp 1; its partner is rank 5 = stage 1 (last), dp 0, tp 1.
+  for (int rank : {1, 5}) {
+    const auto& r = prog.ranks[static_cast<std::size_t>(rank)];
+    const auto& dp = r.streams[kDataParallel].tasks;
+    ASSERT_EQ(dp.size(), 2u) << rank;
+    const auto& call = prog.collectives[dp[1].collective];
+    EXPECT_EQ(dp[1].name, "word-embedding all-reduce");
+    EXPECT_EQ(call.op, collective::Op::all_reduce);
+    EXPECT_EQ(call.group, (std::vector<int>{1, 5}));
+    // vocab / tp x hidden gradient elements, in the gradient's wire dtype (2 B).
+    EXPECT_DOUBLE_EQ(call.size, 100.0 * 64 / 2 * in.plan.gradient_wire_bytes);
+    // After the stage's data-parallel all-reduce, before the optimizer.
+    EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
+    EXPECT_EQ(r.streams[kCompute].tasks.back().name, "optimizer step");
+    EXPECT_TRUE(waits_for(r.streams[kCompute].tasks.back(), kDataParallel, 1));
+  }
+  // The last stage's copy of the table is in its data-parallel all-reduce (and optimizer step).
+  const double layer = model::parameters_per_layer(in.model);
+  const double last_params = (2 * layer + model::head_parameters(in.model) + 100.0 * 64) / 2;
+  EXPECT_DOUBLE_EQ(prog.collectives[prog.ranks[5].streams[kDataParallel].tasks[0].collective].size,
+                   2 * last_params);
+  // Untied, or a single stage: no such call.
+  in.model.tied_embeddings = false;
+  EXPECT_EQ(build_program(in).ranks[1].streams[kDataParallel].tasks.size(), 1u);
+  in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pp = 1;
+  in.layout = plan::layout_of(in.plan, 4, 4);
+  in.stages = {in.stages.front()};
+  const Program one_stage = build_program(in);
+  validate(one_stage);
+  EXPECT_EQ(one_stage.ranks[1].streams[kDataParallel].tasks.size(), 1u);
+}
+
+TEST(PipelineProgram, EmbeddingLossAndHeadReduceOverTheTensorGroup) {
+  const ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  const Program prog = build_program(in);
+  validate(prog);
+  const double activation = 2.0 * 1 * 16 * 64;  // b x s x h in bf16
+  // Stage 0 (rank 0): the embedding, its all-reduce over TP {0, 1}, then the first layer.
+  {
+    const auto& comp = prog.ranks[0].streams[kCompute];
+    const auto& tensor = prog.ranks[0].streams[kTensor];
+    const int emb = index_of(comp, "embedding forward mb0 c0");
+    const int ar = index_of(tensor, "tp embedding all-reduce mb0 c0");
+    const auto& call = prog.collectives[tensor.tasks[static_cast<std::size_t>(ar)].collective];
+    EXPECT_EQ(call.op, collective::Op::all_reduce);
+    EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+    EXPECT_DOUBLE_EQ(call.size, activation);
+    EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar)], kCompute, emb));
+    EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 0"), kTensor, ar));
+    EXPECT_EQ(emb, 0);  // the forward's stored activations are allocated by its first task
+    EXPECT_GT(comp.tasks[0].alloc, 0);
+    // Its backward has no collective without sequence parallelism; it frees the activations.
+    const auto& back = find(comp, "embedding backward mb0 c0");
+    ASSERT_EQ(back.deps.size(), 1u);  // the last layer pass's all-reduce
+    EXPECT_EQ(back.deps[0].stream, kTensor);
+    EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(back.deps[0].index)].name, "tp all-reduce mb0 c0");
+    EXPECT_GT(back.release, 0);
+    for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("embedding all-gather"), std::string::npos);
+  }
+  // Stage 1 (rank 4, last): the head, then the loss's three fp32-per-token all-reduces in line;
+  // in backward the head's input-gradient all-reduce before the layers.
+  {
+    const auto& comp = prog.ranks[4].streams[kCompute];
+    const auto& tensor = prog.ranks[4].streams[kTensor];
+    int before = index_of(comp, "head forward mb0 c0");
+    int stream = kCompute;
+    for (const char* what : {"max", "target", "sum-exp"}) {
+      const int i = index_of(tensor, std::string("tp loss ") + what + " all-reduce mb0 c0");
+      const auto& call = prog.collectives[tensor.tasks[static_cast<std::size_t>(i)].collective];
+      EXPECT_EQ(call.op, collective::Op::all_reduce);
+      EXPECT_EQ(call.group, (std::vector<int>{4, 5}));
+      EXPECT_DOUBLE_EQ(call.size, 4.0 * 16);
+      EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(i)], stream, before));
+      stream = kTensor;
+      before = i;
+    }
+    const int head_b = index_of(comp, "head backward mb0 c0");
+    const int ar = index_of(tensor, "tp head all-reduce mb0 c0");
+    EXPECT_DOUBLE_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(ar)].collective].size, activation);
+    EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar)], kCompute, head_b));
+    EXPECT_TRUE(waits_for(find(comp, "backward mb0 c0 layer 0"), kTensor, ar));
+    EXPECT_GT(comp.tasks[static_cast<std::size_t>(index_of(comp, "backward mb0 c0 layer 1"))].release, 0);
+  }
+  // Without tensor parallelism the ends have no collective.
+  ScheduleInputs no_tp = testing_support::tiny_tp2_pp2_dp2();
+  no_tp.plan.tp = 1;
+  no_tp.layout = plan::layout_of(no_tp.plan, 4, 4);
+  const Program pp_only = build_program(no_tp);
+  validate(pp_only);
+  for (const auto& r : pp_only.ranks) EXPECT_TRUE(r.streams[kTensor].tasks.empty());
+}
+
+TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.sequence_parallel = true;
+  in.model.learned_positions = false;  // megatron/core then reduce-scatters the embedding
+  const Program prog = build_program(in);
+  validate(prog);
+  const double activation = 2.0 * 1 * 16 * 64;
+  {
+    const auto& comp = prog.ranks[0].streams[kCompute];
+    const auto& tensor = prog.ranks[0].streams[kTensor];
+    // Each backward pass: the output-gradient all-gather, then the re-gather of the QKV and MLP
+    // inputs (2 x b x s x h) launched with the pass but not waited for by it; the pass's
+    // reduce-scatter comes after the re-gather on the stream.
+    int regathers = 0;
+    for (std::size_t i = 0; i < tensor.tasks.size(); ++i) {
+      const auto& t = tensor.tasks[i];
+      if (t.name.str() != "tp re-gather mb0 c0") continue;
+      ++regathers;
+      const auto& call = prog.collectives[t.collective];
+      EXPECT_EQ(call.op, collective::Op::all_gather);
+      EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+      EXPECT_DOUBLE_EQ(call.size, 2 * activation);
+      ASSERT_EQ(t.deps.size(), 1u);
+      EXPECT_EQ(t.deps[0], (TaskRef{kTensor, static_cast<int>(i) - 1}));
+      EXPECT_EQ(tensor.tasks[i - 1].name, "tp all-gather mb0 c0");
+      EXPECT_EQ(tensor.tasks[i + 1].name, "tp reduce-scatter mb0 c0");
+      // The pass waits for the output-gradient gather, not for the re-gather.
+      const auto& rs = tensor.tasks[i + 1];
+      ASSERT_EQ(rs.deps.size(), 1u);
+      const auto& pass = comp.tasks[static_cast<std::size_t>(rs.deps[0].index)];
+      EXPECT_TRUE(waits_for(pass, kTensor, static_cast<int>(i) - 1));
+      EXPECT_FALSE(waits_for(pass, kTensor, static_cast<int>(i)));
+    }
+    EXPECT_EQ(regathers, 2);  // stage 0's two layers
+    // The embedding: reduce-scattered in forward, its gradient all-gathered in backward.
+    const auto& rs = prog.collectives[find(tensor, "tp embedding reduce-scatter mb0 c0").collective];
+    EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
+    EXPECT_DOUBLE_EQ(rs.size, activation);
+    const int ag = index_of(tensor, "tp embedding all-gather mb0 c0");
+    EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(ag)].collective].op, collective::Op::all_gather);
+    EXPECT_TRUE(waits_for(find(comp, "embedding backward mb0 c0"), kTensor, ag));
+  }
+  {
+    // The head: its input all-gathered in forward; in backward re-gathered beside the head's
+    // backward, whose input gradient is reduce-scattered.
+    const auto& comp = prog.ranks[4].streams[kCompute];
+    const auto& tensor = prog.ranks[4].streams[kTensor];
+    const int ag = index_of(tensor, "tp head all-gather mb0 c0");
+    EXPECT_TRUE(waits_for(find(comp, "head forward mb0 c0"), kTensor, ag));
+    const int regather = index_of(tensor, "tp head re-gather mb0 c0");
+    const int rs = index_of(tensor, "tp head reduce-scatter mb0 c0");
+    EXPECT_EQ(rs, regather + 1);
+    EXPECT_DOUBLE_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(regather)].collective].size, activation);
+    EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(rs)].collective].op, collective::Op::reduce_scatter);
+    const int head_b = index_of(comp, "head backward mb0 c0");
+    EXPECT_FALSE(waits_for(comp.tasks[static_cast<std::size_t>(head_b)], kTensor, regather));
+    EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(rs)], kCompute, head_b));
+  }
+  // With a position table the embedding is all-reduced (and its sequence slice kept).
+  in.model.learned_positions = true;
+  const Program learned = build_program(in);
+  EXPECT_EQ(learned.collectives[find(learned.ranks[0].streams[kTensor], "tp embedding all-reduce mb0 c0").collective].op,
+            collective::Op::all_reduce);
+}
+
+TEST(PipelineProgram, OverlappedParameterGatherOpensTheStepBucketByBucket) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.overlap_grad_reduce = true;
+  in.plan.overlap_param_gather = true;  // bucket_elements 0: a bucket per layer
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];  // stage 0, dp 0, tp 1: shard group {1, 3}
+  const auto& comp = r.streams[kCompute];
+  const auto& dp = r.streams[kDataParallel].tasks;
+  // Two parameter buckets (the embedding with layer 0, then layer 1), then the two gradient
+  // buckets and the tied embedding's all-reduce; nothing after the optimizer.
+  ASSERT_EQ(dp.size(), 5u);
+  EXPECT_EQ(dp[0].name, "parameter all-gather c0 bucket 0");
+  EXPECT_EQ(dp[1].name, "parameter all-gather c0 bucket 1");
+  EXPECT_EQ(dp[4].name, "word-embedding all-reduce");
+  EXPECT_EQ(comp.tasks.back().name, "optimizer step (shard)");
+  const double layer = model::parameters_per_layer(in.model) / 2;
+  const double embedding = model::embedding_parameters(in.model) / 2;
+  const auto& g0 = prog.collectives[dp[0].collective];
+  EXPECT_EQ(g0.op, collective::Op::all_gather);
+  EXPECT_EQ(g0.group, (std::vector<int>{1, 3}));
+  EXPECT_DOUBLE_EQ(g0.size, 2 * (embedding + layer));
+  EXPECT_DOUBLE_EQ(prog.collectives[dp[1].collective].size, 2 * layer);
+  // The first micro-batch's embedding waits for bucket 0, its layer 1 for bucket 1, which is
+  // dispatched once bucket 0 is waited for (one bucket ahead); later micro-batches wait for none.
+  EXPECT_TRUE(dp[0].deps.empty());  // stage 0's first forward needs nothing else
+  EXPECT_TRUE(waits_for(find(comp, "embedding forward mb0 c0"), kDataParallel, 0));
+  EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
+  EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
+  for (const auto& t : comp.tasks)
+    if (t.name.str().find("mb1") != std::string::npos)
+      for (const auto& dep : t.deps) EXPECT_NE(dep.stream, kDataParallel) << t.name;
+  // Stage 1 gathers when its first activation arrives.
+  const auto& last = prog.ranks[5];
+  const auto& gather = last.streams[kDataParallel].tasks.front();
+  EXPECT_EQ(gather.name, "parameter all-gather c0 bucket 0");
+  ASSERT_FALSE(gather.deps.empty());
+  EXPECT_EQ(last.streams[static_cast<std::size_t>(gather.deps[gather.deps.size() - 1].stream)].name, "recv act c0");
+}
+
+TEST(PipelineProgram, InterleavedParameterGathersAreAligned) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  in.plan.overlap_grad_reduce = true;
+  in.plan.overlap_param_gather = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  // Chunks 0 and 1 of every stage: all their buckets dispatched when the step starts.
+  for (int rank : {0, 4}) {
+    const auto& dp = prog.ranks[static_cast<std::size_t>(rank)].streams[kDataParallel].tasks;
+    ASSERT_GE(dp.size(), 2u);
+    EXPECT_EQ(dp[0].name, "parameter all-gather c0 bucket 0");
+    EXPECT_EQ(dp[1].name, "parameter all-gather c1 bucket 0");
+    EXPECT_TRUE(dp[0].deps.empty());
+    EXPECT_TRUE(dp[1].deps.empty());
+  }
 }
 
 }  // namespace

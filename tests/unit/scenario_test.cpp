@@ -295,6 +295,26 @@ TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReaso
   EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("zero1"))));
 }
 
+TEST(ScenarioErrors, OverlappedParameterGatherNeedsZero1OverlappedReduceAndPtdP) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["overlap_param_gather"] = true;
+  ConfigError e = load_error(write(doc, temp_file("opg")));
+  EXPECT_EQ(e.json_path(), "/training/overlap_param_gather");
+  EXPECT_TRUE(contains(e.what(), "overlap_grad_reduce")) << e.what();
+  doc["training"]["overlap_grad_reduce"] = true;
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("opg"))));
+  doc["training"]["schedule"] = "ddp";
+  e = load_error(write(doc, temp_file("opg")));
+  EXPECT_EQ(e.json_path(), "/training/overlap_param_gather");
+  EXPECT_TRUE(contains(e.what(), "zero1")) << e.what();
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["pipeline_parallel"] = 1;
+  e = load_error(write(doc, temp_file("opg")));
+  EXPECT_TRUE(contains(e.what(), "PTD-P")) << e.what();
+}
+
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
