@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "collective/tuner_regions.hpp"
 #include "core/error.hpp"
 
 namespace trainsim::collective {
@@ -31,7 +32,10 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
 
 std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
                                           const CollectiveCalibration& cal) {
-  if (a == Algorithm::nvls || a == Algorithm::nvls_tree) return {Protocol::simple};
+  // NVLS kernels run Simple only; NCCL's point-to-point (alltoall, send/recv) never runs LL128
+  // and LL only for messages far below 1 MiB (enqueue.cc), so Simple is kept for it.
+  if (a == Algorithm::nvls || a == Algorithm::nvls_tree || a == Algorithm::pairwise)
+    return {Protocol::simple};
   std::vector<Protocol> out;
   for (Protocol p : kProtocols)
     if (cal.intra_fabric.allows(p) && (g.node_count() == 1 || cal.inter_fabric.allows(p)))
@@ -64,8 +68,9 @@ double inter_efficiency(Algorithm a, const CollectiveCalibration& cal) {
 
 /// Wire bytes of a payload flow.
 Bytes wire_bytes(const PayloadFlow& f, Algorithm a, Protocol p, const CollectiveCalibration& cal) {
-  const double eff =
-      f.inter_node ? inter_efficiency(a, cal) : intra_efficiency(a, cal);
+  const FabricLevel& level = f.inter_node ? cal.inter_fabric : cal.intra_fabric;
+  double eff = f.inter_node ? inter_efficiency(a, cal) : intra_efficiency(a, cal);
+  if (p == Protocol::ll128) eff *= level.ll128_efficiency;
   return f.bytes / (eff * cal.protocol(p).bandwidth_fraction);
 }
 
@@ -115,7 +120,10 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
     Bytes chunk = cal.protocol(p).chunk;
     const bool tree = s.algorithm == Algorithm::tree || s.algorithm == Algorithm::nvls_tree;
     const FabricLevel& level = multi_node ? cal.inter_fabric : cal.intra_fabric;
-    if (chunk <= 0) chunk = tree ? level.tree_chunk : level.simple_chunk;
+    if (chunk <= 0)
+      chunk = p == Protocol::ll128 && level.ll128_chunk > 0 ? level.ll128_chunk
+              : tree                                          ? level.tree_chunk
+                                                              : level.simple_chunk;
     // The first chunk crosses each hop at that hop's level's rate (a stage's bytes over its
     // busiest port); the slowest stage is the streaming itself, not fill.
     const double per_unit = std::min(s.pipeline_unit, chunk) / s.pipeline_unit / s.units_per_lane;
@@ -138,15 +146,36 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
       std::find(algorithms.begin(), algorithms.end(), *force.algorithm) != algorithms.end())
     algorithms = {*force.algorithm};
 
+  const auto protocols_for = [&](Algorithm a) {
+    auto protocols = candidate_protocols(a, g, cal);
+    if (force.protocol &&
+        std::find(protocols.begin(), protocols.end(), *force.protocol) != protocols.end())
+      protocols = {*force.protocol};
+    return protocols;
+  };
+  // A tuner plugin's region decides first (NCCL asks it before using its own estimate); it
+  // only picks among what NCCL could run, overrides included.
+  std::optional<Protocol> region_protocol;
+  if (cal.tuner_regions) {
+    const auto usable = [&](Algorithm a, Protocol p) {
+      if (std::find(algorithms.begin(), algorithms.end(), a) == algorithms.end()) return false;
+      const auto ps = protocols_for(a);
+      return std::find(ps.begin(), ps.end(), p) != ps.end();
+    };
+    if (const auto pick = region_choice(*cal.tuner_regions, op, size, g.node_count(), g.ranks(),
+                                        usable)) {
+      algorithms = {pick->first};
+      region_protocol = pick->second;
+    }
+  }
+
   bool found = false;
   Prediction best;
   Schedule best_schedule;
   for (Algorithm a : algorithms) {
     Schedule s = schedule_for(a, op, size, g);
-    auto protocols = candidate_protocols(a, g, cal);
-    if (force.protocol &&
-        std::find(protocols.begin(), protocols.end(), *force.protocol) != protocols.end())
-      protocols = {*force.protocol};
+    auto protocols = protocols_for(a);
+    if (region_protocol) protocols = {*region_protocol};
     for (Protocol p : protocols) {
       const Prediction pr = predict(s, p, g, layout, cal, rates);
       if (!found || pr.total() < best.total()) {
