@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
@@ -83,10 +84,23 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
       if (a != b) routes[{a, b}] = graph.route(a, b);
 
   auto* fabric = sg4::create_star_zone("fabric");
+  // SimGrid checks each new link's name against every link of the zone tree, one zone at a time,
+  // so filling nodes already attached to the fabric costs O(nodes^2). Nodes are filled detached
+  // (with the fabric's models, which attaching would copy) and attached once all exist; links,
+  // hosts and routers are created in the same order as when attaching first.
+  auto* fabric_impl = fabric->get_impl();
+  std::vector<sg4::NetZone*> node_zones;
+  std::vector<sg4::SplitDuplexLink*> uplinks;
+  std::vector<NetPoint*> gateways;
   for (int n = 0; n < nodes; ++n) {
     const std::string prefix = "n" + std::to_string(n) + ".";
     auto* zone = sg4::create_full_zone("node" + std::to_string(n));
-    zone->set_parent(fabric);
+    auto* impl = zone->get_impl();
+    impl->set_network_model(fabric_impl->get_network_model());
+    impl->set_cpu_pm_model(fabric_impl->get_cpu_pm_model());
+    impl->set_cpu_vm_model(fabric_impl->get_cpu_vm_model());
+    impl->set_disk_model(fabric_impl->get_disk_model());
+    impl->set_host_model(fabric_impl->get_host_model());
     std::map<std::string, NetPoint*> netpoint;
     for (const auto& v : topo.vertices) {
       if (v.kind == topology::VertexKind::accelerator) {
@@ -116,11 +130,17 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
     for (const auto& [ends, hops] : routes)
       zone->add_route(netpoint[ends.first], netpoint[ends.second], nullptr, nullptr,
                       to_route(hops, links), false);
-    zone->seal();
     auto* uplink = fabric->create_split_duplex_link(prefix + "uplink", topo.fabric.uplink_bandwidth);
     uplink->set_latency(0)->seal();
-    fabric->add_route(zone->get_netpoint(), nullptr, netpoint[gw_id], nullptr,
-                      {sg4::LinkInRoute(uplink, sg4::LinkInRoute::Direction::UP)}, true);
+    node_zones.push_back(zone);
+    uplinks.push_back(uplink);
+    gateways.push_back(netpoint[gw_id]);
+  }
+  for (std::size_t n = 0; n < node_zones.size(); ++n) {
+    node_zones[n]->set_parent(fabric);
+    node_zones[n]->seal();
+    fabric->add_route(node_zones[n]->get_netpoint(), nullptr, gateways[n], nullptr,
+                      {sg4::LinkInRoute(uplinks[n], sg4::LinkInRoute::Direction::UP)}, true);
   }
   fabric->seal();
   return p;

@@ -1,6 +1,7 @@
 #include "engine/program_executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,17 @@ namespace {
 
 using program::TaskKind;
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+program::RankFolding timed_folding(const program::Program& prog, bool fold, double& wall_s) {
+  const auto start = std::chrono::steady_clock::now();
+  auto f = fold ? program::fold_ranks(prog) : program::identity_folding(prog);
+  wall_s = seconds_since(start);
+  return f;
+}
+
 class Executor {
 public:
   Executor(const program::Program& prog, const Platform& platform,
@@ -37,7 +49,8 @@ public:
       : prog_(prog),
         platform_(platform),
         record_(options.record),
-        fold_(options.fold ? program::fold_ranks(prog) : program::identity_folding(prog)) {
+        prepare_start_(std::chrono::steady_clock::now()),
+        fold_(timed_folding(prog, options.fold, result_.fold_wall_s)) {
     if (!platform_.has_cpu())
       for (const auto& rp : prog_.ranks)
         for (const auto& s : rp.streams)
@@ -64,9 +77,11 @@ public:
       stream_cv_.push_back(std::move(cvs));
       waiting_.emplace_back(rp.streams.size(), -1);
     }
+    result_.prepare_wall_s = seconds_since(prepare_start_) - result_.fold_wall_s;
   }
 
   ExecutionResult run() {
+    const auto run_start = std::chrono::steady_clock::now();
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
       for (std::size_t s = 0; s < rp.streams.size(); ++s) {
@@ -86,6 +101,7 @@ public:
       result_.peak_memory[r] = peak_[k];
       result_.peak_memory_time[r] = peak_time_[k];
     }
+    result_.run_wall_s = seconds_since(run_start);
     return std::move(result_);
   }
 
@@ -391,6 +407,8 @@ private:
   const program::Program& prog_;
   const Platform& platform_;
   bool record_;
+  ExecutionResult result_;  // before fold_: its constructor records the folding's wall time
+  std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::unordered_map<std::uint64_t, std::vector<sg4::Link*>> routes_;
@@ -405,7 +423,6 @@ private:
   std::vector<Seconds> peak_time_;
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
-  ExecutionResult result_;
 };
 
 }  // namespace

@@ -39,6 +39,10 @@ struct ExecutionResult {
   std::vector<Seconds> peak_memory_time;
   std::vector<MemorySample> memory;  ///< every change, when recording was asked for
   int classes = 0;  ///< rank classes simulated (program/rank_folding.hpp); the world size unfolded
+  // Where the simulator's own wall time went (measured, so never part of a byte-identical output):
+  double fold_wall_s = 0;     ///< grouping ranks into classes (program/rank_folding.hpp)
+  double prepare_wall_s = 0;  ///< planning and merging the collective calls, per-class state
+  double run_wall_s = 0;      ///< the SimGrid run itself, actor creation included
 };
 
 struct ExecuteOptions {

@@ -18,11 +18,22 @@ FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
   return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile);
 }
 
+FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev) {
+  const double eff = op.kind == OpKind::fused_attention ? dev.fused_attention_forward_efficiency
+                                                        : dev.fused_attention_backward_efficiency;
+  if (eff > 0) return dev.peak_bf16 * eff;
+  Operation qk = op;
+  qk.kind = OpKind::gemm;
+  return gemm_rate(qk, dev);
+}
+
 Seconds op_duration(const Operation& op, const DeviceProfile& dev) {
   const Seconds memory = op.bytes / achieved_memory_bandwidth(dev);
   Seconds arithmetic = 0;
   if (op.kind == OpKind::gemm) {
     arithmetic = op.flops / gemm_rate(op, dev);
+  } else if (op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward) {
+    arithmetic = op.flops / fused_attention_rate(op, dev);
   } else {
     arithmetic = op.flops / dev.peak_fp32;
   }

@@ -15,6 +15,9 @@ namespace trainsim::model {
 /// else peak x gemm_efficiency x tile utilisation.
 [[nodiscard]] FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev);
 
+/// Achieved FLOP/s of a fused attention op: the device's measured attention efficiency x peak,
+/// else the GEMM rate of its QK^T shape.
+[[nodiscard]] FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev);
 /// Seconds one operation takes on `dev`: the slower of its arithmetic and its memory traffic,
 /// plus the per-kernel launch cost (the calibration's measurement where there is one).
 [[nodiscard]] Seconds op_duration(const Operation& op, const DeviceProfile& dev);

@@ -37,6 +37,12 @@ DeviceProfile load_device_profile(const std::string& path) {
   d.gemm_efficiency = sourced(root, "gemm_efficiency", Dimension::dimensionless);
   d.gemm_tile = sourced(root, "gemm_tile", Dimension::dimensionless);
   d.memory_efficiency = sourced(root, "memory_efficiency", Dimension::dimensionless);
+  for (auto [key, field] : {std::pair{"fused_attention_forward_efficiency", &d.fused_attention_forward_efficiency},
+                            std::pair{"fused_attention_backward_efficiency", &d.fused_attention_backward_efficiency}}) {
+    if (!root.has(key)) continue;
+    *field = sourced(root, key, Dimension::dimensionless);
+    if (*field <= 0 || *field > 1) root.fail(key, "expected a value in (0, 1]");
+  }
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
   d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);
   if (d.peak_bf16 <= 0) root.fail("peak_bf16", "expected a positive rate");

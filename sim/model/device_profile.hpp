@@ -27,6 +27,10 @@ struct DeviceProfile {
   BytesPerSecond memory_bandwidth = 0;  ///< HBM peak
   double gemm_efficiency = 1;           ///< achieved / peak on large, aligned GEMMs
   double gemm_tile = 0;                 ///< GEMM output tile edge; partial tiles cost a full one
+  /// Achieved / peak of the fused (flash) attention kernel, forward and backward, FLOPs counted as
+  /// model::make_fused_attention does; 0 = not given: the GEMM rate of its QK^T shape.
+  double fused_attention_forward_efficiency = 0;
+  double fused_attention_backward_efficiency = 0;
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)

@@ -11,6 +11,12 @@ namespace trainsim::model {
 enum class OpKind {
   gemm,         ///< dense matrix multiply (m x k) * (k x n), `batch` independent ones
   elementwise,  ///< memory-bound: layer norm, GELU, softmax, dropout, residual add, optimizer
+  /// Fused (flash) attention forward: both attention matmuls and the softmax in one kernel,
+  /// scores kept on chip; `flops` counts only the blocks a causal mask leaves (m, n, k, batch
+  /// give the QK^T shape for devices without a measured attention rate).
+  fused_attention,
+  /// Its backward: recomputes the scores, five matmuls (2.5x the forward's FLOPs).
+  fused_attention_backward,
 };
 
 struct Operation {

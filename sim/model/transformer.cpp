@@ -104,14 +104,16 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerSh
   ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_1" : "rmsnorm_1",
                                  2 * act, 8 * x.t * x.h / x.sp));
   ops.push_back(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16));
-  ops.push_back(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16));
-  if (!shape.flash_attention) {
+  if (shape.flash_attention) {
+    // One kernel: scores and probabilities never reach device memory.
+    ops.push_back(make_fused_attention(s, shape));
+  } else {
+    ops.push_back(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16));
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-    // A fused attention kernel keeps both in on-chip memory.
     ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16));
     if (s.dropout) ops.push_back(make_elementwise("attn_dropout", 2.5 * scores));
+    ops.push_back(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16));
   }
-  ops.push_back(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16));
   ops.push_back(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16));
   // bias + dropout + residual add.
   ops.push_back(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act));
@@ -134,11 +136,38 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_ba
   return layer_forward_ops(s, LayerShape{micro_batch});
 }
 
+Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape) {
+  const Dims x = dims_of(s, shape);
+  const double heads = x.a / x.tp;
+  Operation op;
+  op.name = "flash_attention";
+  op.kind = OpKind::fused_attention;
+  op.m = x.sq;
+  op.n = x.sq;
+  op.k = x.d;
+  op.batch = x.b * heads;
+  // The kernel visits only the key blocks at or before each query block under a causal mask
+  // (FlashAttention-2 paper, 4.1, counts its FLOPs the same way).
+  op.flops = 4.0 * x.sq * x.sq * x.d * x.b * heads * (s.causal ? 0.5 : 1.0);
+  // Reads Q, K, V, writes O and the per-row log-sum-exp the backward needs.
+  op.bytes = kBf16 * x.t * (2 * x.h + 2 * x.hkv) / x.tp + kFp32 * x.b * heads * x.sq;
+  return op;
+}
+
 std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
   std::vector<Operation> ops;
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Operation& f = *it;
-    if (f.kind == OpKind::gemm) {
+    if (f.kind == OpKind::fused_attention) {
+      // Recomputes QK^T and the probabilities, then dV, dP, dQ, dK: five matmuls to the
+      // forward's two. Reads Q, K, V, O, dO; writes dQ, dK, dV.
+      Operation b = f;
+      b.name = f.name + "_bwd";
+      b.kind = OpKind::fused_attention_backward;
+      b.flops = 2.5 * f.flops;
+      b.bytes = 2 * f.bytes;
+      ops.push_back(b);
+    } else if (f.kind == OpKind::gemm) {
       // dX = dY * W^T  (m x k from m x n and n x k) and dW = X^T * dY (k x n from k x m, m x n).
       ops.push_back(make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, f.dtype));
       ops.push_back(make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, f.dtype));

@@ -35,6 +35,7 @@ struct TransformerSpec {
   bool embedding_norm = true;     ///< BERT: a layer norm after the embeddings
   bool final_norm = false;        ///< GPT, Llama: a norm before the output head
   bool dropout = true;            ///< dropout after attention and MLP (masks are stored)
+  bool causal = true;             ///< decoder attention mask (BERT: false); a fused kernel skips masked blocks
 };
 
 /// How a layer is computed on one rank: micro-batch, tensor-parallel split, attention kernel.
@@ -69,6 +70,9 @@ struct LayerShape {
 /// Output head forward: the LM/MLM projection onto the vocabulary and its loss.
 [[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_batch);
+/// Fused attention of one layer on one rank (FlashAttention; Dao 2023, arXiv 2307.08691, 4.1):
+/// 4 s^2 d FLOPs per head and sequence, halved under a causal mask; traffic is Q, K, V, O only.
+[[nodiscard]] Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape);
 /// Backward of a list of forward ops (the rule layer_backward_ops uses).
 [[nodiscard]] std::vector<Operation> backward_of(const std::vector<Operation>& forward);
 

@@ -52,6 +52,10 @@ struct TrainingPlan {
   /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
   bool fused_cross_entropy = false;
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
+  /// PTD-P: reduce each model chunk's gradients in buckets during its last micro-batch's
+  /// backward (Megatron's overlap_grad_reduce, SMP v1) instead of after the pipeline flush
+  /// (DeepSpeed's pipeline engine, Megatron 2021). Bucket size bucket_elements, 0 = per layer.
+  bool overlap_grad_reduce = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
 };

@@ -15,11 +15,13 @@ using model::ops_duration;
 struct BackwardSegment {
   Seconds duration = 0;
   double params = 0;
+  std::size_t units = 0;  ///< backward units (head, layers, embedding) in the slice
 };
 
 /// Durations of the pieces of one micro-batch on one rank.
 struct MicroBatchCost {
   Seconds forward = 0;
+  Seconds embedding_forward = 0, layer_forward = 0, head_forward = 0;  ///< the pieces of `forward`
   std::vector<Seconds> layer_backward;  ///< last layer first, each with its accumulation
   Seconds head_backward = 0;            ///< runs first in backward
   Seconds embedding_backward = 0;       ///< runs last in backward
@@ -35,7 +37,10 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   const auto layer_f = model::layer_forward_ops(s, micro_batch);
   const auto head_f = model::head_forward_ops(s, micro_batch);
   const double layers = static_cast<double>(s.layers);
-  c.forward = ops_duration(emb, dev) + layers * ops_duration(layer_f, dev) + ops_duration(head_f, dev);
+  c.embedding_forward = ops_duration(emb, dev);
+  c.layer_forward = ops_duration(layer_f, dev);
+  c.head_forward = ops_duration(head_f, dev);
+  c.forward = c.embedding_forward + layers * c.layer_forward + c.head_forward;
   c.layer_params = model::parameters_per_layer(s);
   c.embedding_params = static_cast<double>(s.vocab + s.seq_len) * static_cast<double>(s.hidden);
   c.head_params = model::parameter_count(s) - layers * c.layer_params - c.embedding_params;
@@ -59,6 +64,7 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
   auto add = [&](Seconds t, double p) {
     out.back().duration += t;
     out.back().params += p;
+    ++out.back().units;
     if (bucket_params > 0 && out.back().params >= bucket_params) out.emplace_back();
   };
   add(c.head_backward, c.head_params);
@@ -66,6 +72,7 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
   add(c.embedding_backward, c.embedding_params);
   if (out.back().params == 0 && out.size() > 1) {
     out[out.size() - 2].duration += out.back().duration;
+    out[out.size() - 2].units += out.back().units;
     out.pop_back();
   }
   return out;
@@ -75,7 +82,9 @@ std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_pa
 
 DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const plan::Layout& layout) {
   DataParallelConfig c;
-  c.kind = plan.sharding == plan::Sharding::none ? DataParallelKind::ddp : DataParallelKind::zero1;
+  c.kind = plan.sharding == plan::Sharding::none    ? DataParallelKind::ddp
+           : plan.sharding == plan::Sharding::zero2 ? DataParallelKind::zero2
+                                                    : DataParallelKind::zero1;
   c.world = static_cast<int>(layout.world);
   c.ranks_per_node = static_cast<int>(layout.ranks_per_node);
   c.micro_batch = plan.micro_batch;
@@ -83,7 +92,9 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.bucket_elements = plan.bucket_elements;
   c.gradient_bytes = plan.gradient_wire_bytes;
   c.parameter_bytes = plan.parameter_wire_bytes;
+  c.shard = static_cast<int>(layout.shard);
   c.activation_checkpointing = plan.activation_checkpointing;
+  c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
   return c;
 }
 
@@ -100,63 +111,151 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
 
   Program prog;
   prog.samples_per_step = cfg.micro_batch * cfg.accumulation * cfg.world;
-  std::vector<int> everyone(static_cast<std::size_t>(cfg.world));
-  std::iota(everyone.begin(), everyone.end(), 0);
-  const bool zero1 = cfg.kind == DataParallelKind::zero1;
-  for (std::size_t b = 0; b < segments.size(); ++b) {
-    CollectiveCall call;
-    call.name = "grad bucket " + std::to_string(b);
-    call.op = zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce;
-    call.size = segments[b].params * cfg.gradient_bytes;
-    call.group = everyone;
-    prog.collectives.push_back(call);
-  }
+  const bool zero1 = cfg.kind != DataParallelKind::ddp;  // optimizer states sharded
+  // Micro-batches whose backward reduces gradients: every one under ZeRO-2, else the last.
+  const long reductions = cfg.kind == DataParallelKind::zero2 ? cfg.accumulation : 1;
+  // Shard groups are consecutive ranks (inside a node first); a replica group holds the ranks at
+  // the same place in every shard group.
+  const int shard = zero1 && cfg.shard > 0 && cfg.shard < cfg.world ? cfg.shard : cfg.world;
+  TRAINSIM_CHECK(cfg.world % shard == 0, "the shard degree must divide the data-parallel ranks");
+  const int shard_groups = cfg.world / shard;
+  auto shard_group = [&](int g) {
+    std::vector<int> ranks(static_cast<std::size_t>(shard));
+    std::iota(ranks.begin(), ranks.end(), g * shard);
+    return ranks;
+  };
+  auto replica_group = [&](int j) {
+    std::vector<int> ranks;
+    for (int g = 0; g < shard_groups; ++g) ranks.push_back(g * shard + j);
+    return ranks;
+  };
+  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+  };
+  // Collective indices: reduction n's bucket b in shard group g is (n * buckets + b) *
+  // shard_groups + g; with replicas, the all-reduce of each shard across them follows (once, the
+  // accumulated shard at the last micro-batch); then one gather per shard group.
+  const std::size_t buckets = segments.size();
+  for (long n = 0; n < reductions; ++n)
+    for (std::size_t b = 0; b < buckets; ++b)
+      for (int g = 0; g < shard_groups; ++g)
+        add_call("grad bucket " + std::to_string(b) + (reductions > 1 ? " mb" + std::to_string(n) : ""),
+                 zero1 ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                 segments[b].params * cfg.gradient_bytes, shard_group(g));
+  const int across = static_cast<int>(prog.collectives.size());
+  if (shard_groups > 1 && zero1)
+    for (std::size_t b = 0; b < segments.size(); ++b)
+      for (int j = 0; j < shard; ++j)
+        add_call("grad bucket " + std::to_string(b) + " shard across replicas", collective::Op::all_reduce,
+                 segments[b].params * cfg.gradient_bytes / shard, replica_group(j));
   const int gather = static_cast<int>(prog.collectives.size());
-  if (zero1) {
-    CollectiveCall call;
-    call.name = "parameter all-gather";
-    call.op = collective::Op::all_gather;
-    call.size = total_params * cfg.parameter_bytes;
-    call.group = everyone;
-    prog.collectives.push_back(call);
-  }
+  if (zero1)
+    for (int g = 0; g < shard_groups; ++g)
+      add_call("parameter all-gather", collective::Op::all_gather, total_params * cfg.parameter_bytes,
+               shard_group(g));
+  // The communication tasks that reduce bucket b of micro-batch mb on rank r, in issue order.
+  auto reduce_bucket = [&](Stream& comm, long mb, std::size_t b, int r, TaskRef ready) {
+    const long n = reductions > 1 ? mb : 0;
+    const int reduce = static_cast<int>((static_cast<std::size_t>(n) * buckets + b) * shard_groups) + r / shard;
+    comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(reduce)].name, TaskKind::collective,
+                          Phase::gradient_sync, 0, reduce, {ready}});
+    if (shard_groups > 1 && zero1 && mb + 1 == cfg.accumulation) {
+      const int all = across + static_cast<int>(b) * shard + r % shard;
+      comm.tasks.push_back({prog.collectives[static_cast<std::size_t>(all)].name, TaskKind::collective,
+                            Phase::gradient_sync, 0, all, {}});
+    }
+  };
 
-  const double optimizer_params = zero1 ? total_params / cfg.world : total_params;
+  const double optimizer_params = zero1 ? total_params / shard : total_params;
   const Seconds optimizer = model::op_duration(model::optimizer_step_op(optimizer_params), dev);
+
+  // Activation offloading needs the forward and backward split into units (embedding, layers,
+  // head), as the sharded schedule has them: each layer's checkpointed input goes to host memory
+  // after the layer's forward (a forward waits for the copy of the layer two before it: two
+  // inputs on device, memory/rank_memory.hpp) and comes back one layer ahead of its backward.
+  const bool offload = cfg.activation_offloading;
+  const Bytes layer_input = model::layer_input_bytes(spec, model::LayerShape{cfg.micro_batch});
+  const std::size_t units = static_cast<std::size_t>(spec.layers) + 2;
+  auto unit_name = [&](std::size_t u) {  // u in forward order
+    return u == 0 ? std::string("embedding") : u + 1 == units ? std::string("head") : "layer " + std::to_string(u - 1);
+  };
+  auto backward_of_unit = [&](std::size_t k) {  // k in backward order: head, last layer ... embedding
+    return k == 0 ? cost.head_backward : k + 1 == units ? cost.embedding_backward : cost.layer_backward[k - 1];
+  };
 
   for (int r = 0; r < cfg.world; ++r) {
     RankProgram rp;
     rp.rank = r;
     rp.resident = cfg.resident_memory;
-    rp.streams.resize(2);
+    rp.streams.resize(offload ? 3 : 2);
     Stream& comp = rp.streams[0];
     Stream& comm = rp.streams[1];
     comp.name = "compute";
     comp.kind = StreamKind::compute;
     comm.name = "communication";
     comm.kind = StreamKind::communication;
+    if (offload) {
+      rp.streams[2].name = "host-copy";
+      rp.streams[2].kind = StreamKind::copy;
+    }
+    auto copy = [&](std::string name, CopyDirection dir, std::vector<TaskRef> deps) {
+      Task c{std::move(name), TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
+      c.copy_bytes = layer_input;
+      c.copy_direction = dir;
+      rp.streams[2].tasks.push_back(std::move(c));
+      return TaskRef{2, static_cast<int>(rp.streams[2].tasks.size()) - 1};
+    };
+    auto last_compute = [&] { return TaskRef{0, static_cast<int>(comp.tasks.size()) - 1}; };
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
+      const bool reduce_now = mb + 1 == cfg.accumulation || reductions > 1;
+      if (offload) {
+        std::vector<TaskRef> offloaded(units, TaskRef{-1, -1});
+        for (std::size_t u = 0; u < units; ++u) {
+          const bool layer = u > 0 && u + 1 < units;
+          Task f{"forward " + unit_name(u) + tag, TaskKind::compute, Phase::forward,
+                 u == 0 ? cost.embedding_forward : layer ? cost.layer_forward : cost.head_forward, -1, {}};
+          if (u == 0) f.alloc = cfg.activation_memory;
+          if (u >= 2 && offloaded[u - 2].stream >= 0) f.deps.push_back(offloaded[u - 2]);
+          comp.tasks.push_back(std::move(f));
+          if (layer) offloaded[u] = copy("offload input " + unit_name(u) + tag, CopyDirection::to_host, {last_compute()});
+        }
+        std::vector<TaskRef> done;  // each backward unit's task, in backward order
+        std::size_t k = 0;
+        for (std::size_t b = 0; b < segments.size(); ++b)
+          for (std::size_t i = 0; i < segments[b].units; ++i, ++k) {
+            const std::size_t u = units - 1 - k;
+            Task bw{"backward " + unit_name(u) + tag, TaskKind::compute, Phase::backward, backward_of_unit(k), -1, {}};
+            bw.workspace = cfg.workspace_memory;
+            if (u > 0 && u + 1 < units)
+              bw.deps.push_back(copy("fetch input " + unit_name(u) + tag, CopyDirection::to_device,
+                                     k >= 2 ? std::vector<TaskRef>{done[k - 2]} : std::vector<TaskRef>{}));
+            if (u == 0) bw.release = cfg.activation_memory;
+            comp.tasks.push_back(std::move(bw));
+            done.push_back(last_compute());
+            if (reduce_now && i + 1 == segments[b].units) reduce_bucket(comm, mb, b, r, last_compute());
+          }
+        continue;
+      }
       Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
       forward.alloc = cfg.activation_memory;
       comp.tasks.push_back(forward);
-      if (mb + 1 < cfg.accumulation) {
+      if (!reduce_now) {
         Task backward{"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}};
         backward.workspace = cfg.workspace_memory;
         backward.release = cfg.activation_memory;
         comp.tasks.push_back(backward);
         continue;
       }
-      // The last micro-batch: each bucket's reduction starts when its gradients are ready.
+      // A reducing micro-batch (the last; every one under ZeRO-2): each bucket's reduction starts
+      // when its gradients are ready.
       for (std::size_t b = 0; b < segments.size(); ++b) {
         Task backward{"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
                       Phase::backward, segments[b].duration, -1, {}};
         backward.workspace = cfg.workspace_memory;
         if (b + 1 == segments.size()) backward.release = cfg.activation_memory;
         comp.tasks.push_back(backward);
-        const TaskRef ready{0, static_cast<int>(comp.tasks.size()) - 1};
-        comm.tasks.push_back({prog.collectives[b].name, TaskKind::collective,
-                              Phase::gradient_sync, 0, static_cast<int>(b), {ready}});
+        reduce_bucket(comm, mb, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
       }
     }
     std::vector<TaskRef> reduced;
@@ -166,7 +265,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     if (zero1) {
       const TaskRef stepped{0, static_cast<int>(comp.tasks.size()) - 1};
       comm.tasks.push_back({"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0,
-                            gather, {stepped}});
+                            gather + r / shard, {stepped}});
     }
     prog.ranks.push_back(std::move(rp));
   }

@@ -6,6 +6,10 @@
 //  - zero1: DeepSpeed ZeRO stage 1. At the accumulation boundary gradient buckets are
 //    reduce-scattered as the last backward produces them; each rank's optimizer updates only its
 //    1/dp shard; the updated parameters are all-gathered before the next step.
+//  - activation offloading (with checkpointing): the passes run per unit (embedding, layers,
+//    head) and each layer's input is copied to host memory after its forward and back one layer
+//    ahead of its backward, on a host-copy stream over the node's PCIe links (as in
+//    sharded_schedule.hpp).
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "plan/training_plan.hpp"
@@ -13,7 +17,11 @@
 
 namespace trainsim::program {
 
-enum class DataParallelKind { ddp, zero1 };
+/// ddp: gradients all-reduced once per step. zero1: optimizer states sharded, gradients
+/// reduce-scattered once per step (at the last micro-batch). zero2: gradients sharded too, so
+/// each rank keeps only its shard's accumulation and the reduce-scatter runs after every
+/// micro-batch's backward (DeepSpeed stage 2: deepspeedai/DeepSpeed#2252).
+enum class DataParallelKind { ddp, zero1, zero2 };
 
 struct DataParallelConfig {
   DataParallelKind kind = DataParallelKind::ddp;
@@ -24,7 +32,12 @@ struct DataParallelConfig {
   double bucket_elements = 0;     ///< gradient elements per bucket
   double gradient_bytes = 2;      ///< bytes per gradient element on the wire
   double parameter_bytes = 2;     ///< bytes per parameter element all-gathered (zero1)
+  /// zero1: ranks over which optimizer states are sharded (hybrid_shard_degree; 0 or world: all).
+  /// With fewer, each shard group reduce-scatters and gathers inside itself and the shards are
+  /// all-reduced across the groups (the replicas).
+  int shard = 0;
   bool activation_checkpointing = false;  ///< backward recomputes each layer's forward first
+  bool activation_offloading = false;     ///< checkpointed layer inputs copied to host and back
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve
   Bytes activation_memory = 0;  ///< stored by one micro-batch's forward, freed by its backward

@@ -7,9 +7,19 @@
 //    warm-up). The bubble is not a formula: it is the time a stage waits for its neighbours.
 //  - Activations and their gradients cross stage boundaries as point-to-point transfers (one
 //    stream per boundary and direction, so no two transfers can wait on each other).
-//  - Every layer pass ends with an all-reduce over the TP group, in the critical path.
-//  - After the pipeline flush each stage all-reduces its gradients over its data-parallel group
-//    (no overlap with the backward pass, as in the paper's runs), then steps the optimizer.
+//  - Every layer pass ends with an all-reduce over the TP group, in the critical path; with
+//    sequence parallelism (Korthikanti et al. 2022) it starts with an all-gather and ends with
+//    a reduce-scatter instead, the same bytes on the wire, while norms, dropout and residuals
+//    run on 1/tp of the sequence (model::LayerShape). Megatron's re-gather of the input for
+//    the weight gradient, overlapped with the input-gradient GEMM, is not modelled.
+//  - Gradients: each stage reduces its gradients over its data-parallel group after the pipeline
+//    flush (DeepSpeed's pipeline engine, the paper's runs) or, with overlap_grad_reduce, in
+//    buckets as each chunk's last micro-batch's backward produces them (Megatron's
+//    overlap_grad_reduce, SMP v1). DDP all-reduces them and steps the whole optimizer; ZeRO-1
+//    (SMP v1's optimizer-state sharding, DeepSpeed ZeRO-1, Megatron's distributed optimizer)
+//    reduce-scatters them, steps the optimizer on the rank's 1/dp shard and all-gathers the
+//    updated parameters, neither overlapping compute (source 002). A shard group smaller than
+//    dp (hybrid_shard_degree) adds an all-reduce of the shard across the replicas.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

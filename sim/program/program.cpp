@@ -21,11 +21,14 @@ const char* phase_name(Phase p) {
 
 void validate(const Program& p) {
   std::vector<std::map<int, int>> seen(p.collectives.size());  // rank -> count
-  std::vector<std::vector<int>> order(p.ranks.size());
+  // Where each rank issues each collective: (stream, position on that stream).
+  std::vector<std::map<int, std::pair<int, int>>> where(p.ranks.size());
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     const auto& rp = p.ranks[r];
     TRAINSIM_CHECK(rp.rank == static_cast<int>(r), "rank programs must be in rank order");
-    for (const auto& s : rp.streams) {
+    for (std::size_t si = 0; si < rp.streams.size(); ++si) {
+      const auto& s = rp.streams[si];
+      int position = 0;
       for (const auto& t : s.tasks) {
         for (const auto& d : t.deps) {
           TRAINSIM_CHECK(d.stream >= 0 && d.stream < static_cast<int>(rp.streams.size()),
@@ -41,7 +44,7 @@ void validate(const Program& p) {
                              t.collective < static_cast<int>(p.collectives.size()),
                          "unknown collective in task " + t.name);
           seen[t.collective][rp.rank]++;
-          order[r].push_back(t.collective);
+          where[r][t.collective] = {static_cast<int>(si), position++};
         }
       }
     }
@@ -54,18 +57,20 @@ void validate(const Program& p) {
     TRAINSIM_CHECK(seen[c].size() == p.collectives[c].group.size(),
                    "collective " + p.collectives[c].name + " appears on a non-member rank");
   }
-  // Two collectives shared by two ranks must be issued in the same order on both.
-  std::vector<std::map<int, std::size_t>> position(p.ranks.size());
-  for (std::size_t r = 0; r < order.size(); ++r)
-    for (std::size_t i = 0; i < order[r].size(); ++i) position[r][order[r][i]] = i;
+  // A stream runs its collectives in order, and a collective starts when every member reaches
+  // it: two collectives that share a stream on two ranks must come in the same order on both, or
+  // each rank waits for the other. Collectives on different streams of a rank impose no order.
   for (std::size_t c = 0; c + 1 < p.collectives.size(); ++c) {
     const auto& g = p.collectives[c].group;
     for (std::size_t d = c + 1; d < p.collectives.size(); ++d) {
       int sign = 0;
       for (int r : g) {
-        auto it = position[r].find(static_cast<int>(d));
-        if (it == position[r].end()) continue;
-        const int s = position[r][static_cast<int>(c)] < it->second ? 1 : -1;
+        const auto& at = where[static_cast<std::size_t>(r)];
+        auto it = at.find(static_cast<int>(d));
+        if (it == at.end()) continue;
+        const auto& here = at.at(static_cast<int>(c));
+        if (here.first != it->second.first) continue;
+        const int s = here.second < it->second.second ? 1 : -1;
         TRAINSIM_CHECK(sign == 0 || sign == s, "collectives " + p.collectives[c].name + " and " +
                                                    p.collectives[d].name +
                                                    " are issued in different orders");

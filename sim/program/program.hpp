@@ -3,37 +3,34 @@
 // streams (compute, communication) that run their tasks in order; a task also waits for the
 // tasks it depends on (on other streams of the same rank). A collective task appears on the
 // communication stream of every member of its group and starts when all of them reach it.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "collective/collective_plan.hpp"
 #include "core/units.hpp"
+#include "program/interned_name.hpp"
+#include "program/task_deps.hpp"
 
 namespace trainsim::program {
 
-enum class TaskKind { compute, collective, host_copy };
+enum class TaskKind : std::uint8_t { compute, collective, host_copy };
 enum class StreamKind { compute, communication, copy };
 
 /// Which way a host-copy task moves its bytes.
-enum class CopyDirection { to_host, to_device };
+enum class CopyDirection : std::uint8_t { to_host, to_device };
 
 /// Coarse category for traces and time breakdowns.
-enum class Phase { forward, backward, optimizer, gradient_sync, parameter_sync, offload, other };
+enum class Phase : std::uint8_t { forward, backward, optimizer, gradient_sync, parameter_sync, offload, other };
 [[nodiscard]] const char* phase_name(Phase p);
 
-struct TaskRef {
-  int stream = 0;  ///< index into RankProgram::streams
-  int index = 0;   ///< index into Stream::tasks
-  bool operator==(const TaskRef& o) const { return stream == o.stream && index == o.index; }
-};
-
 struct Task {
-  std::string name;
+  InternedName name;
   TaskKind kind = TaskKind::compute;
   Phase phase = Phase::other;
   Seconds duration = 0;      ///< compute tasks
   int collective = -1;       ///< collective tasks: index into Program::collectives
-  std::vector<TaskRef> deps; ///< tasks of the same rank that must finish first
+  TaskDeps deps;             ///< tasks of the same rank that must finish first
   // Device memory, so the engine can follow each rank's use along the timeline:
   Bytes alloc = 0;      ///< allocated when the task starts and kept after it (stored activations)
   Bytes release = 0;    ///< freed when the task ends (activations consumed by a backward pass)
@@ -56,7 +53,7 @@ struct RankProgram {
 };
 
 struct CollectiveCall {
-  std::string name;
+  InternedName name;
   collective::Op op = collective::Op::all_reduce;
   Bytes size = 0;          ///< nccl-tests S (see collective_plan.hpp)
   std::vector<int> group;  ///< global ranks

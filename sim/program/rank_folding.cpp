@@ -31,12 +31,27 @@ struct CallShape {
   bool operator==(const CallShape& o) const { return op == o.op && size == o.size && group == o.group; }
 };
 
-CallShape shape_of(const Program& p, int call) {
-  const auto& c = p.collectives[static_cast<std::size_t>(call)];
-  return {c.op, c.size, c.group.size()};
+struct CallShapeHash {
+  std::size_t operator()(const CallShape& c) const {
+    return mix(mix(static_cast<std::uint64_t>(c.op), bits(c.size)), c.group);
+  }
+};
+
+/// Each call's shape as a small dense number, equal numbers for equal shapes. Comparing ranks
+/// then reads one compact table (a few MB for a 1,024-GPU job's hundreds of thousands of calls)
+/// instead of the calls themselves, which the ranks reach in no useful order.
+std::vector<std::uint32_t> call_shapes(const Program& p) {
+  std::unordered_map<CallShape, std::uint32_t, CallShapeHash> ids;
+  std::vector<std::uint32_t> shape(p.collectives.size());
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    const auto& call = p.collectives[c];
+    shape[c] = ids.emplace(CallShape{call.op, call.size, call.group.size()}, static_cast<std::uint32_t>(ids.size()))
+                   .first->second;
+  }
+  return shape;
 }
 
-std::uint64_t signature(const Program& p, const RankProgram& r) {
+std::uint64_t signature(const std::vector<std::uint32_t>& shape, const RankProgram& r) {
   std::uint64_t h = mix(0, bits(r.resident));
   for (const auto& s : r.streams) {
     h = mix(h, std::hash<std::string>{}(s.name));
@@ -46,10 +61,7 @@ std::uint64_t signature(const Program& p, const RankProgram& r) {
       h = mix(h, static_cast<std::uint64_t>(t.kind) * 16 + static_cast<std::uint64_t>(t.phase));
       h = mix(h, bits(t.duration));
       h = mix(h, t.deps.size());
-      if (t.kind == TaskKind::collective) {
-        const auto c = shape_of(p, t.collective);
-        h = mix(mix(mix(h, static_cast<std::uint64_t>(c.op)), bits(c.size)), c.group);
-      }
+      if (t.kind == TaskKind::collective) h = mix(h, shape[static_cast<std::size_t>(t.collective)]);
       if (t.kind == TaskKind::host_copy)
         h = mix(mix(h, bits(t.copy_bytes)), static_cast<std::uint64_t>(t.copy_direction));
     }
@@ -57,7 +69,7 @@ std::uint64_t signature(const Program& p, const RankProgram& r) {
   return h;
 }
 
-bool same_program(const Program& p, const RankProgram& a, const RankProgram& b) {
+bool same_program(const std::vector<std::uint32_t>& shape, const RankProgram& a, const RankProgram& b) {
   if (a.resident != b.resident || a.streams.size() != b.streams.size()) return false;
   for (std::size_t s = 0; s < a.streams.size(); ++s) {
     const auto& sa = a.streams[s];
@@ -70,7 +82,8 @@ bool same_program(const Program& p, const RankProgram& a, const RankProgram& b) 
           x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace || x.name != y.name ||
           x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction)
         return false;
-      if (x.kind == TaskKind::collective && !(shape_of(p, x.collective) == shape_of(p, y.collective)))
+      if (x.kind == TaskKind::collective &&
+          shape[static_cast<std::size_t>(x.collective)] != shape[static_cast<std::size_t>(y.collective)])
         return false;
     }
   }
@@ -96,23 +109,29 @@ struct UnionFind {
 
 /// Fills the merged-call tables from a call -> root map; roots are numbered in call order.
 void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
-  std::unordered_map<int, int> id_of_root;
+  std::vector<int> id_of_root(p.collectives.size(), -1);
   f.merged_of_call.assign(p.collectives.size(), -1);
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
-    const int root = uf.find(static_cast<int>(c));
-    auto [it, fresh] = id_of_root.emplace(root, static_cast<int>(f.calls.size()));
-    if (fresh) f.calls.emplace_back();
-    f.merged_of_call[c] = it->second;
-    f.calls[static_cast<std::size_t>(it->second)].push_back(static_cast<int>(c));
+    int& id = id_of_root[static_cast<std::size_t>(uf.find(static_cast<int>(c)))];
+    if (id < 0) {
+      id = static_cast<int>(f.calls.size());
+      f.calls.emplace_back();
+    }
+    f.merged_of_call[c] = id;
+    f.calls[static_cast<std::size_t>(id)].push_back(static_cast<int>(c));
   }
   f.classes_of.assign(f.calls.size(), {});
+  std::vector<int> listed_for(static_cast<std::size_t>(f.classes()), -1);  // class -> last merged call listing it
   for (std::size_t m = 0; m < f.calls.size(); ++m) {
     auto& cls = f.classes_of[m];
     for (int c : f.calls[m])
-      for (int r : p.collectives[static_cast<std::size_t>(c)].group)
-        cls.push_back(f.class_of_rank[static_cast<std::size_t>(r)]);
+      for (int r : p.collectives[static_cast<std::size_t>(c)].group) {
+        const int k = f.class_of_rank[static_cast<std::size_t>(r)];
+        if (listed_for[static_cast<std::size_t>(k)] == static_cast<int>(m)) continue;
+        listed_for[static_cast<std::size_t>(k)] = static_cast<int>(m);
+        cls.push_back(k);
+      }
     std::sort(cls.begin(), cls.end());
-    cls.erase(std::unique(cls.begin(), cls.end()), cls.end());
   }
 }
 
@@ -156,37 +175,45 @@ RankFolding identity_folding(const Program& p) {
 RankFolding fold_ranks(const Program& p) {
   RankFolding f;
   f.class_of_rank.assign(p.ranks.size(), -1);
+  const auto shape = call_shapes(p);
   std::unordered_map<std::uint64_t, std::vector<int>> classes_by_signature;
+  UnionFind uf(p.collectives.size());
+  auto representative_of = [&](int k) -> const RankProgram& {
+    return p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
+  };
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-    const auto sig = signature(p, p.ranks[r]);
-    auto& candidates = classes_by_signature[sig];
+    const auto& program = p.ranks[r];
+    // Neighbouring ranks are usually alike (TP peers, DP replicas of a stage): try the previous
+    // rank's class first, which spares hashing the program. Classes hold equal programs only, so
+    // whichever class matches is the one the signature would have found.
     int cls = -1;
-    for (int k : candidates)
-      if (same_program(p, p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])], p.ranks[r])) {
-        cls = k;
-        break;
-      }
+    if (r > 0 && same_program(shape, representative_of(f.class_of_rank[r - 1]), program))
+      cls = f.class_of_rank[r - 1];
     if (cls < 0) {
-      cls = f.classes();
-      f.representative.push_back(static_cast<int>(r));
-      f.members.emplace_back();
-      candidates.push_back(cls);
+      auto& candidates = classes_by_signature[signature(shape, program)];
+      for (int k : candidates)
+        if (same_program(shape, representative_of(k), program)) {
+          cls = k;
+          break;
+        }
+      if (cls < 0) {
+        cls = f.classes();
+        f.representative.push_back(static_cast<int>(r));
+        f.members.emplace_back();
+        candidates.push_back(cls);
+      }
     }
     f.class_of_rank[r] = cls;
     f.members[static_cast<std::size_t>(cls)].push_back(static_cast<int>(r));
-  }
-
-  UnionFind uf(p.collectives.size());
-  for (int k = 0; k < f.classes(); ++k) {
-    const auto& rep = p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
-    for (int r : f.members[static_cast<std::size_t>(k)]) {
-      const auto& member = p.ranks[static_cast<std::size_t>(r)];
-      for (std::size_t s = 0; s < rep.streams.size(); ++s)
-        for (std::size_t i = 0; i < rep.streams[s].tasks.size(); ++i) {
-          const auto& t = rep.streams[s].tasks[i];
-          if (t.kind == TaskKind::collective) uf.join(t.collective, member.streams[s].tasks[i].collective);
-        }
-    }
+    // Merge each of its calls with the representative's call at the same place, while the
+    // program just compared is still in cache.
+    const auto& rep = representative_of(cls);
+    if (&rep == &program) continue;
+    for (std::size_t s = 0; s < rep.streams.size(); ++s)
+      for (std::size_t i = 0; i < rep.streams[s].tasks.size(); ++i) {
+        const auto& t = rep.streams[s].tasks[i];
+        if (t.kind == TaskKind::collective) uf.join(t.collective, program.streams[s].tasks[i].collective);
+      }
   }
   number_merged_calls(f, p, uf);
   if (!consistent(f, p)) return identity_folding(p);

@@ -63,6 +63,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& u : units) t += u.params;
     return t;
   }();
+  const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
   // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
@@ -91,8 +92,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     return g;
   };
   // Collective calls are created once per group and looked up by (key, group id).
-  auto add_call = [&](std::string name, collective::Op op, Bytes size, std::vector<int> group) {
-    prog.collectives.push_back({std::move(name), op, size, std::move(group)});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group) {
+    prog.collectives.push_back({name, op, size, std::move(group)});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
 
@@ -102,49 +103,87 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   struct UnitCalls {
     std::vector<int> gather_fwd, gather_bwd, reduce, replicate;  // by group id
     std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // by dp index
+    // Sequence parallelism: the all-gathers before each pass (the passes above reduce-scatter).
+    std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // by dp index
   };
   std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
                                             std::vector<UnitCalls>(n));
+  // Every rank names a unit's tasks and calls alike: the names are made once per micro-batch.
+  struct UnitNames {
+    InternedName gather, gather_backward, reduce_scatter, replica_all_reduce;
+    InternedName forward, backward, recompute, offload, fetch;
+  };
+  std::vector<std::vector<UnitNames>> names(static_cast<std::size_t>(p.accumulation), std::vector<UnitNames>(n));
   for (long mb = 0; mb < p.accumulation; ++mb) {
     const std::string tag = " mb" + std::to_string(mb);
     for (std::size_t u = 0; u < n; ++u) {
       auto& c = calls[mb][u];
       const Unit& unit = units[u];
+      auto& name = names[mb][u];
+      name.gather = "all-gather " + unit.name + tag;
+      name.gather_backward = "all-gather " + unit.name + " (backward)" + tag;
+      name.reduce_scatter = "reduce-scatter " + unit.name + tag;
+      name.replica_all_reduce = "replica all-reduce " + unit.name + tag;
+      name.forward = "forward " + unit.name + tag;
+      name.backward = "backward " + unit.name + tag;
+      name.recompute = "recompute " + unit.name + tag;
+      name.offload = "offload input " + unit.name + tag;
+      name.fetch = "fetch input " + unit.name + tag;
       for (long gid = 0; gid < shard_groups; ++gid) {
         const long t = gid % p.tp, replica = gid / p.tp;
         if (shard > 1) {
-          c.gather_fwd.push_back(add_call("all-gather " + unit.name + tag, collective::Op::all_gather,
+          c.gather_fwd.push_back(add_call(name.gather, collective::Op::all_gather,
                                           unit.params * p.parameter_wire_bytes, shard_group(t, replica)));
-          c.gather_bwd.push_back(add_call("all-gather " + unit.name + " (backward)" + tag,
+          c.gather_bwd.push_back(add_call(name.gather_backward,
                                           collective::Op::all_gather, unit.params * p.parameter_wire_bytes,
                                           shard_group(t, replica)));
-          c.reduce.push_back(add_call("reduce-scatter " + unit.name + tag, collective::Op::reduce_scatter,
+          c.reduce.push_back(add_call(name.reduce_scatter, collective::Op::reduce_scatter,
                                       unit.params * p.gradient_wire_bytes, shard_group(t, replica)));
         }
       }
       if (replicas > 1)
         for (long gid = 0; gid < replica_groups; ++gid) {
           const long t = gid % p.tp, position = gid / p.tp;
-          c.replicate.push_back(add_call("replica all-reduce " + unit.name + tag, collective::Op::all_reduce,
+          c.replicate.push_back(add_call(name.replica_all_reduce, collective::Op::all_reduce,
                                          unit.params / static_cast<double>(shard) * p.gradient_wire_bytes,
                                          replica_group(t, position)));
         }
-      if (unit.tensor_parallel)
+      if (unit.tensor_parallel) {
+        // Each pass all-reduces its attention and MLP outputs (one call of their summed size);
+        // with sequence parallelism a reduce-scatter of the same bytes, after an all-gather.
+        struct PassNames { InternedName gather, reduce; };
+        auto pass_names = [&](const std::string& pass) {
+          return PassNames{"tp all-gather " + unit.name + pass + tag,
+                           (sequence_parallel ? "tp reduce-scatter " : "tp all-reduce ") + unit.name + pass + tag};
+        };
+        const PassNames fwd = pass_names(""), bwd = pass_names(" (backward)"), rec = pass_names(" (recompute)");
         for (long d = 0; d < L.dp; ++d) {
-          c.tensor_fwd.push_back(add_call("tp all-reduce " + unit.name + tag, collective::Op::all_reduce,
-                                          2 * tokens_bytes, tensor_group(d)));
-          c.tensor_bwd.push_back(add_call("tp all-reduce " + unit.name + " (backward)" + tag,
-                                          collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
-          if (p.activation_checkpointing)
-            c.tensor_recompute.push_back(add_call("tp all-reduce " + unit.name + " (recompute)" + tag,
-                                                  collective::Op::all_reduce, 2 * tokens_bytes, tensor_group(d)));
+          auto tensor_calls = [&](const PassNames& pn, std::vector<int>& after, std::vector<int>& before) {
+            if (sequence_parallel)
+              before.push_back(add_call(pn.gather, collective::Op::all_gather, 2 * tokens_bytes, tensor_group(d)));
+            after.push_back(add_call(pn.reduce,
+                                     sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                     2 * tokens_bytes, tensor_group(d)));
+          };
+          tensor_calls(fwd, c.tensor_fwd, c.gather_fwd_sp);
+          tensor_calls(bwd, c.tensor_bwd, c.gather_bwd_sp);
+          if (p.activation_checkpointing) tensor_calls(rec, c.tensor_recompute, c.gather_recompute_sp);
         }
+      }
     }
   }
 
   const Seconds optimizer =
       model::op_duration(model::optimizer_step_op(total_params / static_cast<double>(shard)), in.device);
   const StageMemory& mem = in.stages.front();
+  // A TP all-reduce task is named after the pass it follows: each such name is made once.
+  std::vector<InternedName> all_reduce_after;  // by the pass's name id
+  auto all_reduce_name = [&](const InternedName& pass_name) {
+    if (all_reduce_after.size() <= pass_name.id()) all_reduce_after.resize(pass_name.id() + 1);
+    InternedName& made = all_reduce_after[pass_name.id()];
+    if (made.empty()) made = pass_name + " all-reduce";
+    return made;
+  };
 
   for (long d = 0; d < L.dp; ++d)
     for (long t = 0; t < p.tp; ++t) {
@@ -166,27 +205,34 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       auto last = [](const std::vector<Task>& v, int stream) {
         return TaskRef{stream, static_cast<int>(v.size()) - 1};
       };
-      auto copy_task = [&](std::string name, CopyDirection dir, std::vector<TaskRef> deps) {
-        Task c{std::move(name), TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
+      auto copy_task = [&](InternedName name, CopyDirection dir, std::vector<TaskRef> deps) {
+        Task c{name, TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
         c.copy_bytes = layer_input;
         c.copy_direction = dir;
         rp.streams[kCopy].tasks.push_back(std::move(c));
         return last(rp.streams[kCopy].tasks, kCopy);
       };
-      // Runs a unit pass: compute after `ready`, then (TP) its all-reduce; returns the task the
-      // next pass must wait for.
-      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call) {
+      // Runs a unit pass: (SP) an all-gather after `ready`, compute, then (TP) its all-reduce
+      // or (SP) reduce-scatter; returns the task the next pass must wait for.
+      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call, int gather_call = -1) {
+        if (gather_call >= 0) {
+          tensor.push_back({task.name + " all-gather", TaskKind::collective, task.phase, 0, gather_call, std::move(ready)});
+          ready = {last(tensor, kTensor)};
+        }
         task.deps = std::move(ready);
         comp.push_back(std::move(task));
         if (tensor_call < 0) return last(comp, kCompute);
-        tensor.push_back({comp.back().name + " all-reduce", TaskKind::collective,
+        const InternedName reduce_name = gather_call >= 0 ? InternedName(comp.back().name + " reduce-scatter")
+                                                          : all_reduce_name(comp.back().name);
+        tensor.push_back({reduce_name, TaskKind::collective,
                           comp.back().phase, 0, tensor_call, {last(comp, kCompute)}});
         return last(tensor, kTensor);
       };
+      auto sp_gather = [&](const std::vector<int>& calls) { return sequence_parallel ? calls[d] : -1; };
       std::vector<TaskRef> reduced;
       for (long mb = 0; mb < p.accumulation; ++mb) {
-        const std::string tag = " mb" + std::to_string(mb);
         const auto& c = calls[mb];
+        const auto& name = names[static_cast<std::size_t>(mb)];
         // Forward: gathers run ahead by at most two units.
         std::vector<int> computed;  // compute-stream index of each unit's forward
         std::vector<TaskRef> offloaded(n, TaskRef{-1, -1});  // each layer's copy to host
@@ -196,19 +242,20 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard > 1) {
             std::vector<TaskRef> gdeps;
             if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
-            gather.push_back({"all-gather " + units[u].name + tag, TaskKind::collective,
+            gather.push_back({name[u].gather, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
             ready.push_back(last(gather, kGather));
           }
           if (previous.stream >= 0) ready.push_back(previous);
           // Two layer inputs on device: the one in use and the one being offloaded.
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
-          Task f{"forward " + units[u].name + tag, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
+          Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
-          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1);
+          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : -1);
           computed.push_back(static_cast<int>(comp.size()) - 1);
           if (offload && units[u].layer)
-            offloaded[u] = copy_task("offload input " + units[u].name + tag, CopyDirection::to_host,
+            offloaded[u] = copy_task(name[u].offload, CopyDirection::to_host,
                                      {{kCompute, computed.back()}});
         }
         // Backward: head first, embedding last; gathers one unit ahead.
@@ -219,7 +266,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard > 1) {
             std::vector<TaskRef> gdeps;
             if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
-            gather.push_back({"all-gather " + units[u].name + " (backward)" + tag, TaskKind::collective,
+            gather.push_back({name[u].gather_backward, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
             ready.push_back(last(gather, kGather));
           }
@@ -227,30 +274,31 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             // Prefetched one layer ahead: starts once the backward two units back is done.
             std::vector<TaskRef> fdeps;
             if (k >= 2) fdeps.push_back({kCompute, done[k - 2]});
-            ready.push_back(copy_task("fetch input " + units[u].name + tag, CopyDirection::to_device, fdeps));
+            ready.push_back(copy_task(name[u].fetch, CopyDirection::to_device, fdeps));
           }
           if (p.activation_checkpointing && units[u].tensor_parallel) {
             // The recomputed forward's all-reduce, then the backward proper.
-            Task r{"recompute " + units[u].name + tag, TaskKind::compute, Phase::backward,
+            Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
             r.workspace = mem.workspace;
-            ready = {pass(r, ready, c[u].tensor_recompute[d])};
+            ready = {pass(r, ready, c[u].tensor_recompute[d], sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
-          Task b{"backward " + units[u].name + tag, TaskKind::compute, Phase::backward, dur, -1, {}};
+          Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
           b.workspace = mem.workspace;
           if (u == 0) b.release = mem.activations_per_micro_batch;
-          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1);
+          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : -1);
           done.push_back(static_cast<int>(comp.size()) - 1);
           if (shard > 1) {
-            reduce.push_back({"reduce-scatter " + units[u].name + tag, TaskKind::collective,
+            reduce.push_back({name[u].reduce_scatter, TaskKind::collective,
                               Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
             reduced.push_back(last(reduce, kReduce));
           }
           if (replicas > 1) {
             std::vector<TaskRef> rdeps{{kCompute, done.back()}};
             if (shard > 1) rdeps = {last(reduce, kReduce)};
-            reduce.push_back({"replica all-reduce " + units[u].name + tag, TaskKind::collective,
+            reduce.push_back({name[u].replica_all_reduce, TaskKind::collective,
                               Phase::gradient_sync, 0, c[u].replicate[replica_gid], rdeps});
             reduced.push_back(last(reduce, kReduce));
           }

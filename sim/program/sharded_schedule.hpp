@@ -13,7 +13,11 @@
 //    it is done, overlapping the next unit's backward; with hybrid sharding, all-reduces the
 //    reduced shard across the replicas;
 //  - tensor parallelism: each layer pass ends with an all-reduce of its output over the TP group
-//    (Megatron's two all-reduces per layer and pass, merged), in the critical path;
+//    (Megatron's two all-reduces per layer and pass, merged), in the critical path; with
+//    sequence parallelism (Korthikanti et al. 2022) an all-gather of its inputs before it and a
+//    reduce-scatter of its outputs after it instead, the same bytes on the wire (Megatron's
+//    re-gather of the input for the weight gradient, overlapped with the input-gradient GEMM,
+//    is not modelled);
 //  - the optimizer steps on the rank's shard once every gradient is reduced.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"

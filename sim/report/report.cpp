@@ -72,6 +72,16 @@ std::string with_commas(double v) {
   return s;
 }
 
+/// The machines of the results that `keep`, each once, in the order the points first name them.
+template <typename Keep>
+std::vector<const scenario::Machine*> machines_of(const std::vector<scenario::PointResult>& results, Keep keep) {
+  std::vector<const scenario::Machine*> out;
+  for (const auto& r : results)
+    if (keep(r) && std::find(out.begin(), out.end(), r.point.machine.get()) == out.end())
+      out.push_back(r.point.machine.get());
+  return out;
+}
+
 }  // namespace
 
 void write_table(std::ostream& os, const scenario::Scenario& s,
@@ -83,10 +93,18 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   for (const auto& r : results)
     if (r.point.label != std::to_string(r.point.nodes) + (r.point.nodes == 1 ? " instance" : " instances"))
       label_width = std::max(label_width, r.point.label.size() + 2);
+  // A table measured on several instance types names each row's topology.
+  const auto machines = machines_of(results, [](const scenario::PointResult&) { return true; });
+  const bool mixed = machines.size() > 1;
+  std::size_t topology_width = 0;
+  for (const auto* m : machines) topology_width = std::max(topology_width, m->topology.name.size() + 2);
   os << s.title << "\n";
-  os << "topology " << s.topology.name << ", model " << s.model.name << ", reference: "
+  os << (mixed ? "topologies " : "topology ");
+  for (std::size_t k = 0; k < machines.size(); ++k) os << (k ? ", " : "") << machines[k]->topology.name;
+  os << ", model " << s.model.name << ", reference: "
      << s.reference_source << "\n\n";
   if (label_width > 0) os << std::left << std::setw(static_cast<int>(label_width)) << "point";
+  if (mixed) os << std::left << std::setw(static_cast<int>(topology_width)) << "topology";
   os << std::left << std::setw(10) << "instances" << std::right << std::setw(13) << "accelerators"
      << std::setw(12) << "seq/s" << std::setw(12) << "reference" << std::setw(9) << "error"
      << std::setw(12) << "seq/s/acc" << std::setw(12) << "reference" << std::setw(12)
@@ -98,6 +116,8 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   for (const auto& row : rows) {
     const auto& r = *row.result;
     if (label_width > 0) os << std::left << std::setw(static_cast<int>(label_width)) << r.point.label;
+    if (mixed)
+      os << std::left << std::setw(static_cast<int>(topology_width)) << r.point.machine->topology.name;
     os << std::left << std::setw(10) << r.point.nodes << std::right << std::setw(13) << r.accelerators;
     if (r.oom) {
       const auto& worst = r.memory.ranks.front();
@@ -140,12 +160,13 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
   if (n_unfitted > 0)
     os << "\nnon-fitted rows: " << n_unfitted << ", mean |error| " << fmt("%.1f%%", sum_abs / n_unfitted)
        << ", max |error| " << fmt("%.1f%%", max_abs) << "\n";
-  bool any_fitted = false;
-  for (const auto& r : results) any_fitted = any_fitted || r.point.fitted;
-  if (any_fitted) {
+  const auto fitted_on = machines_of(results, [](const scenario::PointResult& r) { return r.point.fitted; });
+  if (!fitted_on.empty()) {
     os << "fitted rows were used to fit:";
-    for (const auto& f : s.device.fitted) os << "\n  " << s.device.file << " " << f.json_path;
-    for (const auto& f : s.collectives.fitted) os << "\n  " << s.collectives.file << " " << f;
+    for (const auto* m : fitted_on) {
+      for (const auto& f : m->device.fitted) os << "\n  " << m->device.file << " " << f.json_path;
+      for (const auto& f : m->collectives.fitted) os << "\n  " << m->collectives.file << " " << f;
+    }
     os << "\n";
   }
   write_pipeline_notes(os, s, results);
@@ -159,6 +180,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
     const auto& r = *row.result;
     nlohmann::ordered_json p;
     p["label"] = r.point.label;
+    p["topology"] = r.point.machine->topology.name;
     p["nodes"] = r.point.nodes;
     p["accelerators"] = r.accelerators;
     p["status"] = status_of(r);
@@ -201,7 +223,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
   nlohmann::ordered_json doc;
   doc["scenario"] = s.name;
   doc["title"] = s.title;
-  doc["topology"] = s.topology.name;
+  doc["topology"] = s.machine->topology.name;
   doc["model"] = s.model.name;
   doc["reference_source"] = s.reference_source;
   if (s.data) {

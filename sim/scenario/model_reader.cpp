@@ -45,6 +45,7 @@ model::TransformerSpec read_model(JsonObject o) {
   m.embedding_norm = o.boolean_or("embedding_norm", m.embedding_norm);
   m.final_norm = o.boolean_or("final_norm", m.final_norm);
   m.dropout = o.boolean_or("dropout", m.dropout);
+  m.causal = o.boolean_or("causal", arch != "bert");
   if (m.hidden % m.heads != 0)
     o.fail("heads", "hidden (" + std::to_string(m.hidden) + ") must be divisible by heads (" +
                         std::to_string(m.heads) + ")");

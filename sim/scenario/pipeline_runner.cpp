@@ -22,10 +22,10 @@ namespace {
 Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataParallelConfig& cfg) {
   const auto prog = program::build_program(schedule_inputs(s, p));
   const collective::RankLayout layout{cfg.ranks_per_node};
-  const auto rates = engine::fabric_rates(s.topology);
+  const auto rates = engine::fabric_rates(p.machine->topology);
   Bytes total = 0;
   for (const auto& c : prog.collectives) {
-    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates,
+    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
     for (const auto& ph : plan.phases)
       for (const auto& f : ph.flows)
@@ -58,7 +58,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   step.samples_per_step = static_cast<long>(cfg.world) * cfg.micro_batch * cfg.accumulation;
 
   engine::PipelineSetup setup;
-  setup.topology = &s.topology;
+  setup.topology = &p.machine->topology;
   setup.loader = c.loader;
   setup.local_nvme = p.storage_kind.value_or(c.source) == pipeline::SourceKind::local_nvme;
   setup.step = step;
@@ -68,7 +68,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   in.samples_per_node_step = static_cast<long>(cfg.ranks_per_node) * cfg.micro_batch * cfg.accumulation;
   in.epochs = c.epochs;
   in.local_nvme = setup.local_nvme;
-  in.page_cache_per_node = c.loader.page_cache_fraction * s.topology.host->memory;
+  in.page_cache_per_node = c.loader.page_cache_fraction * p.machine->topology.host->memory;
   in.seed = c.shuffle_seed;
   std::string source;
   if (!setup.local_nvme) {
@@ -92,7 +92,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
     std::snprintf(buf, sizeof buf, "%.1f GiB cache)", setup.fsx.cache / 1073741824.0);
     source += buf;
   } else {
-    source = "local NVMe (" + format_bytes(s.topology.host->local_nvme_read) + "/s per node)";
+    source = "local NVMe (" + format_bytes(p.machine->topology.host->local_nvme_read) + "/s per node)";
   }
   const auto plan = pipeline::plan_reads(in);
   if (plan.steps_per_epoch < 1)

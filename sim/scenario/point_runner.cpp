@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <xbt/log.h>
@@ -18,8 +19,18 @@
 
 namespace trainsim::scenario {
 
+namespace {
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+}  // namespace
+
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
-  program::ScheduleInputs in{p.model, p.training, p.layout, s.device, {}};
+  program::ScheduleInputs in{p.model, p.training, p.layout, p.machine->device, {}};
   const auto mem_in = memory_inputs(s, p);
   for (long stage = 0; stage < p.training.pp; ++stage) {
     const auto r = memory::stage_memory(mem_in, stage);
@@ -39,20 +50,23 @@ std::string unsupported_reason(const Scenario& s, const Point& p) {
 
 PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace) {
   const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
   xbt_log_control_set("root.thresh:critical");
   int argc = 1;
   char name[] = "trainsim";
   char* argv[] = {name, nullptr};
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
-  const auto platform = engine::build_platform(s.topology, p.nodes);
+  const auto platform = engine::build_platform(p.machine->topology, p.nodes);
+  const auto program_start = std::chrono::steady_clock::now();
   const auto prog = program::build_program(schedule_inputs(s, p));
+  const auto program_end = std::chrono::steady_clock::now();
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
-  const auto rates = engine::fabric_rates(s.topology);
+  const auto rates = engine::fabric_rates(p.machine->topology);
   const auto result = engine::execute_program(
       prog, platform,
       [&](const program::CollectiveCall& c) {
-        return collective::plan_collective(c.op, c.size, c.group, layout, s.collectives, rates,
+        return collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
       },
       engine::ExecuteOptions{trace, s.fold_symmetric_ranks});
@@ -76,6 +90,12 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
     }
   r.memory_samples = result.memory;
   r.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  r.sim_cpu_s = process_cpu_seconds() - cpu_start;
+  r.wall.platform = std::chrono::duration<double>(program_start - wall_start).count();
+  r.wall.program = std::chrono::duration<double>(program_end - program_start).count();
+  r.wall.fold = result.fold_wall_s;
+  r.wall.prepare = result.prepare_wall_s;
+  r.wall.run = result.run_wall_s;
   return r;
 }
 
@@ -87,9 +107,10 @@ nlohmann::json point_result_to_json(const PointResult& r) {
   for (const auto& m : r.memory_samples) memory.push_back({m.rank, m.time, m.bytes});
   nlohmann::json j = {{"accelerators", r.accelerators}, {"completed", r.completed},
           {"step_time", r.step_time},       {"samples_per_s", r.samples_per_s},
-          {"sim_wall_s", r.sim_wall_s},     {"spans", spans},
+          {"sim_wall_s", r.sim_wall_s},     {"sim_cpu_s", r.sim_cpu_s},     {"spans", spans},
           {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
-          {"peak_memory_time", r.peak_memory_time}, {"memory", memory}};
+          {"peak_memory_time", r.peak_memory_time}, {"memory", memory},
+          {"wall", {r.wall.platform, r.wall.program, r.wall.fold, r.wall.prepare, r.wall.run}}};
   if (r.pipeline) j["pipeline"] = pipeline::to_json(*r.pipeline);
   return j;
 }
@@ -102,9 +123,13 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
   r.step_time = j.at("step_time").get<double>();
   r.samples_per_s = j.at("samples_per_s").get<double>();
   r.sim_wall_s = j.at("sim_wall_s").get<double>();
+  r.sim_cpu_s = j.at("sim_cpu_s").get<double>();
   r.peak_memory = j.at("peak_memory").get<double>();
   r.peak_memory_rank = j.at("peak_memory_rank").get<int>();
   r.peak_memory_time = j.at("peak_memory_time").get<double>();
+  const auto& wall = j.at("wall");
+  r.wall = {wall[0].get<double>(), wall[1].get<double>(), wall[2].get<double>(), wall[3].get<double>(),
+            wall[4].get<double>()};
   for (const auto& m : j.at("memory"))
     r.memory_samples.push_back({m[0].get<int>(), m[1].get<double>(), m[2].get<double>()});
   for (const auto& sp : j.at("spans"))

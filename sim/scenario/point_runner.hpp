@@ -35,6 +35,15 @@ struct PointResult {
   Seconds step_time = 0;
   double samples_per_s = 0;
   double sim_wall_s = 0;  ///< the simulator's own wall time for this point
+  double sim_cpu_s = 0;   ///< its CPU time (what sim_wall_s would be on an otherwise idle core)
+  /// sim_wall_s by part (benchmarks; never written to reports).
+  struct WallSplit {
+    double platform = 0;  ///< SimGrid engine and platform
+    double program = 0;   ///< the schedule's per-rank programs
+    double fold = 0;      ///< rank folding
+    double prepare = 0;   ///< collective plans and merged calls, per-class state
+    double run = 0;       ///< the simulation
+  } wall;
   std::vector<TaskSpan> spans;  ///< filled when tracing
   /// Epochs with the input pipeline (scenarios with a "data" section); samples_per_s and
   /// step_time are then the last epoch's.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/paths.hpp"
@@ -26,6 +27,24 @@ nlohmann::json merged(nlohmann::json base, const nlohmann::json& patch) {
   return base;
 }
 
+/// The topology `topo_file` (named at `o`'s "topology") with its device profile and collective
+/// calibration.
+std::shared_ptr<const Machine> load_machine(const std::string& topo_file, JsonObject& o) {
+  auto m = std::make_shared<Machine>();
+  try {
+    m->topology = topology::load_topology(topo_file);
+  } catch (const ConfigError& e) {
+    if (e.file() == topo_file && e.json_path().empty() && !std::filesystem::exists(topo_file))
+      o.fail("topology", "topology file not found: " + topo_file);
+    throw;
+  }
+  m->device = model::load_device_profile(m->topology.accelerator.device_file);
+  if (m->topology.calibration_file.empty())
+    o.fail("topology", "topology " + topo_file + " names no collective_calibration");
+  m->collectives = collective::load_collective_calibration(m->topology.calibration_file);
+  return m;
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -42,22 +61,19 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
   root.allow("description");
   s.assumptions = root.has("assumptions") ? root.string_array("assumptions")
                                           : (root.allow("assumptions"), std::vector<std::string>{});
-  const std::string topo_file = relative_to(path, root.string("topology"));
-  try {
-    s.topology = topology::load_topology(topo_file);
-  } catch (const ConfigError& e) {
-    if (e.file() == topo_file && e.json_path().empty() && !std::filesystem::exists(topo_file))
-      root.fail("topology", "topology file not found: " + topo_file);
-    throw;
-  }
-  s.device = model::load_device_profile(s.topology.accelerator.device_file);
-  if (s.topology.calibration_file.empty())
-    root.fail("topology", "topology " + topo_file + " names no collective_calibration");
-  s.collectives = collective::load_collective_calibration(s.topology.calibration_file);
+  // Machines by resolved topology file: points naming the same file share one.
+  std::map<std::string, std::shared_ptr<const Machine>> machines;
+  auto machine_at = [&](JsonObject& o) {
+    const std::string topo_file = relative_to(path, o.string("topology"));
+    auto& m = machines[topo_file];
+    if (!m) m = load_machine(topo_file, o);
+    return m;
+  };
+  s.machine = machine_at(root);
   s.model = read_model(root.object("model"));
   s.training = read_training(root.object("training"));
-  const auto scenario_collectives = read_collectives(root.object("training"), s.collectives);
-  if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.topology);
+  const auto scenario_collectives = read_collectives(root.object("training"), s.machine->collectives);
+  if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.machine->topology);
   else root.allow("data");
   {
     JsonObject ref = root.object("reference");
@@ -67,24 +83,32 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     ref.finish();
   }
 
-  // Rows named as fitting inputs in the device or collective calibration ("scenario#label").
-  std::vector<std::string> fitted_rows;
-  for (const auto& f : s.device.fitted)
-    fitted_rows.insert(fitted_rows.end(), f.rows.begin(), f.rows.end());
-  fitted_rows.insert(fitted_rows.end(), s.collectives.fitted_rows.begin(),
-                     s.collectives.fitted_rows.end());
-  auto is_fitted = [&](const std::string& label) {
+  // A row is fitted when its machine's device or collective calibration names it as a fitting
+  // input ("scenario#label").
+  auto is_fitted = [&](const Machine& m, const std::string& label) {
     const std::string key = s.name + "#" + label;
-    return std::find(fitted_rows.begin(), fitted_rows.end(), key) != fitted_rows.end();
+    auto named = [&](const std::vector<std::string>& rows) {
+      return std::find(rows.begin(), rows.end(), key) != rows.end();
+    };
+    return named(m.collectives.fitted_rows) ||
+           std::any_of(m.device.fitted.begin(), m.device.fitted.end(),
+                       [&](const auto& f) { return named(f.rows); });
   };
-
-  const long per_node = static_cast<long>(s.topology.accelerators().size());
   auto points = root.object_array("points");
   if (points.empty()) root.fail("points", "expected at least one point");
   for (std::size_t i = 0; i < points.size(); ++i) {
     auto& po = points[i];
     const auto& raw = doc["points"][i];
     Point p;
+    if (po.has("topology")) {
+      if (s.data) po.fail("topology", "a scenario with a \"data\" section runs every point on its own topology");
+      p.machine = machine_at(po);
+    } else {
+      po.allow("topology");
+      p.machine = s.machine;
+    }
+    const auto& topo = p.machine->topology;
+    const long per_node = static_cast<long>(topo.accelerators().size());
     p.nodes = static_cast<int>(po.positive_integer("nodes"));
     p.label = po.string_or("label", std::to_string(p.nodes) + (p.nodes == 1 ? " instance" : " instances"));
     auto reference = [&](const char* key, std::optional<double>& out) {
@@ -104,18 +128,20 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     }
     po.allow("model");
     p.training = s.training;
-    p.collectives = scenario_collectives;
+    p.collectives = raw.contains("topology")
+                        ? read_collectives(root.object("training"), p.machine->collectives)
+                        : scenario_collectives;
     if (raw.contains("training")) {
       const auto t = merged(doc["training"], raw["training"]);
       p.training = read_training(JsonObject(t, path, at + "/training"));
-      p.collectives = read_collectives(JsonObject(t, path, at + "/training"), s.collectives);
+      p.collectives = read_collectives(JsonObject(t, path, at + "/training"), p.machine->collectives);
     }
     po.allow("training");
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {
       po.fail("nodes", std::string(e.what()) + " (" + std::to_string(p.nodes) + " x " +
-                           s.topology.name + ")");
+                           topo.name + ")");
     }
     if (p.training.tp > per_node)
       po.fail("nodes", "tensor parallelism (" + std::to_string(p.training.tp) +
@@ -127,17 +153,17 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
       po.fail("nodes", "tensor-parallel degree " + std::to_string(p.training.tp) +
                            " does not divide the " + std::to_string(p.model.heads) + " heads");
     if (p.training.activation_offloading &&
-        std::none_of(s.topology.vertices.begin(), s.topology.vertices.end(),
+        std::none_of(topo.vertices.begin(), topo.vertices.end(),
                      [](const topology::Vertex& v) { return v.kind == topology::VertexKind::cpu; }))
       po.fail("training", "activation offloading copies layer inputs to host memory over PCIe, but topology " +
-                              s.topology.name + " has no vertex of kind cpu");
+                              topo.name + " has no vertex of kind cpu");
     if (po.has("data_parallel_degree")) {
       const long dp = po.positive_integer("data_parallel_degree");
       if (dp != p.layout.dp)
         po.fail("data_parallel_degree",
                 "data-parallel degree " + std::to_string(dp) + " does not match the " +
                     std::to_string(p.layout.dp) + " = " + std::to_string(p.layout.world) +
-                    " accelerators of " + std::to_string(p.nodes) + " x " + s.topology.name +
+                    " accelerators of " + std::to_string(p.nodes) + " x " + topo.name +
                     " / (tensor " + std::to_string(p.training.tp) + " x pipeline " +
                     std::to_string(p.training.pp) + ")");
     } else {
@@ -147,7 +173,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
       if (!s.data) po.fail("storage_kind", "only a scenario with a \"data\" section has a data source");
       const auto kind = po.choice("storage_kind", {"fsx_lustre", "local_nvme"});
       if (kind == "local_nvme") {
-        check_local_nvme(*s.data, s.topology, po, "storage_kind");
+        check_local_nvme(*s.data, topo, po, "storage_kind");
         p.storage_kind = pipeline::SourceKind::local_nvme;
       } else {
         if (s.data->source != pipeline::SourceKind::fsx)
@@ -168,7 +194,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     }
     po.allow("note");
     po.finish();
-    p.fitted = is_fitted(p.label);
+    p.fitted = is_fitted(*p.machine, p.label);
     s.points.push_back(p);
   }
   root.finish();
@@ -181,7 +207,9 @@ program::DataParallelConfig training_for(const Scenario& s, const Point& p) {
 }
 
 memory::MemoryInputs memory_inputs(const Scenario& s, const Point& p) {
-  return {p.model, p.training, p.layout, s.topology.accelerator.memory, s.device.runtime_reserve};
+  (void)s;
+  return {p.model, p.training, p.layout, p.machine->topology.accelerator.memory,
+          p.machine->device.runtime_reserve};
 }
 
 }  // namespace trainsim::scenario

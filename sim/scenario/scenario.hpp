@@ -3,6 +3,7 @@
 // simulate, with the published reference for each point where one exists. Loaded from
 // scenarios/*.json (schema_version 1); cross-file checks happen here, before anything is built.
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,14 @@
 
 namespace trainsim::scenario {
 
+/// The hardware a point runs on: a topology with the device profile and collective calibration
+/// it names. Shared by the points that run on it.
+struct Machine {
+  topology::Topology topology;
+  model::DeviceProfile device;
+  collective::CollectiveCalibration collectives;
+};
+
 /// One configuration to simulate. A point may override any field of the scenario's "model" and
 /// "training" objects (its own "model" / "training" objects are merged over them), so one file
 /// can hold a table whose rows differ in model and degrees.
@@ -32,6 +41,9 @@ struct Point {
   /// Where this point's data comes from when it differs from the scenario's "data.storage.kind",
   /// so one file can compare FSx with local NVMe for the same job.
   std::optional<pipeline::SourceKind> storage_kind;
+  /// The scenario's machine, or the one named by the point's own "topology", so one file can
+  /// hold a table measured on several instance types.
+  std::shared_ptr<const Machine> machine;
   model::TransformerSpec model;
   plan::TrainingPlan training;
   collective::TunerOverride collectives;  ///< training.collectives: forced algorithm / protocol
@@ -44,9 +56,7 @@ struct Scenario {
   std::string title;
   std::string reference_source;
   std::vector<std::string> assumptions;
-  topology::Topology topology;
-  model::DeviceProfile device;
-  collective::CollectiveCalibration collectives;
+  std::shared_ptr<const Machine> machine;  ///< the scenario's "topology" (points may name their own)
   model::TransformerSpec model;   ///< the scenario-level model (points may override it)
   plan::TrainingPlan training;    ///< the scenario-level plan (points may override it)
   std::vector<Point> points;

@@ -31,6 +31,16 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.sequence_parallel && t.tp == 1)
     o.fail("sequence_parallel", "sequence parallelism needs tensor_parallel > 1");
   t.pp = o.positive_integer_or("pipeline_parallel", 1);
+  if (t.pp > 1 && t.sharding == Sharding::fsdp)
+    o.fail("pipeline_parallel",
+           "pipeline parallelism with FSDP (FSDP inside each stage, as torchtitan does) is not modelled; "
+           "use schedule zero1 (optimizer states sharded over each stage's data-parallel group) or ddp");
+  if (t.pp > 1 && (t.sharding == Sharding::zero2 || t.sharding == Sharding::zero3))
+    o.fail("pipeline_parallel",
+           "DeepSpeed's pipeline engine rejects ZeRO-2 and ZeRO-3 with pipeline parallelism "
+           "(deepspeed/runtime/pipe/engine.py: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"; "
+           "both reduce-scatter gradients at every micro-batch, ZeRO-3 also gathers parameters, and a pipeline "
+           "runs many micro-batches per step); use schedule zero1 or ddp");
   const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b");
   t.pipeline = ps == "gpipe"  ? plan::PipelineSchedule::gpipe
                : ps == "1f1b" ? plan::PipelineSchedule::one_f_one_b
@@ -56,6 +66,7 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
+  t.overlap_grad_reduce = o.boolean_or("overlap_grad_reduce", false);
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
   o.allow("collectives");  // read_collectives

@@ -438,7 +438,17 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   smp["points"][1]["nodes"] = 2;
   const std::string offloading = temp_path("smp-offloading.json");
   std::ofstream(offloading) << smp.dump(2);
-  for (const std::string& scenario : {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading}) {
+  // PTD-P with ZeRO-1 (after the flush and overlapped), sequence parallelism and offloading.
+  json pipeline = json::parse(read_text("scenarios/p4d-10b-smp-v1-pipeline.json"));
+  pipeline["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
+  pipeline["training"]["gradient_accumulation"] = 4;
+  pipeline["points"] = json::array({pipeline["points"][1], pipeline["points"][2]});
+  pipeline["points"][1]["training"]["sequence_parallel"] = true;
+  pipeline["points"][1]["training"]["activation_offloading"] = true;
+  const std::string zero1_pipeline = temp_path("pipeline-zero1.json");
+  std::ofstream(zero1_pipeline) << pipeline.dump(2);
+  for (const std::string& scenario :
+       {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading, zero1_pipeline}) {
     const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
     const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
     ASSERT_EQ(folded.status, 0) << folded.err;

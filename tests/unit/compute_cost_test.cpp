@@ -85,6 +85,31 @@ TEST(GradientAccumulation, Traffic) {
   EXPECT_DOUBLE_EQ(op.flops, 1e6);
 }
 
+TEST(OpDuration, FusedAttentionRunsAtTheDevicesAttentionEfficiency) {
+  DeviceProfile d = test_device();
+  d.fused_attention_forward_efficiency = 0.4;
+  d.fused_attention_backward_efficiency = 0.25;
+  TransformerSpec s{"GPT", 1, 2048, 16, 8192, 50000, 4096};
+  const Operation f = make_fused_attention(s, LayerShape{2, 1, false, true});
+  // Causal: half of 4 s^2 d per head and sequence, 2 x 16 heads of d = 128 at s = 4096.
+  const double flops = 0.5 * 4.0 * 4096.0 * 4096 * 128 * 2 * 16;
+  EXPECT_DOUBLE_EQ(f.flops, flops);
+  const double forward = flops / (100e12 * 0.4);  // 2.75 ms; Q, K, V, O move 134 MB: 0.17 ms
+  ASSERT_GT(forward, f.bytes / 0.8e12);
+  EXPECT_NEAR(op_duration(f, d), forward + 5e-6, kRel * forward);
+  const Operation b = backward_of({f}).front();
+  const double backward = 2.5 * flops / (100e12 * 0.25);
+  EXPECT_NEAR(op_duration(b, d), backward + 5e-6, kRel * backward);
+}
+
+TEST(OpDuration, FusedAttentionWithoutAMeasuredRateUsesTheGemmRate) {
+  const DeviceProfile d = test_device();  // no attention efficiency: peak x gemm_efficiency 0.5
+  TransformerSpec s{"GPT", 1, 2048, 16, 8192, 50000, 4096};
+  const Operation f = make_fused_attention(s, LayerShape{2, 1, false, true});
+  const double expected = f.flops / (100e12 * 0.5) + 5e-6;
+  EXPECT_NEAR(op_duration(f, d), expected, kRel * expected);
+}
+
 // ---- Device profiles -------------------------------------------------------------------------
 
 TEST(DeviceProfileLoader, A100Datasheet) {
@@ -131,6 +156,20 @@ TEST(DeviceProfileLoader, RejectsGemmEfficiencyAboveOne) {
   const ConfigError e = load_error(file);
   EXPECT_EQ(e.file(), file);
   EXPECT_EQ(e.json_path(), "/gemm_efficiency");
+  EXPECT_NE(std::string(e.what()).find("(0, 1]"), std::string::npos) << e.what();
+}
+
+TEST(DeviceProfileLoader, A100NamesItsFusedAttentionEfficiency) {
+  const DeviceProfile d = load_device_profile("topologies/devices/a100-80gb.json");
+  EXPECT_GT(d.fused_attention_forward_efficiency, d.fused_attention_backward_efficiency);
+  EXPECT_LE(d.fused_attention_forward_efficiency, 0.73);  // FlashAttention-2's best on A100
+}
+
+TEST(DeviceProfileLoader, RejectsAFusedAttentionEfficiencyAboveOne) {
+  const std::string file =
+      gaudi_with("/fused_attention_forward_efficiency", {{"value", 1.2}, {"source", "test"}});
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.json_path(), "/fused_attention_forward_efficiency");
   EXPECT_NE(std::string(e.what()).find("(0, 1]"), std::string::npos) << e.what();
 }
 

@@ -53,7 +53,7 @@ int optimizer_index(const Stream& compute) {
 
 int gradient_collectives(const Program& p) {
   int n = 0;
-  for (const auto& c : p.collectives) n += c.name.rfind("grad bucket", 0) == 0 ? 1 : 0;
+  for (const auto& c : p.collectives) n += c.name.str().rfind("grad bucket", 0) == 0 ? 1 : 0;
   return n;
 }
 
@@ -81,7 +81,7 @@ TEST(DataParallel, OneForwardAndOneBackwardPerMicroBatch) {
     // An accumulating backward lasts as long as the last micro-batch's buckets together.
     Seconds last = 0;
     for (const auto& t : comp.tasks)
-      if (t.name.rfind("backward mb2 bucket", 0) == 0) last += t.duration;
+      if (t.name.str().rfind("backward mb2 bucket", 0) == 0) last += t.duration;
     for (const auto& t : comp.tasks) {
       if (t.name == "backward mb0" || t.name == "backward mb1") {
         EXPECT_NEAR(t.duration, last, 1e-12 * last);
@@ -126,6 +126,56 @@ TEST(DataParallel, Zero1OptimizerUpdatesOneShard) {
   const Stream& comp = p.ranks[0].streams[0];
   EXPECT_DOUBLE_EQ(comp.tasks[optimizer_index(comp)].duration,
                    model::op_duration(model::optimizer_step_op(shard), small_device()));
+}
+
+TEST(DataParallel, Zero1WithShardGroupsReducesInsideThemAndAcrossReplicas) {
+  DataParallelConfig c = config(DataParallelKind::zero1);  // one bucket
+  c.shard = 2;                                              // groups {0, 1} and {2, 3}
+  const Program p = build(c);
+  EXPECT_NO_THROW(validate(p));
+  const double params = model::parameter_count(small_model());
+  for (const auto& rp : p.ranks) {
+    const Stream& comm = rp.streams[1];
+    ASSERT_EQ(comm.tasks.size(), 3u) << "rank " << rp.rank;
+    const auto& scatter = p.collectives[comm.tasks[0].collective];
+    const auto& across = p.collectives[comm.tasks[1].collective];
+    const auto& gather = p.collectives[comm.tasks[2].collective];
+    const int g = rp.rank / 2, j = rp.rank % 2;
+    EXPECT_EQ(scatter.op, Op::reduce_scatter);
+    EXPECT_EQ(scatter.group, (std::vector<int>{2 * g, 2 * g + 1}));
+    EXPECT_EQ(across.op, Op::all_reduce);  // this rank's half of the gradients, with its replica
+    EXPECT_EQ(across.group, (std::vector<int>{j, 2 + j}));
+    EXPECT_DOUBLE_EQ(across.size, scatter.size / 2);
+    EXPECT_EQ(gather.op, Op::all_gather);
+    EXPECT_EQ(gather.group, scatter.group);
+    EXPECT_DOUBLE_EQ(gather.size, 2 * params);
+  }
+  const Stream& comp = p.ranks[0].streams[0];  // the optimizer updates half the parameters
+  EXPECT_DOUBLE_EQ(comp.tasks[optimizer_index(comp)].duration,
+                   model::op_duration(model::optimizer_step_op(params / 2), small_device()));
+}
+
+TEST(DataParallel, Zero2ReduceScattersAfterEveryMicroBatchsBackward) {
+  // Gradients are sharded too: a rank keeps only its shard's accumulation, so every micro-batch's
+  // gradients are reduce-scattered during its backward (ZeRO-1 waits for the last).
+  const Program z1 = build(config(DataParallelKind::zero1, 60000));
+  const Program z2 = build(config(DataParallelKind::zero2, 60000));
+  const int buckets = gradient_collectives(z1);
+  ASSERT_GT(buckets, 1);
+  EXPECT_EQ(gradient_collectives(z2), 3 * buckets);  // accumulation 3
+  EXPECT_NO_THROW(validate(z2));
+  const Stream& comp = z2.ranks[0].streams[0];
+  const Stream& comm = z2.ranks[0].streams[1];
+  ASSERT_EQ(comm.tasks.size(), static_cast<std::size_t>(3 * buckets + 1));
+  for (int mb = 0; mb < 3; ++mb)
+    for (int b = 0; b < buckets; ++b) {
+      const Task& t = comm.tasks[static_cast<std::size_t>(mb * buckets + b)];
+      EXPECT_EQ(z2.collectives[t.collective].op, Op::reduce_scatter);
+      ASSERT_EQ(t.deps.size(), 1u);  // waits for its own micro-batch's bucket
+      EXPECT_EQ(comp.tasks[t.deps[0].index].name,
+                "backward mb" + std::to_string(mb) + " bucket " + std::to_string(b));
+    }
+  EXPECT_EQ(z2.collectives[comm.tasks.back().collective].op, Op::all_gather);
 }
 
 TEST(DataParallel, DdpAllReducesAndNeverGathers) {
@@ -203,6 +253,86 @@ Program two_ranks(const std::vector<int>& order0, const std::vector<int>& order1
   return p;
 }
 
+const Task& find(const Stream& s, const std::string& name) {
+  for (const auto& t : s.tasks)
+    if (t.name == name) return t;
+  ADD_FAILURE() << "no task " << name << " on " << s.name;
+  return s.tasks.front();
+}
+
+int index_of(const Stream& s, const std::string& name) { return static_cast<int>(&find(s, name) - s.tasks.data()); }
+
+bool waits_for(const Task& t, int stream, int index) {
+  for (const auto& d : t.deps)
+    if (d == TaskRef{stream, index}) return true;
+  return false;
+}
+
+DataParallelConfig offloading(double bucket_elements = 1e12) {
+  DataParallelConfig c = config(DataParallelKind::ddp, bucket_elements);
+  c.activation_checkpointing = true;
+  c.activation_offloading = true;
+  c.activation_memory = 50;
+  return c;
+}
+
+TEST(DataParallel, NoCopyStreamWithoutOffloading) {
+  EXPECT_EQ(build(config(DataParallelKind::ddp)).ranks[0].streams.size(), 2u);
+}
+
+TEST(DataParallel, OffloadingCopiesEachLayerInputToHostAndBackPerMicroBatch) {
+  const Program prog = build(offloading());
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  ASSERT_EQ(r.streams.size(), 3u);
+  const auto& comp = r.streams[0];
+  const auto& copy = r.streams[2];
+  EXPECT_EQ(copy.kind, StreamKind::copy);
+  // 4 layers x 3 micro-batches, each offloaded and fetched back: 24 copies of b x s x h x 2 B.
+  ASSERT_EQ(copy.tasks.size(), 24u);
+  for (const auto& t : copy.tasks) {
+    EXPECT_EQ(t.kind, TaskKind::host_copy);
+    EXPECT_DOUBLE_EQ(t.copy_bytes, 2.0 * 2 * 32 * 64);
+  }
+  EXPECT_EQ(find(copy, "offload input layer 0 mb1").copy_direction, CopyDirection::to_host);
+  EXPECT_EQ(find(copy, "fetch input layer 0 mb1").copy_direction, CopyDirection::to_device);
+  // The offload follows its layer's forward; a forward waits for the offload two layers back.
+  EXPECT_TRUE(waits_for(find(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find(comp, "forward layer 2 mb0"), 2, index_of(copy, "offload input layer 0 mb0")));
+  // A layer's backward waits for its fetch, which starts once the backward two units later is
+  // done (it overlaps the one in between); the first two fetches start right after the offloads.
+  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 2, index_of(copy, "fetch input layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
+  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
+  EXPECT_TRUE(find(copy, "fetch input layer 3 mb0").deps.empty());
+  // Memory: allocated by the embedding's forward, freed by its backward.
+  EXPECT_DOUBLE_EQ(find(comp, "forward embedding mb2").alloc, 50);
+  EXPECT_DOUBLE_EQ(find(comp, "backward embedding mb2").release, 50);
+}
+
+TEST(DataParallel, OffloadingKeepsTheComputeAndTheBucketsOfThePlainProgram) {
+  const Program prog = build(offloading(3e4));
+  validate(prog);
+  DataParallelConfig checkpointing = config(DataParallelKind::ddp, 3e4);
+  checkpointing.activation_checkpointing = true;
+  const Program plain_ckpt = build(checkpointing);
+  // The same work (the recompute included), split by unit.
+  Seconds a = 0, b = 0;
+  for (const auto& t : plain_ckpt.ranks[0].streams[0].tasks) a += t.duration;
+  for (const auto& t : prog.ranks[0].streams[0].tasks) b += t.duration;
+  EXPECT_NEAR(a, b, 1e-9 * a);
+  // The same buckets, each reduced once the unit that completes it is done.
+  ASSERT_EQ(prog.collectives.size(), plain_ckpt.collectives.size());
+  ASSERT_GT(prog.ranks[0].streams[1].tasks.size(), 1u);
+  const auto& comp = prog.ranks[0].streams[0];
+  for (const auto& t : prog.ranks[0].streams[1].tasks) {
+    if (t.phase != Phase::gradient_sync) continue;
+    ASSERT_EQ(t.deps.size(), 1u);
+    EXPECT_EQ(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().rfind("backward ", 0), 0u);
+    EXPECT_NE(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().find("mb2"), std::string::npos);
+  }
+}
+
 TEST(Validate, SameOrderOnEveryRankPasses) { EXPECT_NO_THROW(validate(two_ranks({0, 1}, {0, 1}))); }
 
 TEST(Validate, DifferentOrdersWouldDeadlock) {
@@ -212,6 +342,16 @@ TEST(Validate, DifferentOrdersWouldDeadlock) {
   } catch (const InvariantError& e) {
     EXPECT_NE(std::string(e.what()).find("different orders"), std::string::npos) << e.what();
   }
+}
+
+TEST(Validate, CollectivesOnDifferentStreamsNeedNoCommonOrder) {
+  // Rank 1 issues b on a second stream (interleaved pipelines send on one stream per chunk):
+  // both streams can progress, so issuing b before a there cannot deadlock.
+  Program p = two_ranks({0, 1}, {0});
+  auto& second = p.ranks[1].streams.emplace_back(Stream{"p2p", StreamKind::communication, {}});
+  second.tasks.push_back(p.ranks[1].streams[0].tasks[0]);
+  second.tasks[0].collective = 1;
+  EXPECT_NO_THROW(validate(p));
 }
 
 TEST(Validate, CollectiveMissingOnAMember) {

@@ -184,5 +184,20 @@ TEST(SourceExamples, TenBillionParametersNeedAbout200GB) {
   EXPECT_EQ(r.largest().name, "optimizer_states");
 }
 
+TEST(Pipeline, Zero1ShardsEachStagesOptimizerStatesOverItsDataParallelGroup) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1);
+  p.pp = 2;
+  const auto in = inputs(p, 8);  // dp 4 per stage
+  ASSERT_EQ(in.layout.dp, 4);
+  ASSERT_EQ(in.layout.shard, 4);
+  const auto ranks = rank_memory(in);
+  const auto s = gpt();
+  const double first = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);
+  EXPECT_DOUBLE_EQ(ranks[0].term("optimizer_states"), 8 * first / 4);
+  EXPECT_DOUBLE_EQ(ranks[0].term("master_weights"), 4 * first / 4);
+  EXPECT_DOUBLE_EQ(ranks[0].term("weights"), 2 * first);    // ZeRO-1 keeps working weights ...
+  EXPECT_DOUBLE_EQ(ranks[0].term("gradients"), 2 * first);  // ... and gradients whole
+}
+
 }  // namespace
 }  // namespace trainsim::memory

@@ -54,10 +54,10 @@ bool contains(const std::string& text, const std::string& part) {
 /// "<scenario>#<label>" as one of its rows.
 bool named_as_fitted(const Scenario& s, const std::string& label) {
   const std::string row = s.name + "#" + label;
-  for (const auto& f : s.device.fitted)
+  for (const auto& f : s.machine->device.fitted)
     for (const auto& r : f.rows)
       if (r == row) return true;
-  for (const auto& line : s.collectives.fitted)
+  for (const auto& line : s.machine->collectives.fitted)
     if (contains(line + " ", " " + row + " ")) return true;
   return false;
 }
@@ -67,12 +67,13 @@ bool named_as_fitted(const Scenario& s, const std::string& label) {
 TEST(ShippedScenario, BertLarge) {
   const Scenario s = load_scenario(kBertLarge);
   EXPECT_EQ(s.name, "dl1-bert-large-zero1");
-  EXPECT_EQ(s.topology.name, "dl1.24xlarge");
-  EXPECT_EQ(s.topology.file, "topologies/dl1.24xlarge.json");  // resolved against scenarios/
+  EXPECT_EQ(s.machine->topology.name, "dl1.24xlarge");
+  EXPECT_EQ(s.machine->topology.file, "topologies/dl1.24xlarge.json");  // resolved against scenarios/
   EXPECT_EQ(s.model.layers, 24);
   EXPECT_EQ(s.model.hidden, 1024);
   EXPECT_EQ(s.model.heads, 16);
   EXPECT_TRUE(s.model.mlm_head);
+  EXPECT_FALSE(s.model.causal);  // an encoder: a fused attention kernel computes every block
   EXPECT_EQ(s.training.sharding, plan::Sharding::zero1);
   EXPECT_EQ(s.training.micro_batch, 64);
   EXPECT_EQ(s.training.accumulation, 16);
@@ -113,6 +114,16 @@ TEST(ShippedScenario, Bert1_5B) {
     EXPECT_EQ(s.points[i].nodes, nodes[i]);
     EXPECT_DOUBLE_EQ(*s.points[i].reference_samples_per_s, reference[i]);
     EXPECT_EQ(s.points[i].fitted, named_as_fitted(s, s.points[i].label)) << s.points[i].label;
+  }
+}
+
+TEST(ShippedScenario, DecodersAreCausalAndTorchDdpRowsOverlapTheirAllReduce) {
+  const Scenario s = load_scenario("scenarios/megatron-table1.json");
+  EXPECT_TRUE(s.model.causal);
+  for (const auto& p : s.points) {
+    const bool torch_ddp = p.training.pp == 1;  // run_table_1.sh: --DDP-impl torch up to 18.4B
+    EXPECT_EQ(p.training.overlap_grad_reduce, torch_ddp) << p.label;
+    if (torch_ddp) EXPECT_EQ(p.training.bucket_elements, 25 * 1024 * 1024 / 2) << p.label;  // 25 MiB of fp16
   }
 }
 
@@ -172,6 +183,46 @@ TEST(ScenarioErrors, MissingTopologyFile) {
   EXPECT_TRUE(contains(e.what(), "no-such-topology.json")) << e.what();
 }
 
+// ---- a point's own topology: one table measured on several instance types -----------------
+
+TEST(PointTopology, APointMayRunOnAnotherMachine) {
+  json doc = bert_large_doc();
+  json other = doc["points"][0];
+  other["label"] = "on p4d";
+  other["topology"] = absolute("topologies/p4d.24xlarge.json");
+  doc["points"].push_back(other);
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  ASSERT_GE(s.points.size(), 2U);
+  EXPECT_EQ(s.points.front().machine, s.machine);  // no topology of its own: the scenario's
+  const auto& mine = *s.points.back().machine;
+  EXPECT_EQ(mine.topology.name, "p4d.24xlarge");
+  EXPECT_NE(mine.device.file, s.machine->device.file);  // its device profile and calibration
+  EXPECT_NE(mine.collectives.file, s.machine->collectives.file);
+  EXPECT_EQ(s.points.back().layout.ranks_per_node, 8);
+  EXPECT_EQ(memory_inputs(s, s.points.back()).capacity, mine.topology.accelerator.memory);
+}
+
+TEST(PointTopology, PointsNamingOneFileShareItsMachine) {
+  json doc = bert_large_doc();
+  for (auto& p : doc["points"]) p["topology"] = absolute("topologies/p4d.24xlarge.json");
+  const Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  ASSERT_GE(s.points.size(), 2U);
+  EXPECT_EQ(s.points[0].machine, s.points[1].machine);
+  EXPECT_NE(s.points[0].machine, s.machine);
+}
+
+TEST(PointTopology, ErrorsNameThePointsPath) {
+  json doc = bert_large_doc();
+  doc["points"][1]["topology"] = "no-such-topology.json";
+  const ConfigError e = load_error(write(doc, temp_file("missing")));
+  EXPECT_EQ(e.json_path(), "/points/1/topology");
+  EXPECT_TRUE(contains(e.what(), "topology file not found")) << e.what();
+
+  doc = bert_large_doc();
+  doc["points"][0]["topology"] = 7;
+  EXPECT_EQ(load_error(write(doc, temp_file("type"))).json_path(), "/points/0/topology");
+}
+
 TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
   // Scenarios carry no units themselves; their topology does, and its error names that file.
   json topo = read_json_file("topologies/dl1.24xlarge.json");
@@ -201,6 +252,27 @@ TEST(ScenarioErrors, OffloadingNeedsACpuVertex) {
   const ConfigError e = load_error(write(doc, temp_file("scenario")));
   EXPECT_EQ(e.json_path(), "/points/0/training");
   EXPECT_TRUE(contains(e.what(), "has no vertex of kind cpu")) << e.what();
+}
+
+TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["schedule"] = "zero3";
+  ConfigError e = load_error(write(doc, temp_file("zero3")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  EXPECT_TRUE(contains(e.what(), "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism")) << e.what();
+  doc["training"]["schedule"] = "zero2";
+  e = load_error(write(doc, temp_file("zero2")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["precision"] = "fsdp_mixed";
+  e = load_error(write(doc, temp_file("fsdp")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  EXPECT_TRUE(contains(e.what(), "not modelled")) << e.what();
+  // Optimizer-state sharding per stage is what pipelines combine with.
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["precision"] = "amp";
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("zero1"))));
 }
 
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
@@ -276,10 +348,10 @@ TEST(ScenarioCollectives, ForceTheTunerForEveryCollectiveOfThePoint) {
   const collective::RankLayout layout{8};
   const collective::FabricRates rates{300e9, 2e-6, 50e9, 20e-6};
   const auto tuned = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
-                                                 layout, s.collectives, rates);
+                                                 layout, s.machine->collectives, rates);
   EXPECT_EQ(tuned.algorithm, "tree");
   const auto forced = collective::plan_collective(collective::Op::all_reduce, 1 << 30, group,
-                                                  layout, s.collectives, rates,
+                                                  layout, s.machine->collectives, rates,
                                                   s.points[1].collectives);
   EXPECT_EQ(forced.algorithm, "ring");
   EXPECT_EQ(forced.protocol, "Simple");
@@ -355,6 +427,14 @@ TEST(DataPipeline, BadDataSourcesNameTheirPath) {
   doc = fsx_doc();
   doc["points"][0]["storage_kind"] = "s3";
   EXPECT_EQ(load_error(write(doc, temp_file("kind"))).json_path(), "/points/0/storage_kind");
+}
+
+TEST(DataPipeline, PointsShareTheScenariosTopology) {
+  json doc = fsx_doc();
+  doc["points"][0]["topology"] = absolute("topologies/p4d.24xlarge.json");
+  const ConfigError e = load_error(write(doc, temp_file("topology")));
+  EXPECT_EQ(e.json_path(), "/points/0/topology");
+  EXPECT_TRUE(contains(e.what(), "\"data\" section")) << e.what();
 }
 
 TEST(DataPipeline, DiagnosisThresholdsDefaultAndMayBeSet) {

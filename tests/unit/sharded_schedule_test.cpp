@@ -187,6 +187,26 @@ TEST(ShardedSchedule, UnderTensorParallelismTheRecomputeWaitsForTheFetch) {
   EXPECT_TRUE(waits_for(find(comp, "recompute layer 0 mb0"), 4, index_of(copy, "fetch input layer 0 mb0")));
 }
 
+TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndReduceScatter) {
+  ScheduleInputs in = inputs(4, 2, 2);
+  in.plan.sequence_parallel = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[0];
+  const auto& tensor = prog.ranks[0].streams[3];
+  const Task& ag = find(tensor, "forward layer 0 mb0 all-gather");
+  const Task& rs = find(tensor, "forward layer 0 mb0 reduce-scatter");
+  EXPECT_EQ(prog.collectives[ag.collective].op, collective::Op::all_gather);
+  EXPECT_EQ(prog.collectives[rs.collective].op, collective::Op::reduce_scatter);
+  EXPECT_DOUBLE_EQ(prog.collectives[ag.collective].size, prog.collectives[rs.collective].size);
+  // all-gather -> layer -> reduce-scatter, in the critical path.
+  EXPECT_TRUE(waits_for(find(comp, "forward layer 0 mb0"), 3, index_of(tensor, "forward layer 0 mb0 all-gather")));
+  EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "forward layer 0 mb0")));
+  // In backward too (the output gradients are gathered before the pass).
+  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather")));
+  for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("all-reduce"), std::string::npos) << t.name;
+}
+
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {
   ScheduleInputs in = inputs(4, 4, 1);
   EXPECT_TRUE(unsupported_plan(in).empty());

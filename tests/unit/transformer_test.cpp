@@ -2,6 +2,7 @@
 // scenarios use, GEMM FLOPs and bytes, the backward rule and the paper-style FLOPs per sequence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,56 @@ TEST(HeadAndEmbedding, Shapes) {
   ASSERT_EQ(emb.size(), 1u);
   EXPECT_EQ(emb[0].kind, OpKind::elementwise);
   EXPECT_DOUBLE_EQ(emb[0].bytes, 8 * t * h * 2.0);
+}
+
+TEST(SequenceParallelism, NormsAndResidualsRunOnOneTpthOfTheSequence) {
+  // Korthikanti et al. 2022: with SP the work TP alone replicates (norms, dropout, residual adds)
+  // is split along the sequence; the GEMMs and the TP-split activation functions are unchanged.
+  TransformerSpec s = bert_large();
+  const LayerShape tp4{8, 4, false, false, false};
+  LayerShape sp4 = tp4;
+  sp4.sequence_parallel = true;
+  const auto plain = layer_forward_ops(s, tp4);
+  const auto split = layer_forward_ops(s, sp4);
+  ASSERT_EQ(plain.size(), split.size());
+  int divided = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    const std::string& n = plain[i].name;
+    if (n.rfind("layernorm", 0) == 0 || n.rfind("residual", 0) == 0) {
+      EXPECT_DOUBLE_EQ(split[i].bytes, plain[i].bytes / 4) << n;
+      ++divided;
+    } else {
+      EXPECT_DOUBLE_EQ(split[i].bytes, plain[i].bytes) << n;
+      EXPECT_DOUBLE_EQ(split[i].flops, plain[i].flops) << n;
+    }
+  }
+  EXPECT_EQ(divided, 4);  // two norms, two residual adds
+}
+
+TEST(FusedAttention, ReplacesTheScoreMatricesByOneKernel) {
+  TransformerSpec gpt{"GPT", 24, 2048, 16, 8192, 50000, 2048};
+  const LayerShape flash{4, 2, false, true};
+  std::vector<std::string> names;
+  for (const auto& op : layer_forward_ops(gpt, flash)) names.push_back(op.name);
+  for (const char* gone : {"attn_scores", "softmax", "attn_dropout", "attn_context"})
+    EXPECT_EQ(std::count(names.begin(), names.end(), gone), 0) << gone;
+  const Operation f = make_fused_attention(gpt, flash);
+  EXPECT_EQ(f.kind, OpKind::fused_attention);
+  // 8 heads per TP rank, d = 128, causal: 2 s^2 d per head and sequence.
+  EXPECT_DOUBLE_EQ(f.flops, 2.0 * 2048 * 2048 * 128 * 8 * 4);
+  // Q, K, V, O of 4 x 2048 tokens x 1024 columns in bf16, plus an fp32 log-sum-exp per row.
+  EXPECT_DOUBLE_EQ(f.bytes, 2.0 * 4 * 2048 * 4 * 1024 + 4.0 * 4 * 8 * 2048);
+  const auto back = backward_of({f});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].kind, OpKind::fused_attention_backward);
+  EXPECT_DOUBLE_EQ(back[0].flops, 2.5 * f.flops);  // five matmuls to the forward's two
+}
+
+TEST(FusedAttention, BidirectionalAttentionComputesEveryBlock) {
+  TransformerSpec bert = bert_large();
+  bert.causal = false;
+  const LayerShape flash{8, 1, false, true};
+  EXPECT_DOUBLE_EQ(make_fused_attention(bert, flash).flops, 4.0 * 128 * 128 * 64 * 16 * 8);
 }
 
 }  // namespace
