@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "collective/nccl_cost_model.hpp"
 #include "collective/tuner_regions.hpp"
 #include "core/json_reader.hpp"
 
@@ -249,6 +250,9 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
     if (root.has("tuner_plugin"))
       c.tuner_regions = std::make_shared<const TunerRegions>(
           load_tuner_regions(beside(path, root.string("tuner_plugin"))));
+    if (root.has("nccl_cost_model"))
+      c.nccl_cost_model = std::make_shared<const NcclCostModel>(
+          load_nccl_cost_model(beside(path, root.string("nccl_cost_model"))));
     if (!c.intra_fabric.allows(Algorithm::ring))
       root.fail("intra_node", "the intra-node fabric must allow ring");
     if (!c.inter_fabric.allows(Algorithm::ring))

@@ -18,7 +18,8 @@
 
 namespace trainsim::collective {
 
-struct TunerRegions;  // tuner_regions.hpp
+struct TunerRegions;   // tuner_regions.hpp
+struct NcclCostModel;  // nccl_cost_model.hpp
 
 /// direct belongs to schema 1; the rest are NCCL's (tree = double binary tree across nodes with
 /// a chain inside each node; nvls = NVSwitch-local reduction, NVLink SHARP; nvls_tree = NVLS
@@ -84,6 +85,9 @@ struct CollectiveCalibration {
   FabricLevel inter_fabric;                   ///< schema 2
   /// Schema 2: a tuner plugin's regions (aws-ofi-nccl on p5), consulted before NCCL's own choice.
   std::shared_ptr<const TunerRegions> tuner_regions;
+  /// Schema 2: NCCL's own estimate on this platform; where given, it chooses across nodes when
+  /// no region does, and sets the tree's rate across nodes (nccl_tuner.hpp).
+  std::shared_ptr<const NcclCostModel> nccl_cost_model;
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 
