@@ -7,8 +7,10 @@ the reference rows named in their "fitted" entries, by bisection on the simulato
                            <- azure-nd-a100-v4 all_reduce 1 node at 8 GiB, 1 MiB, 64 MiB
   nccl-nvswitch-h100.json  /efficiency/nvls, /nvls_latency/value, /simple_chunk/value
                            <- azure-nd-h100-v5 all_reduce 1 node at 8 GiB, 1 MiB, 64 MiB
-  nccl-efa.json            /efficiency/tree, /tree_chunk/value <- awsome p5 2 nodes 8 GiB, 128 MiB
+  nccl-efa.json            /efficiency/tree <- awsome p5 2 nodes 8 GiB
                            /efficiency/ring <- crazyguitar p5 all_reduce 8 nodes 8 GiB
+                           /ll128_efficiency/value <- crazyguitar p5 all_reduce 8 nodes 2 GiB
+                           (ring LL128, chosen there by aws-ofi-nccl's region tuner)
 
 The values interact (latency and chunk both shape the middle of a curve), so the script sweeps
 them in turn a few times (coordinate descent). Every other reference row is a prediction.
@@ -49,8 +51,8 @@ FITS = {
          "p5.48xlarge", "awsome-p5-2node-all-reduce", "all_reduce", 2, 8 * GIB),
         ("nccl-efa.json", ["efficiency", "ring"], "", 0.3, 1.0, True,
          "p5.48xlarge", "crazyguitar-p5-scaling", "all_reduce", 8, 8 * GIB),
-        ("nccl-efa.json", ["tree_chunk", "value"], "MB", 0.05, 40.0, False,
-         "p5.48xlarge", "awsome-p5-2node-all-reduce", "all_reduce", 2, 128 * MIB),
+        ("nccl-efa.json", ["ll128_efficiency", "value"], "", 0.3, 1.0, True,
+         "p5.48xlarge", "crazyguitar-p5-scaling", "all_reduce", 8, 2 * GIB),
     ],
 }
 

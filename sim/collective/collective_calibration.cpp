@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "collective/nccl_cost_model.hpp"
+#include "collective/tuner_regions.hpp"
 #include "core/json_reader.hpp"
 
 namespace trainsim::collective {
@@ -187,6 +189,19 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
     require_source(s);
     s.finish();
   }
+  f.ll128_chunk = f.simple_chunk;
+  if (root.has("ll128_chunk")) {
+    JsonObject s = root.object("ll128_chunk");
+    f.ll128_chunk = s.quantity("value", Dimension::bytes);
+    require_source(s);
+    s.finish();
+  }
+  if (root.has("ll128_efficiency")) {
+    JsonObject s = root.object("ll128_efficiency");
+    f.ll128_efficiency = fraction(s, "value");
+    require_source(s);
+    s.finish();
+  }
   if (f.allows(Algorithm::nvls)) {
     JsonObject s = root.object("nvls_latency");
     f.nvls_latency = s.non_negative_quantity("value", Dimension::seconds);
@@ -218,6 +233,26 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
     read_protocols(beside(path, root.string("protocols")), c);
     c.intra_fabric = read_fabric(beside(path, root.string("intra_node")), c);
     c.inter_fabric = read_fabric(beside(path, root.string("inter_node")), c);
+    if (root.has("inter_node_protocols")) {
+      // The platform, not the wire, decides which protocols cross the network (aws-ofi-nccl
+      // keeps LL/LL128 only where EFA delivers 128-byte writes in order).
+      JsonObject o = root.object("inter_node_protocols");
+      c.inter_fabric.protocols.clear();
+      for (const auto& name : o.string_array("value")) {
+        const auto p = parse_protocol(name);
+        if (!p) o.fail("value", "unknown protocol \"" + name + "\"; expected LL, LL128 or Simple");
+        c.inter_fabric.protocols.push_back(*p);
+      }
+      if (!c.inter_fabric.allows(Protocol::simple)) o.fail("value", "Simple must be allowed");
+      require_source(o);
+      o.finish();
+    }
+    if (root.has("tuner_plugin"))
+      c.tuner_regions = std::make_shared<const TunerRegions>(
+          load_tuner_regions(beside(path, root.string("tuner_plugin"))));
+    if (root.has("nccl_cost_model"))
+      c.nccl_cost_model = std::make_shared<const NcclCostModel>(
+          load_nccl_cost_model(beside(path, root.string("nccl_cost_model"))));
     if (!c.intra_fabric.allows(Algorithm::ring))
       root.fail("intra_node", "the intra-node fabric must allow ring");
     if (!c.inter_fabric.allows(Algorithm::ring))

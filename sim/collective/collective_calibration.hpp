@@ -9,6 +9,7 @@
 //   file per level (NVSwitch, EFA, InfiniBand); the tuner (nccl_tuner.hpp) picks an algorithm and
 //   a protocol per call, as NCCL does.
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@
 #include "core/units.hpp"
 
 namespace trainsim::collective {
+
+struct TunerRegions;   // tuner_regions.hpp
+struct NcclCostModel;  // nccl_cost_model.hpp
 
 /// direct belongs to schema 1; the rest are NCCL's (tree = double binary tree across nodes with
 /// a chain inside each node; nvls = NVSwitch-local reduction, NVLink SHARP; nvls_tree = NVLS
@@ -60,6 +64,10 @@ struct FabricLevel {
   Seconds nvls_latency = 0;               ///< per NVLS call, on top of the protocol's base latency
   Bytes simple_chunk = 0;                 ///< Simple's pipeline chunk on this level (ring)
   Bytes tree_chunk = 0;                   ///< the same for tree algorithms (default: simple_chunk)
+  Bytes ll128_chunk = 0;                  ///< LL128's pipeline chunk here (default: simple_chunk)
+  /// Achieved fraction of LL128's wire rate on this level, on top of the algorithm's efficiency
+  /// and LL128's 120/128 (1 where the file gives none).
+  double ll128_efficiency = 1;
 
   [[nodiscard]] bool allows(Algorithm a) const;
   [[nodiscard]] bool allows(Protocol p) const;
@@ -75,6 +83,11 @@ struct CollectiveCalibration {
   std::array<ProtocolParams, 3> protocols{};  ///< schema 2, by Protocol
   FabricLevel intra_fabric;                   ///< schema 2
   FabricLevel inter_fabric;                   ///< schema 2
+  /// Schema 2: a tuner plugin's regions (aws-ofi-nccl on p5), consulted before NCCL's own choice.
+  std::shared_ptr<const TunerRegions> tuner_regions;
+  /// Schema 2: NCCL's own estimate on this platform; where given, it chooses across nodes when
+  /// no region does, and sets the tree's rate across nodes (nccl_tuner.hpp).
+  std::shared_ptr<const NcclCostModel> nccl_cost_model;
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 

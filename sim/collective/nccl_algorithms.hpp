@@ -34,6 +34,7 @@ struct PayloadFlow {
 
 struct Schedule {
   Algorithm algorithm = Algorithm::ring;
+  Bytes size = 0;  ///< the call's payload S (set by schedule_for)
   std::vector<PayloadFlow> flows;
   int intra_steps = 0;      ///< sequential steps on NVLink/PCIe (each pays a step latency)
   int inter_steps = 0;      ///< sequential steps across the network

@@ -1,8 +1,11 @@
 #include "collective/nccl_tuner.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
+#include "collective/nccl_cost_model.hpp"
+#include "collective/tuner_regions.hpp"
 #include "core/error.hpp"
 
 namespace trainsim::collective {
@@ -31,7 +34,10 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
 
 std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
                                           const CollectiveCalibration& cal) {
-  if (a == Algorithm::nvls || a == Algorithm::nvls_tree) return {Protocol::simple};
+  // NVLS kernels run Simple only; NCCL's point-to-point (alltoall, send/recv) never runs LL128
+  // and LL only for messages far below 1 MiB (enqueue.cc), so Simple is kept for it.
+  if (a == Algorithm::nvls || a == Algorithm::nvls_tree || a == Algorithm::pairwise)
+    return {Protocol::simple};
   std::vector<Protocol> out;
   for (Protocol p : kProtocols)
     if (cal.intra_fabric.allows(p) && (g.node_count() == 1 || cal.inter_fabric.allows(p)))
@@ -40,13 +46,16 @@ std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
 }
 
 Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g) {
+  Schedule s;
   switch (a) {
-    case Algorithm::tree: return tree_schedule(size, g);
-    case Algorithm::nvls: return nvls_schedule(size, g);
-    case Algorithm::nvls_tree: return nvls_tree_schedule(size, g);
-    case Algorithm::pairwise: return pairwise_schedule(op, size, g);
-    default: return ring_schedule(op, size, g);
+    case Algorithm::tree: s = tree_schedule(size, g); break;
+    case Algorithm::nvls: s = nvls_schedule(size, g); break;
+    case Algorithm::nvls_tree: s = nvls_tree_schedule(size, g); break;
+    case Algorithm::pairwise: s = pairwise_schedule(op, size, g); break;
+    default: s = ring_schedule(op, size, g); break;
   }
+  s.size = size;
+  return s;
 }
 
 namespace {
@@ -62,10 +71,33 @@ double inter_efficiency(Algorithm a, const CollectiveCalibration& cal) {
   return cal.inter_fabric.efficiency(a == Algorithm::nvls_tree ? Algorithm::tree : a);
 }
 
+/// The classic tree's efficiency across nodes where the platform gives NCCL's estimate: the
+/// NVLS tree's (the fitted tree efficiency) times NCCL's own ratio of the two algorithms'
+/// bandwidths at this shape and size. NCCL's figure already holds the protocol's cost (LL128's
+/// 120/128 and per-channel ceilings, LL's 1/3.8, the tree correction factor), so nothing of
+/// the protocol is applied on top.
+std::optional<double> tree_efficiency_from_nccl(Protocol p, const GroupShape& g, Bytes size,
+                                                const CollectiveCalibration& cal) {
+  if (!cal.nccl_cost_model) return std::nullopt;
+  const auto& m = *cal.nccl_cost_model;
+  const auto tree = nccl_cost(m, Op::all_reduce, Algorithm::tree, p, g.node_count(), g.ranks());
+  const auto nvls_tree = nccl_cost(m, Op::all_reduce, Algorithm::nvls_tree, Protocol::simple,
+                                   g.node_count(), g.ranks());
+  if (!tree || !nvls_tree) return std::nullopt;
+  return inter_efficiency(Algorithm::nvls_tree, cal) * tree->bandwidth_gbps *
+         nccl_tree_correction(Op::all_reduce, Algorithm::tree, p, size) /
+         nvls_tree->bandwidth_gbps;
+}
+
 /// Wire bytes of a payload flow.
-Bytes wire_bytes(const PayloadFlow& f, Algorithm a, Protocol p, const CollectiveCalibration& cal) {
-  const double eff =
-      f.inter_node ? inter_efficiency(a, cal) : intra_efficiency(a, cal);
+Bytes wire_bytes(const PayloadFlow& f, const Schedule& s, Protocol p, const GroupShape& g,
+                 const CollectiveCalibration& cal) {
+  const Algorithm a = s.algorithm;
+  if (f.inter_node && a == Algorithm::tree)
+    if (const auto eff = tree_efficiency_from_nccl(p, g, s.size, cal)) return f.bytes / *eff;
+  const FabricLevel& level = f.inter_node ? cal.inter_fabric : cal.intra_fabric;
+  double eff = f.inter_node ? inter_efficiency(a, cal) : intra_efficiency(a, cal);
+  if (p == Protocol::ll128) eff *= level.ll128_efficiency;
   return f.bytes / (eff * cal.protocol(p).bandwidth_fraction);
 }
 
@@ -79,7 +111,7 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
   // Port loads: each accelerator's link into its node fabric, each node's uplink.
   std::unordered_map<int, Bytes> rank_out, rank_in, node_out, node_in;
   for (const auto& f : s.flows) {
-    const Bytes b = wire_bytes(f, s.algorithm, p, cal);
+    const Bytes b = wire_bytes(f, s, p, g, cal);
     if (f.inter_node) {
       node_out[layout.node_of(f.src)] += b;
       node_in[layout.node_of(f.dst)] += b;
@@ -115,7 +147,19 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
     Bytes chunk = cal.protocol(p).chunk;
     const bool tree = s.algorithm == Algorithm::tree || s.algorithm == Algorithm::nvls_tree;
     const FabricLevel& level = multi_node ? cal.inter_fabric : cal.intra_fabric;
-    if (chunk <= 0) chunk = tree ? level.tree_chunk : level.simple_chunk;
+    if (chunk <= 0)
+      chunk = p == Protocol::ll128 && level.ll128_chunk > 0 ? level.ll128_chunk
+              : tree                                          ? level.tree_chunk
+                                                              : level.simple_chunk;
+    // NCCL shrinks the tree's LL128 chunk for mid-size calls so every channel gets enough
+    // of them; one tree streams on half the channels.
+    if (s.algorithm == Algorithm::tree && p == Protocol::ll128 && multi_node &&
+        cal.nccl_cost_model) {
+      const int channels = nccl_runtime_channels(*cal.nccl_cost_model, g.node_count());
+      chunk = nccl_tree_ll128_chunk(level.ll128_chunk, s.size, channels, g.node_count(),
+                                    g.ranks()) *
+              channels / 2;
+    }
     // The first chunk crosses each hop at that hop's level's rate (a stage's bytes over its
     // busiest port); the slowest stage is the streaming itself, not fill.
     const double per_unit = std::min(s.pipeline_unit, chunk) / s.pipeline_unit / s.units_per_lane;
@@ -138,15 +182,57 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
       std::find(algorithms.begin(), algorithms.end(), *force.algorithm) != algorithms.end())
     algorithms = {*force.algorithm};
 
+  const auto protocols_for = [&](Algorithm a) {
+    auto protocols = candidate_protocols(a, g, cal);
+    if (force.protocol &&
+        std::find(protocols.begin(), protocols.end(), *force.protocol) != protocols.end())
+      protocols = {*force.protocol};
+    return protocols;
+  };
+  // A tuner plugin's region decides first (NCCL asks it before using its own estimate); it
+  // only picks among what NCCL could run, overrides included.
+  std::optional<Protocol> chosen_protocol;
+  if (cal.tuner_regions) {
+    const auto usable = [&](Algorithm a, Protocol p) {
+      if (std::find(algorithms.begin(), algorithms.end(), a) == algorithms.end()) return false;
+      const auto ps = protocols_for(a);
+      return std::find(ps.begin(), ps.end(), p) != ps.end();
+    };
+    if (const auto pick = region_choice(*cal.tuner_regions, op, size, g.node_count(), g.ranks(),
+                                        usable)) {
+      algorithms = {pick->first};
+      chosen_protocol = pick->second;
+    }
+  }
+  // Then NCCL's own estimate, where the platform gives its inputs (across nodes only: inside
+  // one node the fitted model chooses); the simulated time stays the model's.
+  if (!chosen_protocol && cal.nccl_cost_model && g.node_count() > 1) {
+    std::optional<std::pair<Algorithm, Protocol>> pick;
+    Seconds best_time = 0;
+    bool every_pair_estimated = true;
+    for (Algorithm a : algorithms)
+      for (Protocol p : protocols_for(a)) {
+        const auto t = nccl_estimated_time(*cal.nccl_cost_model, op, a, p, size, g.node_count(),
+                                           g.ranks());
+        if (!t) every_pair_estimated = false;
+        else if (!pick || *t < best_time) {
+          pick = std::make_pair(a, p);
+          best_time = *t;
+        }
+      }
+    if (pick && every_pair_estimated) {
+      algorithms = {pick->first};
+      chosen_protocol = pick->second;
+    }
+  }
+
   bool found = false;
   Prediction best;
   Schedule best_schedule;
   for (Algorithm a : algorithms) {
     Schedule s = schedule_for(a, op, size, g);
-    auto protocols = candidate_protocols(a, g, cal);
-    if (force.protocol &&
-        std::find(protocols.begin(), protocols.end(), *force.protocol) != protocols.end())
-      protocols = {*force.protocol};
+    auto protocols = protocols_for(a);
+    if (chosen_protocol) protocols = {*chosen_protocol};
     for (Protocol p : protocols) {
       const Prediction pr = predict(s, p, g, layout, cal, rates);
       if (!found || pr.total() < best.total()) {
@@ -162,7 +248,7 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   ph.name = std::string(op_name(op)) + " " + algorithm_name(best.algorithm) + "/" +
             protocol_name(best.protocol);
   for (const auto& f : best_schedule.flows) {
-    ph.flows.push_back({f.src, f.dst, wire_bytes(f, best.algorithm, best.protocol, cal)});
+    ph.flows.push_back({f.src, f.dst, wire_bytes(f, best_schedule, best.protocol, g, cal)});
     ph.inter_node = ph.inter_node || f.inter_node;
   }
   ph.fixed_latency = best.latency + best.fill;

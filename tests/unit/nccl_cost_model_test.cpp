@@ -1,0 +1,153 @@
+// NCCL's own estimate (collective/nccl_cost_model.hpp) against numbers worked by hand from
+// NCCL 2.27.7 tuning.cc and enqueue.cc, the shipped p5 file, and how the tuner uses it: NCCL's
+// choice across nodes, and the tree's rate relative to the NVLS tree's.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "collective/nccl_cost_model.hpp"
+#include "collective/nccl_tuner.hpp"
+#include "core/error.hpp"
+
+namespace trainsim::collective {
+namespace {
+
+/// Hopper, AMD CPU, 75 us network latency, every graph 8 channels of 48 GB/s (p5's file).
+NcclCostModel p5_like() {
+  NcclCostModel m;
+  m.arch = NcclArch::hopper;
+  m.amd_cpu = true;
+  m.net_latency = 75e-6;
+  m.ring = m.tree = m.nvls = {8, 48, 48};
+  return m;
+}
+
+TEST(NcclCostModel, TreeLL128IsCappedPerChannelAndHalvedToAlgorithmBandwidth) {
+  const auto c = nccl_cost(p5_like(), Op::all_reduce, Algorithm::tree, Protocol::ll128, 2, 16);
+  ASSERT_TRUE(c);
+  // min(min(8 x 48 x 0.92, 8 x 41.4) x 120/128, 8 x 36.7) x 0.5
+  EXPECT_NEAR(c->bandwidth_gbps, 8 * 36.7 * 0.5, 1e-9);
+  // 14 + 2 x (7 x 1.25 + 1 x (8.5 + 75)) us
+  EXPECT_NEAR(c->latency, 198.5e-6, 1e-12);
+  // Beyond two nodes the per-channel LL128 tree ceiling drops to 29 GB/s.
+  const auto eight = nccl_cost(p5_like(), Op::all_reduce, Algorithm::tree, Protocol::ll128, 8, 64);
+  EXPECT_NEAR(eight->bandwidth_gbps, 8 * 29.0 * 0.5, 1e-9);
+}
+
+TEST(NcclCostModel, NvlsTreeAndRingFollowTuningCc) {
+  const auto m = p5_like();
+  const auto nvls = nccl_cost(m, Op::all_reduce, Algorithm::nvls_tree, Protocol::simple, 2, 16);
+  EXPECT_NEAR(nvls->bandwidth_gbps, 8 * 48 * 5.0 / 6.0, 1e-9);
+  EXPECT_NEAR(nvls->latency, (25 + 2 * (14 + 75 + 75)) * 1e-6, 1e-12);  // Simple pays the flush
+  const auto half = nccl_cost(m, Op::all_reduce, Algorithm::nvls_tree, Protocol::simple, 4, 32);
+  EXPECT_NEAR(half->bandwidth_gbps, 8 * 24 * 5.0 / 6.0, 1e-9);
+  // Ring LL128: min(384 x 0.92, 8 x 36.7) x 16/30; 14 + 28 x max(1.9, 2) + 2 x (4 + 75) us.
+  const auto ring = nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::ll128, 2, 16);
+  EXPECT_NEAR(ring->bandwidth_gbps, 8 * 36.7 * 16 / 30, 1e-9);
+  EXPECT_NEAR(ring->latency, 228e-6, 1e-12);
+  // all_gather: n-1 steps, one of them across the network.
+  const auto ag = nccl_cost(m, Op::all_gather, Algorithm::ring, Protocol::simple, 2, 16);
+  EXPECT_NEAR(ag->bandwidth_gbps, 384.0 * 16 / 15, 1e-9);
+  EXPECT_NEAR(ag->latency, (8.4 + 14 * 6 + (14 + 150)) * 1e-6, 1e-12);
+  // The ring plateau factor multiplies Simple's all_reduce latency once channels have work.
+  const auto t = nccl_estimated_time(m, Op::all_reduce, Algorithm::ring, Protocol::simple, 1e9, 2, 16);
+  const auto r = nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::simple, 2, 16);
+  EXPECT_NEAR(*t, 1.4 * r->latency + 1e9 / (r->bandwidth_gbps * 1e9), 1e-12);
+}
+
+TEST(NcclCostModel, NoEstimateWhereNcclHasNoneHere) {
+  const auto m = p5_like();
+  EXPECT_FALSE(nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::simple, 1, 8));
+  EXPECT_FALSE(nccl_cost(m, Op::alltoall, Algorithm::pairwise, Protocol::simple, 2, 16));
+  EXPECT_FALSE(nccl_cost(m, Op::all_gather, Algorithm::tree, Protocol::simple, 2, 16));
+  EXPECT_FALSE(nccl_cost(m, Op::all_reduce, Algorithm::nvls_tree, Protocol::ll128, 2, 16));
+}
+
+TEST(NcclCostModel, TreeCorrectionFactorIsIndexedByLog2OfSizeOver64) {
+  EXPECT_DOUBLE_EQ(nccl_tree_correction(Op::all_reduce, Algorithm::tree, Protocol::ll128, 1 << 20), 0.6);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction(Op::all_reduce, Algorithm::tree, Protocol::ll128, 8 << 20), 0.9);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction(Op::all_reduce, Algorithm::tree, Protocol::simple, 8 << 20), 0.8);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction(Op::all_reduce, Algorithm::tree, Protocol::ll128, 1 << 30), 1);
+  EXPECT_DOUBLE_EQ(nccl_tree_correction(Op::all_reduce, Algorithm::ring, Protocol::ll128, 1 << 20), 1);
+}
+
+TEST(NcclCostModel, TreeLL128ChunkShrinksForMidSizes) {
+  EXPECT_EQ(nccl_runtime_channels(p5_like(), 2), 16);  // 8 doubled; 16 is not below 16
+  // 1 MiB on 16 channels at 2 nodes x 8: 576000 -> 72000 (first rule, stops at <= 128 KiB),
+  // then -> 18000 (fewer than 5.6 chunks per channel).
+  EXPECT_DOUBLE_EQ(nccl_tree_ll128_chunk(576000, 1 << 20, 16, 2, 16), 18000);
+  // 64 MiB: 576000 -> 144000, where a channel gets 29 >= 22.4 chunks.
+  EXPECT_DOUBLE_EQ(nccl_tree_ll128_chunk(576000, 64 << 20, 16, 2, 16), 144000);
+  EXPECT_DOUBLE_EQ(nccl_tree_ll128_chunk(576000, 8e9, 16, 2, 16), 576000);
+}
+
+TEST(NcclCostModel, ShippedP5FileLoadsAndBadInputNamesThePath) {
+  const auto m = load_nccl_cost_model("topologies/calibration/nccl-cost-p5.json");
+  EXPECT_EQ(m.ring.channels, 8);
+  EXPECT_TRUE(m.amd_cpu);
+  EXPECT_DOUBLE_EQ(m.net_latency, 75e-6);
+  const auto cal = load_collective_calibration("topologies/calibration/p5-nccl.json");
+  ASSERT_TRUE(cal.nccl_cost_model);
+  EXPECT_THROW((void)load_nccl_cost_model("topologies/calibration/p5-nccl.json"), ConfigError);
+}
+
+/// The tuner test's round fabric with NVLS, LL128 across nodes and the p5-like estimate.
+CollectiveCalibration cal_with_estimate() {
+  CollectiveCalibration c;
+  c.schema_version = 2;
+  c.protocols[0] = {0.5, 5e-6, 64e3};
+  c.protocols[1] = {0.9375, 8e-6, 0};
+  c.protocols[2] = {1.0, 10e-6, 0};
+  auto& intra = c.intra_fabric;
+  intra.algorithms = {Algorithm::ring, Algorithm::nvls};
+  intra.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
+  intra.ring_efficiency = 0.8;
+  intra.nvls_efficiency = 0.5;
+  intra.step_latency = {1e-6, 1e-6, 1e-6};
+  intra.nvls_latency = 40e-6;
+  intra.simple_chunk = intra.tree_chunk = intra.ll128_chunk = 1e6;
+  auto& inter = c.inter_fabric;
+  inter.algorithms = {Algorithm::ring, Algorithm::tree};
+  inter.protocols = {Protocol::ll128, Protocol::simple};
+  inter.ring_efficiency = 0.9;
+  inter.tree_efficiency = 0.6;
+  inter.step_latency = {0, 0, 10e-6};
+  inter.simple_chunk = inter.tree_chunk = 1e6;
+  inter.ll128_chunk = 576000;
+  c.nccl_cost_model = std::make_shared<const NcclCostModel>(p5_like());
+  return c;
+}
+
+std::vector<int> ranks(int count) {
+  std::vector<int> r(static_cast<std::size_t>(count));
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+TEST(NcclCostModel, TunerChoosesByNcclsEstimateAcrossNodes) {
+  const auto cal = cal_with_estimate();
+  const FabricRates rates{100e9, 1e-6, 50e9, 10e-6};
+  // NCCL's estimate at 2 x 8 (see the formulas above): tree LL128 at 16 MiB, NVLS tree at 64 MiB.
+  const auto mid = plan_nccl(Op::all_reduce, 16 << 20, ranks(16), RankLayout{8}, cal, rates, {});
+  EXPECT_EQ(mid.algorithm, "tree");
+  EXPECT_EQ(mid.protocol, "LL128");
+  const auto big = plan_nccl(Op::all_reduce, 64 << 20, ranks(16), RankLayout{8}, cal, rates, {});
+  EXPECT_EQ(big.algorithm, "nvls_tree");
+  // The tree's network flows run at the NVLS tree's efficiency x NCCL's bandwidth ratio
+  // (146.8 x 0.9 correction / 320), with no LL128 fraction on top.
+  const Bytes s = 16 << 20;
+  const double eff = 0.6 * (8 * 36.7 * 0.5 * 0.9) / (8 * 48 * 5.0 / 6.0);
+  Bytes inter_bytes = 0;
+  for (const auto& f : mid.phases.at(0).flows)
+    if (f.src / 8 != f.dst / 8) inter_bytes += f.bytes;
+  // 2 nodes: each tree lane sends S / 16 up and down once per node pair, 16 lanes.
+  EXPECT_NEAR(inter_bytes, 2 * s / eff, 1e-3 * s);
+  // Inside one node the fitted model still decides.
+  const auto one = plan_nccl(Op::all_reduce, 64 << 20, ranks(8), RankLayout{8}, cal, rates, {});
+  EXPECT_NE(one.algorithm, "tree");
+}
+
+}  // namespace
+}  // namespace trainsim::collective
