@@ -66,6 +66,15 @@ struct FabricLevel {
   [[nodiscard]] double efficiency(Algorithm a) const;
 };
 
+/// Schema 2: how many channels NCCL's communicators on this cluster have. A collective's kernel
+/// runs one thread block per channel, each resident on a streaming multiprocessor for the whole
+/// call (collective/kernel_channels.hpp). 0 = not sourced: calls there take no SMs from compute.
+struct KernelChannels {
+  int one_node = 0;    ///< a communicator inside one node
+  int multi_node = 0;  ///< across nodes, with every accelerator of each node in it
+  int net_peer = 0;    ///< a send/recv to a rank on another node
+};
+
 struct CollectiveCalibration {
   int schema_version = 1;
   std::string library;  ///< e.g. "HCCL (SynapseAI 1.5)"
@@ -75,6 +84,7 @@ struct CollectiveCalibration {
   std::array<ProtocolParams, 3> protocols{};  ///< schema 2, by Protocol
   FabricLevel intra_fabric;                   ///< schema 2
   FabricLevel inter_fabric;                   ///< schema 2
+  KernelChannels channels;                    ///< schema 2, optional ("channels")
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 
