@@ -1,5 +1,6 @@
 #include "collective/collective_calibration.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include "collective/nccl_cost_model.hpp"
@@ -213,6 +214,22 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   return f;
 }
 
+KernelChannels read_channels(JsonObject o) {
+  KernelChannels k;
+  auto count = [&](const std::string& key) {
+    if (!o.has(key)) return 0;
+    const double v = o.number(key);
+    if (v < 1 || v > 64 || v != std::floor(v)) o.fail(key, "expected a whole number of channels in [1, 64]");
+    return static_cast<int>(v);
+  };
+  k.one_node = count("one_node");
+  k.multi_node = count("multi_node");
+  k.net_peer = count("net_peer");
+  require_source(o);
+  o.finish();
+  return k;
+}
+
 }  // namespace
 
 CollectiveCalibration load_collective_calibration(const std::string& path) {
@@ -257,6 +274,7 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
       root.fail("intra_node", "the intra-node fabric must allow ring");
     if (!c.inter_fabric.allows(Algorithm::ring))
       root.fail("inter_node", "the inter-node fabric must allow ring");
+    if (root.has("channels")) c.channels = read_channels(root.object("channels"));
   }
   root.finish();
   return c;

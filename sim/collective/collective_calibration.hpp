@@ -74,6 +74,15 @@ struct FabricLevel {
   [[nodiscard]] double efficiency(Algorithm a) const;
 };
 
+/// Schema 2: how many channels NCCL's communicators on this cluster have. A collective's kernel
+/// runs one thread block per channel, each resident on a streaming multiprocessor for the whole
+/// call (collective/kernel_channels.hpp). 0 = not sourced: calls there take no SMs from compute.
+struct KernelChannels {
+  int one_node = 0;    ///< a communicator inside one node
+  int multi_node = 0;  ///< across nodes, with every accelerator of each node in it
+  int net_peer = 0;    ///< a send/recv to a rank on another node
+};
+
 struct CollectiveCalibration {
   int schema_version = 1;
   std::string library;  ///< e.g. "HCCL (SynapseAI 1.5)"
@@ -88,6 +97,7 @@ struct CollectiveCalibration {
   /// Schema 2: NCCL's own estimate on this platform; where given, it chooses across nodes when
   /// no region does, and sets the tree's rate across nodes (nccl_tuner.hpp).
   std::shared_ptr<const NcclCostModel> nccl_cost_model;
+  KernelChannels channels;                    ///< schema 2, optional ("channels")
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "collective/kernel_channels.hpp"
 #include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
 
@@ -149,7 +150,11 @@ CollectivePlan plan_hierarchical(Op op, Bytes size, const std::vector<int>& grou
 CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
                                const RankLayout& layout, const CollectiveCalibration& cal,
                                const FabricRates& rates, const TunerOverride& force) {
-  if (cal.schema_version >= 2) return plan_nccl(op, size, group, layout, cal, rates, force);
+  if (cal.schema_version >= 2) {
+    CollectivePlan plan = plan_nccl(op, size, group, layout, cal, rates, force);
+    plan.channels = kernel_channels(op, group, layout, cal);
+    return plan;
+  }
   if (op != Op::all_reduce && op != Op::reduce_scatter && op != Op::all_gather)
     throw ConfigError(cal.file, "/schema_version",
                       std::string("schema-1 calibrations plan all_reduce, reduce_scatter and "

@@ -39,6 +39,9 @@ struct CollectivePlan {
   std::string algorithm;      ///< e.g. "tree", "ring", "hierarchical(direct+ring)"
   std::string protocol;       ///< "LL", "LL128", "Simple", or "" (schema-1 calibrations)
   Seconds predicted = 0;      ///< the tuner's uncontended estimate (schema 2), else 0
+  /// Thread blocks of the call's kernel, each holding an SM while it runs; 0 = none modelled
+  /// (collective/kernel_channels.hpp).
+  int channels = 0;
 };
 
 /// Where each global rank lives.

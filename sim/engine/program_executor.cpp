@@ -49,6 +49,7 @@ public:
       : prog_(prog),
         platform_(platform),
         record_(options.record),
+        sm_count_(options.sm_count),
         prepare_start_(std::chrono::steady_clock::now()),
         fold_(timed_folding(prog, options.fold, result_.fold_wall_s)) {
     if (!platform_.has_cpu())
@@ -76,6 +77,7 @@ public:
       for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
       stream_cv_.push_back(std::move(cvs));
       waiting_.emplace_back(rp.streams.size(), -1);
+      held_sms_.push_back(0);
     }
     result_.prepare_wall_s = seconds_since(prepare_start_) - result_.fold_wall_s;
   }
@@ -174,7 +176,11 @@ private:
   void run_collective(int merged, int cls) {
     const auto& st = collectives_[static_cast<std::size_t>(merged)];
     if (st.arrival) st.arrival->wait();
-    const auto& phases = *st.phases;
+    // From when every member is there: a real kernel also holds its SMs while it spins waiting
+    // for late peers, but the programs issue some calls (pre-posted pipeline receives) long
+    // before their kernel would launch, so only the transfer is counted.
+    const SmHold hold = hold_sms(cls, st.flows->channels);
+    const auto& phases = st.flows->phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
       std::vector<sg4::CommPtr> flows;
       auto it = phases[p].flows_by_class.find(cls);
@@ -187,7 +193,44 @@ private:
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
       if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
     }
+    release_sms(cls, hold);
   }
+
+  struct SmHold {
+    sg4::ExecPtr exec;  ///< null when nothing is held
+    int sms = 0;
+  };
+
+  /// Takes `channels` SMs of the class's accelerator (fewer when the collectives already in
+  /// flight there hold all but one) until release_sms: an Exec bounded to their share of the
+  /// host's speed, weighted so that it gets its bound before any compute Exec gets a share.
+  SmHold hold_sms(int cls, int channels) {
+    SmHold h;
+    if (sm_count_ <= 0 || channels <= 0) return h;
+    int& held = held_sms_[static_cast<std::size_t>(cls)];
+    h.sms = std::min(channels, sm_count_ - 1 - held);
+    if (h.sms <= 0) return {};
+    held += h.sms;
+    const double bound = platform_.host_speed * h.sms / sm_count_;
+    h.exec = sg4::Exec::init();
+    // Bounded, it would end after 1e15 s: the collective always ends first and cancels it.
+    h.exec->set_flops_amount(bound * 1e15)
+        ->set_bound(bound)
+        ->set_priority(kHeldSmPriority)
+        ->set_host(platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])]);
+    h.exec->start();
+    return h;
+  }
+
+  void release_sms(int cls, const SmHold& h) {
+    if (!h.exec) return;
+    held_sms_[static_cast<std::size_t>(cls)] -= h.sms;
+    h.exec->cancel();
+  }
+
+  /// Max-min weight of an SM hold against a compute Exec's 1: large enough that the hold
+  /// reaches its bound first, whatever the number of compute Execs beside it.
+  static constexpr double kHeldSmPriority = 1e6;
 
   /// A copy between accelerator and host memory: every member of the class moves its bytes
   /// between its accelerator and its node's CPU at once (so copies of ranks behind one PCIe
@@ -211,8 +254,12 @@ private:
     std::unordered_map<int, std::vector<collective::Flow>> flows_by_class;
     Seconds latency = 0;
   };
+  struct MergedFlows {
+    std::vector<MergedPhase> phases;
+    int channels = 0;  ///< thread blocks of the kernel (the most of any instance's plan)
+  };
   struct MergedCollective {
-    std::shared_ptr<const std::vector<MergedPhase>> phases;  ///< shared by identical calls
+    std::shared_ptr<const MergedFlows> flows;                ///< shared by identical calls
     sg4::BarrierPtr arrival;                                 ///< null when one class takes part
     std::vector<sg4::BarrierPtr> phase_end;                  ///< empty when one class takes part
   };
@@ -350,20 +397,20 @@ private:
     }
     MergedCollective mc;
     if (std::get<1>(key) >= 0)
-      if (auto it = merged_flows_.find(key); it != merged_flows_.end()) mc.phases = it->second;
-    if (!mc.phases) {
-      mc.phases = std::make_shared<const std::vector<MergedPhase>>(merged_phases(calls, plan));
-      if (std::get<1>(key) >= 0) merged_flows_.emplace(std::move(key), mc.phases);
+      if (auto it = merged_flows_.find(key); it != merged_flows_.end()) mc.flows = it->second;
+    if (!mc.flows) {
+      mc.flows = std::make_shared<const MergedFlows>(merged_phases(calls, plan));
+      if (std::get<1>(key) >= 0) merged_flows_.emplace(std::move(key), mc.flows);
     }
     const auto taking_part = static_cast<unsigned>(fold_.classes_of[merged].size());
     if (taking_part > 1) {
       mc.arrival = sg4::Barrier::create(taking_part);
-      for (std::size_t p = 0; p < mc.phases->size(); ++p) mc.phase_end.push_back(sg4::Barrier::create(taking_part));
+      for (std::size_t p = 0; p < mc.flows->phases.size(); ++p) mc.phase_end.push_back(sg4::Barrier::create(taking_part));
     }
     return mc;
   }
 
-  [[nodiscard]] std::vector<MergedPhase> merged_phases(
+  [[nodiscard]] MergedFlows merged_phases(
       const std::vector<int>& calls,
       const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
     std::vector<collective::CollectivePlan> plans;
@@ -386,7 +433,9 @@ private:
       }
     }
     const auto keep = instances_to_simulate(calls, plans);
-    std::vector<MergedPhase> phases;
+    MergedFlows merged;
+    auto& phases = merged.phases;
+    for (const auto& pl : plans) merged.channels = std::max(merged.channels, pl.channels);
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if (!keep[i]) continue;
       for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
@@ -401,18 +450,19 @@ private:
         out.latency = std::max(out.latency, ph.fixed_latency + ph.steps * (ph.step_latency + hop));
       }
     }
-    return phases;
+    return merged;
   }
 
   const program::Program& prog_;
   const Platform& platform_;
   bool record_;
+  int sm_count_;
   ExecutionResult result_;  // before fold_: its constructor records the folding's wall time
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::unordered_map<std::uint64_t, std::vector<sg4::Link*>> routes_;
-  std::map<CallsKey, std::shared_ptr<const std::vector<MergedPhase>>> merged_flows_;
+  std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
   // Per class:
   std::vector<std::vector<std::vector<char>>> done_;  ///< [class][stream][task]
   std::vector<sg4::MutexPtr> rank_mutex_;
@@ -421,6 +471,7 @@ private:
   std::vector<Bytes> memory_;              ///< in use now
   std::vector<Bytes> peak_;
   std::vector<Seconds> peak_time_;
+  std::vector<int> held_sms_;  ///< SMs the class's collectives in flight hold
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
 };

@@ -4,6 +4,13 @@
 // arrived, then runs the plan's phases of flows (host-to-host Comms started together, so they
 // contend on the platform's links), each followed by its analytic step latency. (SimGrid 3.32 fires s4u completion signals only for activities
 // somebody waits on, so completion callbacks cannot drive the program.)
+//
+// SM sharing: from the moment every member of a collective has arrived until it ends, an Exec on
+// the rank's host, bounded to channels / SMs of the host's speed and weighted to get its bound
+// first, stands for the NCCL kernel's resident thread blocks; a compute Exec running meanwhile
+// gets the remainder (max-min sharing of the host). The stand-in uses no link, so the
+// collective's flows are not slowed by it; concurrent collectives add their channels, capped one
+// SM short of the device.
 #include <functional>
 #include <vector>
 
@@ -48,6 +55,10 @@ struct ExecutionResult {
 struct ExecuteOptions {
   bool record = false;  ///< keep every task's span and memory change (traces)
   bool fold = true;     ///< simulate one representative per class of identical ranks
+  /// Streaming multiprocessors per accelerator. While a collective runs, its kernel's channels
+  /// (CollectivePlan::channels, one thread block each) hold that many of them, so compute on the
+  /// same accelerator runs at the rest of its speed. 0 turns this off.
+  int sm_count = 0;
 };
 
 

@@ -1,6 +1,7 @@
 #include "model/device_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/error.hpp"
@@ -94,6 +95,12 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (root.has("fused_attention")) read_fused_attention(root.object("fused_attention"), d);
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
   d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);
+  if (root.has("sm_count")) {
+    const double sms = sourced(root, "sm_count", Dimension::dimensionless);
+    if (sms < 1 || sms > 1e5 || sms != std::floor(sms))
+      root.fail("sm_count", "expected a positive whole number of streaming multiprocessors");
+    d.sm_count = static_cast<int>(sms);
+  }
   if (d.peak_bf16 <= 0) root.fail("peak_bf16", "expected a positive rate");
   if (d.peak_fp32 <= 0) root.fail("peak_fp32", "expected a positive rate");
   if (d.memory_bandwidth <= 0) root.fail("memory_bandwidth", "expected a positive bandwidth");

@@ -36,6 +36,9 @@ struct DeviceProfile {
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
+  /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
+  /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).
+  int sm_count = 0;
   std::vector<FittedParameter> fitted;
 
   /// Measured kernel performance ("kernel_calibration": file relative to the profile). Where

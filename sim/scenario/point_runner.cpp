@@ -70,7 +70,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
         return collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
       },
-      engine::ExecuteOptions{trace, s.fold_symmetric_ranks});
+      engine::ExecuteOptions{trace, s.fold_symmetric_ranks, p.sm_sharing ? p.machine->device.sm_count : 0});
   PointResult r;
   r.point = p;
   r.accelerators = static_cast<int>(p.layout.world);

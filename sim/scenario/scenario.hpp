@@ -47,6 +47,7 @@ struct Point {
   model::TransformerSpec model;
   plan::TrainingPlan training;
   collective::TunerOverride collectives;  ///< training.collectives: forced algorithm / protocol
+  bool sm_sharing = true;  ///< training.collectives.sm_sharing: collectives take SMs from compute
   plan::Layout layout;
 };
 

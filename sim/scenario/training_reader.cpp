@@ -96,7 +96,7 @@ collective::TunerOverride read_collectives(JsonObject training,
   collective::TunerOverride force;
   if (!training.has("collectives")) return force;
   JsonObject o = training.object("collectives");
-  if (cal.schema_version < 2)
+  if (cal.schema_version < 2 && (o.has("algorithm") || o.has("protocol")))
     training.fail("collectives", cal.library + " (" + cal.file +
                                      ") has fixed algorithms and no tuner to override");
   if (o.has("algorithm")) {
@@ -117,9 +117,21 @@ collective::TunerOverride read_collectives(JsonObject training,
       o.fail("protocol", "\"" + name + "\" is not enabled on the fabrics of " + cal.file);
     force.protocol = p;
   }
+  o.allow("sm_sharing");  // read_sm_sharing
   o.allow("note");
   o.finish();
   return force;
+}
+
+bool read_sm_sharing(JsonObject training) {
+  if (!training.has("collectives")) return true;
+  JsonObject o = training.object("collectives");
+  const bool on = o.boolean_or("sm_sharing", true);
+  o.allow("algorithm");
+  o.allow("protocol");
+  o.allow("note");
+  o.finish();
+  return on;
 }
 
 }  // namespace trainsim::scenario

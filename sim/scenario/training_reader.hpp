@@ -14,7 +14,9 @@
 //   collectives         {"algorithm": ring | tree | nvls | nvls_tree, "protocol": LL | LL128 |
 //                       Simple}: forces the NCCL tuner's choice for every collective of the
 //                       run, like NCCL_ALGO / NCCL_PROTO [the tuner decides]; read by
-//                       read_collectives
+//                       read_collectives. "sm_sharing": false [true] lets compute keep the
+//                       SMs a concurrent collective's kernel holds (engine/program_executor.hpp),
+//                       to compare with and without; read by read_sm_sharing
 #include "collective/collective_plan.hpp"
 #include "core/json_reader.hpp"
 #include "plan/training_plan.hpp"
@@ -28,5 +30,9 @@ namespace trainsim::scenario {
 /// a schema-1 calibration (HCCL: fixed algorithms, no tuner).
 [[nodiscard]] collective::TunerOverride read_collectives(JsonObject training,
                                                          const collective::CollectiveCalibration& cal);
+
+/// training.collectives.sm_sharing [true]: whether a collective's kernel takes SMs from the
+/// compute it overlaps.
+[[nodiscard]] bool read_sm_sharing(JsonObject training);
 
 }  // namespace trainsim::scenario

@@ -55,10 +55,11 @@ protected:
 
   ExecutionResult run(const Program& p,
                       const std::function<CollectivePlan(const CollectiveCall&)>& plan) {
-    return execute_program(p, platform_, plan, ExecuteOptions{true, fold_});
+    return execute_program(p, platform_, plan, ExecuteOptions{true, fold_, sm_count_});
   }
 
   bool fold_ = true;
+  int sm_count_ = 0;  ///< SMs per accelerator for SM sharing; 0 = off
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   topology::Topology topology_;
   Platform platform_;
@@ -287,6 +288,121 @@ TEST_F(EngineTest, HostCopiesNeedACpuVertex) {
   no_cpu.cpu_host.clear();
   const Program p = one_stream_each(1, {host_copy(1e6, program::CopyDirection::to_host)});
   EXPECT_THROW((void)execute_program(p, no_cpu, no_plan, ExecuteOptions{}), InvariantError);
+}
+
+}  // namespace
+}  // namespace trainsim::engine
+
+namespace trainsim::engine {
+namespace {
+
+// SM sharing: a collective's kernel holds channels / SMs of its accelerator while it runs, so a
+// compute task beside it advances at the rest. One hand-planned flow hpu0 -> node 1 through
+// efa0 takes exactly 1 GB / 12.5 GB/s = 80 ms (no latency), whatever the SMs do.
+class SmSharingTest : public EngineTest {
+protected:
+  static CollectivePlan flow_to(int dst, int channels) {
+    collective::Phase ph;
+    ph.flows = {{0, dst, 1e9}};
+    CollectivePlan plan;
+    plan.phases.push_back(std::move(ph));
+    plan.channels = channels;
+    return plan;
+  }
+
+  /// Rank 0 runs `compute` on one stream and the collectives (one stream each) on others, all
+  /// from time 0; returns its records.
+  std::vector<TaskRecord> overlap(const std::vector<CollectivePlan>& plans, Seconds compute_s) {
+    Program p = one_stream_each(1, {compute("gemm", compute_s)});
+    for (std::size_t c = 0; c < plans.size(); ++c) {
+      p.ranks[0].streams.push_back({"comm" + std::to_string(c), StreamKind::communication,
+                                    {collective_task(static_cast<int>(c))}});
+      p.collectives.push_back({"c" + std::to_string(c), collective::Op::all_gather, 1e9 + static_cast<double>(c), {0}});
+    }
+    std::size_t asked = 0;
+    const ExecutionResult r = run(p, [&](const CollectiveCall&) { return plans.at(asked++); });
+    EXPECT_TRUE(r.completed);
+    return r.records;
+  }
+
+  static TaskRecord of_stream(const std::vector<TaskRecord>& records, int stream) {
+    for (const auto& rec : records)
+      if (rec.stream == stream) return rec;
+    ADD_FAILURE() << "no record of stream " << stream;
+    return {};
+  }
+};
+
+constexpr Seconds kFlow = 1e9 / kEfaPort;  // 80 ms
+
+TEST_F(SmSharingTest, ComputeOverlappingACollectiveRunsOnTheSmsItLeaves) {
+  sm_count_ = 108;
+  const auto rec = overlap({flow_to(8, 27)}, 1.0);  // 27 of 108 SMs: a quarter
+  const TaskRecord comm = of_stream(rec, 1);
+  EXPECT_NEAR(comm.end - comm.start, kFlow, 1e-9);  // the collective itself is not slowed
+  // 80 ms at 3/4 of the speed (the overlapped part takes its duration / (1 - 1/4)), the rest at
+  // full speed: 1 s + 80 ms / 4.
+  EXPECT_NEAR(of_stream(rec, 0).end, 1.0 + kFlow / 4, 1e-6);
+}
+
+TEST_F(SmSharingTest, ComputeAfterTheCollectiveRunsAtFullSpeed) {
+  sm_count_ = 108;
+  Program p = one_stream_each(1, {collective_task(0), compute("gemm", 1.0)});
+  p.collectives = {{"c0", collective::Op::all_gather, 1e9, {0}}};
+  const ExecutionResult r = run(p, [](const CollectiveCall&) { return flow_to(8, 27); });
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, kFlow + 1.0, 1e-9);
+}
+
+TEST_F(SmSharingTest, ConcurrentCollectivesAddTheirShares) {
+  sm_count_ = 108;
+  // Both flows leave through efa0, so each takes 160 ms; together they hold half the SMs.
+  const auto rec = overlap({flow_to(8, 27), flow_to(10, 27)}, 1.0);
+  EXPECT_NEAR(of_stream(rec, 1).end, 2 * kFlow, 1e-9);
+  EXPECT_NEAR(of_stream(rec, 2).end, 2 * kFlow, 1e-9);
+  EXPECT_NEAR(of_stream(rec, 0).end, 1.0 + 2 * kFlow / 2, 1e-6);
+}
+
+TEST_F(SmSharingTest, HeldSmsStopOneShortOfTheDevice) {
+  sm_count_ = 108;
+  // 100 + 100 channels asked: the second gets the 7 left but one, so compute keeps 1 SM.
+  const auto rec = overlap({flow_to(8, 100), flow_to(10, 100)}, 1.0);
+  const Seconds both = 2 * kFlow;
+  EXPECT_NEAR(of_stream(rec, 0).end, both + (1.0 - both / 108), 1e-6);
+}
+
+TEST_F(SmSharingTest, NoSmCountMeansNoSharing) {
+  const auto rec = overlap({flow_to(8, 27)}, 1.0);
+  EXPECT_NEAR(of_stream(rec, 0).end, 1.0, 1e-9);
+}
+
+TEST_F(SmSharingTest, FoldedRanksShareTheirRepresentativesSms) {
+  sm_count_ = 108;
+  // Ranks 0 and 1 are one class: its representative's host carries the hold, and both ranks are
+  // credited with the slowed compute.
+  Program p;
+  for (int r = 0; r < 2; ++r) {
+    RankProgram rp;
+    rp.rank = r;
+    rp.streams.push_back({"compute", StreamKind::compute, {compute("gemm", 1.0)}});
+    rp.streams.push_back({"comm", StreamKind::communication, {collective_task(0)}});
+    p.ranks.push_back(rp);
+  }
+  p.collectives = {{"c0", collective::Op::all_gather, 1e9, {0, 1}}};
+  const ExecutionResult r = run(p, [](const CollectiveCall&) {
+    collective::Phase ph;
+    ph.flows = {{0, 8, 1e9}, {1, 9, 1e9}};  // hpu0 -> efa0, hpu1 -> efa0: 160 ms each
+    CollectivePlan plan;
+    plan.phases.push_back(std::move(ph));
+    plan.channels = 27;
+    return plan;
+  });
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 1);
+  for (const auto& rec : r.records)
+    if (rec.stream == 0) {
+      EXPECT_NEAR(rec.end, 1.0 + 2 * kFlow / 4, 1e-6) << "rank " << rec.rank;
+    }
 }
 
 }  // namespace

@@ -429,6 +429,25 @@ TEST(ScenarioCollectives, UnknownOrUnavailableChoicesNameTheirPath) {
   EXPECT_TRUE(contains(e.what(), "no tuner")) << e.what();
 }
 
+TEST(ScenarioCollectives, SmSharingIsOnUnlessTurnedOff) {
+  json doc = p4d_doc();
+  doc["points"][1]["training"] = {{"collectives", {{"sm_sharing", false}}}};
+  Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  EXPECT_TRUE(s.points[0].sm_sharing);
+  EXPECT_FALSE(s.points[1].sm_sharing);
+  EXPECT_EQ(s.machine->device.sm_count, 108);  // A100 (devices/a100-40gb.json)
+
+  doc = p4d_doc();
+  doc["training"]["collectives"] = {{"sm_sharing", "no"}};
+  EXPECT_EQ(load_error(write(doc, temp_file("scenario"))).json_path(), "/training/collectives/sm_sharing");
+
+  // HCCL takes it too (a no-op there: no channels), though it has no tuner to override.
+  doc = bert_large_doc();
+  doc["training"]["collectives"] = {{"sm_sharing", false}};
+  s = load_scenario(write(doc, temp_file("scenario")));
+  EXPECT_FALSE(s.points[0].sm_sharing);
+}
+
 // ---- Data pipeline -------------------------------------------------------------------------
 
 /// fsx-sizing-4node.json with its topology and FSx table named by absolute path.

@@ -1,0 +1,90 @@
+// Where a collective's channel count (thread blocks, each holding an SM) comes from
+// (collective/kernel_channels.hpp): the topology's collective calibration, by call kind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "collective/collective_calibration.hpp"
+#include "collective/collective_plan.hpp"
+#include "collective/kernel_channels.hpp"
+#include "core/error.hpp"
+
+namespace trainsim::collective {
+namespace {
+
+std::vector<int> ranks(int first, int count, int stride = 1) {
+  std::vector<int> r;
+  for (int k = 0; k < count; ++k) r.push_back(first + k * stride);
+  return r;
+}
+
+const RankLayout kEight{8};
+
+TEST(KernelChannels, DgxA100FromItsCalibrationFile) {
+  const auto cal = load_collective_calibration("topologies/calibration/dgx-a100-nccl.json");
+  EXPECT_EQ(cal.channels.one_node, 24);
+  EXPECT_EQ(cal.channels.multi_node, 16);
+  EXPECT_EQ(cal.channels.net_peer, 2);
+  // Inside a node, whatever the group's size: each accelerator reaches the NVSwitch alike.
+  EXPECT_EQ(kernel_channels(Op::all_gather, ranks(0, 8), kEight, cal), 24);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(4, 2), kEight, cal), 24);
+  // Across whole nodes, and across nodes with one accelerator each (one NIC, doubled).
+  EXPECT_EQ(kernel_channels(Op::reduce_scatter, ranks(0, 32), kEight, cal), 16);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(3, 4, 8), kEight, cal), 2);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, {0, 1, 2, 3, 8, 9, 10, 11}, kEight, cal), 8);
+  // Point to point: NCCL_NCHANNELS_PER_NET_PEER across nodes, nothing sourced inside one.
+  EXPECT_EQ(kernel_channels(Op::send_recv, {0, 8}, kEight, cal), 2);
+  EXPECT_EQ(kernel_channels(Op::send_recv, {0, 1}, kEight, cal), 0);
+  EXPECT_EQ(kernel_channels(Op::alltoall, ranks(0, 16), kEight, cal), 0);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, {5}, kEight, cal), 0);
+}
+
+TEST(KernelChannels, P4dHasHalfTheNetworkChannelsOfEightNics) {
+  const auto cal = load_collective_calibration("topologies/calibration/p4d-nccl.json");
+  EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(0, 8), kEight, cal), 24);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(0, 16), kEight, cal), 8);
+  EXPECT_EQ(kernel_channels(Op::all_reduce, {0, 1, 8, 9}, kEight, cal), 2);
+}
+
+TEST(KernelChannels, UnsourcedCalibrationsTakeNoSms) {
+  // p5 (H100, EFA with NVLS): no public channel count found; DL1 (HCCL, schema 1): Gaudi's
+  // collectives are not CUDA kernels.
+  for (const std::string f : {"topologies/calibration/p5-nccl.json", "topologies/calibration/dl1-hccl.json"}) {
+    const auto cal = load_collective_calibration(f);
+    EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(0, 8), kEight, cal), 0) << f;
+    EXPECT_EQ(kernel_channels(Op::all_reduce, ranks(0, 16), kEight, cal), 0) << f;
+  }
+}
+
+TEST(KernelChannels, ThePlanCarriesItsChannels) {
+  const auto cal = load_collective_calibration("topologies/calibration/mosaicml-a100-roce-nccl.json");
+  FabricRates rates;
+  rates.intra_link = 240e9;
+  rates.node_uplink = 200e9;
+  const auto plan = plan_collective(Op::all_gather, 256e6, ranks(0, 16), kEight, cal, rates);
+  EXPECT_EQ(plan.channels, 16);
+}
+
+TEST(KernelChannels, BadCountIsAConfigError) {
+  // The fabric files are named by absolute path, so the file can live in the test's temp dir.
+  const std::string cal = std::filesystem::absolute("topologies/calibration").string() + "/";
+  const std::string path = testing::TempDir() + "/bad-channels.json";
+  {
+    std::ofstream f(path);
+    f << R"({"schema_version": 2, "library": "x", "protocols": ")" << cal << R"(nccl-protocols.json",
+            "intra_node": ")" << cal << R"(nccl-nvswitch-a100.json", "inter_node": ")" << cal
+      << R"(nccl-ib-hdr.json", "channels": {"one_node": 2.5, "source": "s"}})";
+  }
+  try {
+    (void)load_collective_calibration(path);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/channels/one_node"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::collective
