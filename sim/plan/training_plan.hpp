@@ -31,6 +31,23 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 
+/// How a ZeRO-3 schedule gathers parameters and reduces gradients.
+enum class Zero3Implementation {
+  fsdp,           ///< per-unit gathers ahead of compute, reduce-scatter per unit (sharded_schedule)
+  deepspeed_0_3,  ///< DeepSpeed v0.3.12 - v0.4.2 stage3.py (deepspeed_zero3_schedule.hpp)
+};
+
+/// DeepSpeed ZeRO-3 knobs of the "zero_optimization" config, defaults as the code of v0.3.13
+/// (deepspeed/runtime/zero/constants.py; its config-json docs list other values, the code wins
+/// when a config leaves them out). Elements, not bytes.
+struct DeepSpeedZero3Config {
+  double prefetch_bucket_size = 5e7;          ///< stage3_prefetch_bucket_size
+  double max_live_parameters = 1e9;           ///< stage3_max_live_parameters
+  double max_reuse_distance = 1e9;            ///< stage3_max_reuse_distance
+  double param_persistence_threshold = 1e5;   ///< stage3_param_persistence_threshold
+  double reduce_bucket_size = 5e8;            ///< reduce_bucket_size
+};
+
 struct TrainingPlan {
   Sharding sharding = Sharding::none;
   /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
@@ -65,6 +82,8 @@ struct TrainingPlan {
   bool overlap_param_gather = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
+  Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only
+  DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 
 /// Degrees of one concrete job: world = dp x tp x pp.

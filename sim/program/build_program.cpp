@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "program/deepspeed_zero3_schedule.hpp"
 #include "program/pipeline_schedule.hpp"
 #include "program/sharded_schedule.hpp"
 
@@ -29,6 +30,9 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     // The scenario reader rejects these with the reason (DeepSpeed refuses ZeRO-3 under PP;
     // FSDP inside pipeline stages is not modelled); kept for callers that build plans directly.
     if (p.pp > 1) return "pipeline parallelism with ZeRO-3/FSDP has no time schedule";
+    if (p.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 &&
+        (p.tp > 1 || in.layout.shard != in.layout.dp))
+      return "the DeepSpeed 0.3 ZeRO-3 schedule has no tensor parallelism or hybrid sharding";
     return "";
   }
   if (p.tp > 1 || p.pp > 1) {
@@ -46,7 +50,9 @@ std::string unsupported_plan(const ScheduleInputs& in) {
 Program build_program(const ScheduleInputs& in) {
   const std::string why = unsupported_plan(in);
   TRAINSIM_CHECK(why.empty(), why);
-  if (parameter_sharded(in.plan)) return build_sharded_data_parallel(in);
+  if (parameter_sharded(in.plan))
+    return in.plan.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 ? build_deepspeed_zero3(in)
+                                                                                     : build_sharded_data_parallel(in);
   if (in.plan.tp > 1 || in.plan.pp > 1) return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, with_memory(in));
 }

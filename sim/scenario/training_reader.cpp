@@ -83,6 +83,33 @@ plan::TrainingPlan read_training(JsonObject o) {
   }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
+  if (o.has("zero3_implementation")) {
+    if (t.sharding != Sharding::zero3)
+      o.fail("zero3_implementation", "only schedule zero3 has implementations to choose from");
+    if (o.choice("zero3_implementation", {"fsdp", "deepspeed-0.3"}) == "deepspeed-0.3") {
+      t.zero3_implementation = plan::Zero3Implementation::deepspeed_0_3;
+      if (t.tp > 1) o.fail("zero3_implementation", "deepspeed-0.3 is modelled without tensor_parallel");
+      if (t.shard_degree > 0) o.fail("zero3_implementation", "deepspeed-0.3 shards over every rank: no hybrid_shard_degree");
+    }
+  }
+  if (o.has("deepspeed_zero3")) {
+    if (t.zero3_implementation != plan::Zero3Implementation::deepspeed_0_3)
+      o.fail("deepspeed_zero3", "DeepSpeed's stage 3 settings need zero3_implementation \"deepspeed-0.3\"");
+    JsonObject d = o.object("deepspeed_zero3");
+    auto elements = [&](const std::string& key, double fallback) {
+      const double v = d.number_or(key, fallback);
+      if (!(v >= 0)) d.fail(key, "expected a non-negative number of elements");
+      return v;
+    };
+    auto& c = t.deepspeed_zero3;
+    c.prefetch_bucket_size = elements("stage3_prefetch_bucket_size", c.prefetch_bucket_size);
+    c.max_live_parameters = elements("stage3_max_live_parameters", c.max_live_parameters);
+    c.max_reuse_distance = elements("stage3_max_reuse_distance", c.max_reuse_distance);
+    c.param_persistence_threshold = elements("stage3_param_persistence_threshold", c.param_persistence_threshold);
+    c.reduce_bucket_size = elements("reduce_bucket_size", c.reduce_bucket_size);
+    d.allow("note");
+    d.finish();
+  }
   o.allow("collectives");  // read_collectives
   o.allow("note");
   o.finish();

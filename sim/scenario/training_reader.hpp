@@ -11,6 +11,11 @@
 //   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false]
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
+//   zero3_implementation  schedule zero3: fsdp | deepspeed-0.3 [fsdp] (program/
+//                       deepspeed_zero3_schedule.hpp: DeepSpeed v0.3.12-v0.4.2 stage 3)
+//   deepspeed_zero3     with deepspeed-0.3: {"stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+//                       "stage3_max_reuse_distance", "stage3_param_persistence_threshold",
+//                       "reduce_bucket_size"} in elements [v0.3.13's code defaults]
 //   collectives         {"algorithm": ring | tree | nvls | nvls_tree, "protocol": LL | LL128 |
 //                       Simple}: forces the NCCL tuner's choice for every collective of the
 //                       run, like NCCL_ALGO / NCCL_PROTO [the tuner decides]; read by

@@ -359,6 +359,28 @@ TEST(ScenarioErrors, OtherBadValues) {
   EXPECT_EQ(path_of_error(doc), "/model/layers");
 }
 
+TEST(ScenarioErrors, DeepSpeedZero3SettingsNameTheirPath) {
+  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["zero3_implementation"] = "deepspeed-0.3";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/zero3_implementation");
+  EXPECT_TRUE(contains(e.what(), "only schedule zero3")) << e.what();
+  doc["training"]["schedule"] = "zero3";
+  doc["training"]["zero3_implementation"] = "deepspeed-0.4";
+  EXPECT_EQ(error_of(doc).json_path(), "/training/zero3_implementation");
+  doc["training"]["zero3_implementation"] = "fsdp";
+  doc["training"]["deepspeed_zero3"] = {{"reduce_bucket_size", 5e8}};
+  EXPECT_EQ(error_of(doc).json_path(), "/training/deepspeed_zero3");
+  doc["training"]["zero3_implementation"] = "deepspeed-0.3";
+  doc["training"]["deepspeed_zero3"] = {{"stage3_prefetch_bucket_size", -1}};
+  EXPECT_EQ(error_of(doc).json_path(), "/training/deepspeed_zero3/stage3_prefetch_bucket_size");
+  doc["training"]["deepspeed_zero3"] = {{"stage3_prefetch_bucket", 5e8}};
+  EXPECT_EQ(error_of(doc).json_path(), "/training/deepspeed_zero3/stage3_prefetch_bucket");
+  doc["training"]["deepspeed_zero3"] = {{"stage3_prefetch_bucket_size", 5e8}};
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("valid"))));
+}
+
 // ---- training.collectives: NCCL_ALGO / NCCL_PROTO for a scenario ------------------------------
 
 /// p4d-bert-large-ddp.json (NCCL on p4d: A100 NVSwitch + EFA) loadable from /tmp.

@@ -1,0 +1,361 @@
+#include "program/deepspeed_zero3_schedule.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "model/compute_cost.hpp"
+
+namespace trainsim::program {
+
+namespace {
+
+using model::ops_duration;
+
+enum Streams { kCompute = 0, kNccl = 1, kCopy = 2 };
+
+struct Tensor {
+  std::string name;
+  double numel = 0;
+  bool persistent = false;  ///< never partitioned: no gather, its gradient is still reduced
+};
+
+/// A submodule whose forward uses parameters: what it computes and which tensors it needs.
+struct Submodule {
+  std::string name;
+  std::vector<int> tensors;
+  Seconds forward = 0;
+  Seconds backward = 0;
+  long layer = -1;  ///< the transformer layer it belongs to (-1: embedding, head)
+};
+
+enum class Pass : std::uint8_t { forward, recompute, backward };
+
+/// One step of DeepSpeed's submodule trace.
+struct Use {
+  int module = 0;
+  Pass pass = Pass::forward;
+  long micro_batch = 0;
+};
+
+bool is_weight_gemm(const model::Operation& op) {
+  return op.kind == model::OpKind::gemm &&
+         (op.name == "qkv" || op.name == "attn_out" || op.name == "ffn_in" || op.name == "ffn_gate_up" ||
+          op.name == "ffn_out");
+}
+
+struct Model {
+  std::vector<Tensor> tensors;
+  std::vector<Submodule> modules;
+};
+
+Model submodules_of(const ScheduleInputs& in) {
+  const auto& s = in.model;
+  const auto& p = in.plan;
+  const auto& dev = in.device;
+  const double threshold = p.deepspeed_zero3.param_persistence_threshold;
+  const double h = static_cast<double>(s.hidden);
+  const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy};
+  Model m;
+  auto tensor = [&](std::string name, double numel) {
+    m.tensors.push_back({std::move(name), numel, numel < threshold});
+    return static_cast<int>(m.tensors.size()) - 1;
+  };
+  auto small = [&](std::string name, double numel) {
+    // Biases and norm weights: each at most ffn_hidden elements, under the threshold for the
+    // models here; their sum per layer is not one tensor.
+    m.tensors.push_back({std::move(name), numel, true});
+    return static_cast<int>(m.tensors.size()) - 1;
+  };
+
+  const double word_numel = static_cast<double>(s.vocab) * h;
+  const int word = tensor("word embedding", word_numel);
+  {
+    Submodule e{"embedding", {word}, 0, 0, -1};
+    const double rest = model::embedding_parameters(s) - word_numel;
+    if (rest > 0) e.tensors.push_back(tensor("position embedding", rest));
+    const auto ops = model::embedding_forward_ops(s, shape);
+    e.forward = ops_duration(ops, dev);
+    e.backward = ops_duration(model::backward_of(ops), dev);
+    m.modules.push_back(std::move(e));
+  }
+  const auto layer_ops = model::layer_forward_ops(s, shape);
+  for (long l = 0; l < s.layers; ++l) {
+    // Split the layer's operations at each weight GEMM: the ops before the first one (the input
+    // norm) and after a GEMM (attention core, activations) run with that submodule.
+    std::vector<std::vector<model::Operation>> parts;
+    std::vector<std::string> names;
+    std::vector<double> weights;
+    for (const auto& op : layer_ops) {
+      if (is_weight_gemm(op)) {
+        if (parts.empty() || weights.size() == parts.size()) parts.emplace_back();
+        names.push_back(op.name);
+        weights.push_back(op.n * op.k);
+      } else if (parts.empty()) {
+        parts.emplace_back();
+      }
+      parts.back().push_back(op);
+    }
+    TRAINSIM_CHECK(!weights.empty() && weights.size() == parts.size(), "each part of a layer holds one weight GEMM");
+    double named = 0;
+    for (double w : weights) named += w;
+    const std::string prefix = "layer " + std::to_string(l) + " ";
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      Submodule sm{prefix + names[k], {tensor(prefix + names[k] + " weight", weights[k])},
+                   ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l};
+      if (k + 1 == parts.size()) {
+        const double rest = model::parameters_per_layer(s) - named;
+        if (rest > 0) sm.tensors.push_back(small(prefix + "biases and norms", rest));
+      }
+      m.modules.push_back(std::move(sm));
+    }
+  }
+  {
+    Submodule hd{"head", {}, 0, 0, -1};
+    double own = model::head_parameters(s);
+    if (!s.tied_embeddings) {
+      hd.tensors.push_back(tensor("output embedding", word_numel));
+      own -= word_numel;
+    } else {
+      hd.tensors.push_back(word);  // the logits read the tied table: gathered again
+    }
+    if (own > 0) hd.tensors.push_back(small("head norm", own));
+    const auto ops = model::head_forward_ops(s, shape);
+    hd.forward = ops_duration(ops, dev);
+    hd.backward = ops_duration(model::backward_of(ops), dev);
+    m.modules.push_back(std::move(hd));
+  }
+  return m;
+}
+
+std::vector<Use> trace_of(const Model& m, const plan::TrainingPlan& p) {
+  std::vector<Use> trace;
+  const int n = static_cast<int>(m.modules.size());
+  for (long mb = 0; mb < p.accumulation; ++mb) {
+    for (int i = 0; i < n; ++i) trace.push_back({i, Pass::forward, mb});
+    for (int i = n - 1; i >= 0;) {
+      const long layer = m.modules[i].layer;
+      int first = i;
+      while (layer >= 0 && first > 0 && m.modules[first - 1].layer == layer) --first;
+      if (layer >= 0 && p.activation_checkpointing)
+        for (int k = first; k <= i; ++k) trace.push_back({k, Pass::recompute, mb});
+      for (int k = i; k >= first; --k) trace.push_back({k, Pass::backward, mb});
+      i = first - 1;
+    }
+  }
+  return trace;
+}
+
+enum class Status : std::uint8_t { not_available, in_flight, available };
+
+}  // namespace
+
+Program build_deepspeed_zero3(const ScheduleInputs& in) {
+  const auto& p = in.plan;
+  const auto& L = in.layout;
+  const auto& ds = p.deepspeed_zero3;
+  TRAINSIM_CHECK(p.pp == 1 && p.tp == 1, "the DeepSpeed 0.3 ZeRO-3 schedule has no tensor or pipeline parallelism");
+  TRAINSIM_CHECK(L.shard == L.dp, "the DeepSpeed 0.3 ZeRO-3 schedule shards over every data-parallel rank");
+  TRAINSIM_CHECK(!in.stages.empty(), "stage memory is required");
+  const Model model = submodules_of(in);
+  const std::vector<Use> trace = trace_of(model, p);
+  const std::size_t steps = trace.size();
+  const bool sharded = L.shard > 1;
+  const bool offload = p.activation_checkpointing && p.activation_offloading;
+  const Bytes layer_input = model::layer_input_bytes(
+      in.model, {p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy});
+  const StageMemory& mem = in.stages.front();
+
+  auto module_numel = [&](int m) {
+    double t = 0;
+    for (int k : model.modules[m].tensors) t += model.tensors[k].numel;
+    return t;
+  };
+  // Reuse distance after each trace step: elements used before the same submodule's next use
+  // (PrefetchCoordinator.get_reuse_distance_in_numel; none: never reused in this step).
+  std::vector<double> reuse(steps, 1e300);
+  for (std::size_t i = 0; i < steps; ++i) {
+    double between = 0;
+    for (std::size_t j = i + 1; j < steps; ++j) {
+      if (trace[j].module == trace[i].module) {
+        reuse[i] = between;
+        break;
+      }
+      between += module_numel(trace[j].module);
+    }
+  }
+  // A tensor's gradient is complete at its last backward use of the micro-batch (the tied
+  // table: the embedding's, after the head's).
+  std::vector<std::vector<int>> grads_at(steps);
+  {
+    std::vector<std::size_t> last(model.tensors.size(), steps);
+    for (std::size_t i = 0; i < steps; ++i) {
+      if (trace[i].pass != Pass::backward) continue;
+      for (int k : model.modules[trace[i].module].tensors) last[k] = i;
+      const bool mb_end = i + 1 == steps || trace[i + 1].micro_batch != trace[i].micro_batch;
+      if (mb_end) {
+        for (std::size_t k = 0; k < last.size(); ++k)
+          if (last[k] < steps) grads_at[last[k]].push_back(static_cast<int>(k));
+        std::fill(last.begin(), last.end(), steps);
+      }
+    }
+  }
+
+  Program prog;
+  prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;
+  std::vector<int> group;
+  for (long d = 0; d < L.dp; ++d) group.push_back(rank_of(in, 0, d, 0));
+
+  // Every rank runs the same program: it is built once, on a template.
+  RankProgram rp;
+  rp.resident = mem.resident;
+  rp.streams = {{"compute", StreamKind::compute, {}}, {"nccl", StreamKind::communication, {}}};
+  if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
+  auto last_of = [&](int stream) {
+    return TaskRef{stream, static_cast<int>(rp.streams[stream].tasks.size()) - 1};
+  };
+  // What every task issued from now on waits for: the host is blocked until then.
+  std::vector<TaskRef> fence;
+  auto device_synchronize = [&] {
+    fence.clear();
+    for (int st = 0; st < static_cast<int>(rp.streams.size()); ++st)
+      if (!rp.streams[st].tasks.empty()) fence.push_back(last_of(st));
+  };
+  auto wait_for = [&](TaskRef t) {  // a stream synchronize
+    if (t.stream >= 0 && std::find(fence.begin(), fence.end(), t) == fence.end()) fence.push_back(t);
+  };
+  auto issue = [&](int stream, Task t, const std::vector<TaskRef>& extra = {}) {
+    std::vector<TaskRef> deps = fence;
+    for (const auto& e : extra)
+      if (std::find(deps.begin(), deps.end(), e) == deps.end()) deps.push_back(e);
+    t.deps = deps;
+    rp.streams[stream].tasks.push_back(std::move(t));
+    return last_of(stream);
+  };
+
+  std::vector<Status> status(model.tensors.size(), Status::available);
+  for (std::size_t k = 0; k < model.tensors.size(); ++k)
+    if (sharded && !model.tensors[k].persistent) status[k] = Status::not_available;
+  std::vector<int> in_flight;
+  double live = 0;  // gathered elements (total_available_parameter_numel)
+  auto gather = [&](int k, const std::string& why) {
+    device_synchronize();  // Init._allgather_param: torch.cuda.synchronize() first
+    const Tensor& t = model.tensors[k];
+    const std::string name = "all-gather " + t.name + " (" + why + ")";
+    prog.collectives.push_back({name, collective::Op::all_gather, t.numel * p.parameter_wire_bytes, group});
+    issue(kNccl, {name, TaskKind::collective, Phase::parameter_sync, 0,
+                  static_cast<int>(prog.collectives.size()) - 1, {}});
+    status[k] = Status::in_flight;
+    in_flight.push_back(k);
+    live += t.numel;
+  };
+  // Gradient bucket: (elements, the compute task that produced the newest gradient in it).
+  double bucket = 0;
+  TaskRef bucket_ready{-1, -1};
+  TaskRef last_reduction{-1, -1};
+  int buckets = 0;
+  auto reduce_bucket = [&] {
+    // reduce_ipg_grads: the host waits for the previous bucket first.
+    wait_for(last_reduction);
+    if (bucket <= 0) return;
+    const std::string name = "all-reduce gradient bucket " + std::to_string(buckets++);
+    prog.collectives.push_back({name, collective::Op::all_reduce, bucket * p.gradient_wire_bytes, group});
+    last_reduction = issue(kNccl, {name, TaskKind::collective, Phase::gradient_sync, 0,
+                                   static_cast<int>(prog.collectives.size()) - 1, {}},
+                           {bucket_ready});
+    bucket = 0;
+  };
+
+  for (std::size_t i = 0; i < steps; ++i) {
+    const Use& use = trace[i];
+    const Submodule& sm = model.modules[use.module];
+    const char* pass = use.pass == Pass::forward ? "forward" : use.pass == Pass::recompute ? "recompute" : "backward";
+    const std::string tag = " mb" + std::to_string(use.micro_batch);
+    // Fetch (fetch_sub_module).
+    bool wait = false;
+    for (int k : sm.tensors) {
+      if (status[k] == Status::not_available) gather(k, std::string(pass) + " " + sm.name + tag);
+      if (status[k] == Status::in_flight) wait = true;
+    }
+    if (wait) {
+      device_synchronize();  // _synchronize_communication
+      for (int k : in_flight) status[k] = Status::available;
+      in_flight.clear();
+    }
+    // Prefetch (prefetch_next_sub_modules), from this step of the trace on.
+    if (sharded && in_flight.empty() && live < ds.max_live_parameters) {
+      std::vector<int> next;
+      double total = 0;
+      for (std::size_t j = i; j < steps && total < ds.prefetch_bucket_size; ++j)
+        for (int k : model.modules[trace[j].module].tensors) {
+          if (status[k] != Status::not_available || std::find(next.begin(), next.end(), k) != next.end())
+            continue;
+          next.push_back(k);
+          total += model.tensors[k].numel;
+          if (total >= ds.prefetch_bucket_size) break;
+        }
+      for (int k : next) gather(k, "prefetch for " + std::string(pass) + " " + sm.name + tag);
+    }
+    // A layer's offloaded input comes back before its recomputation.
+    std::vector<TaskRef> ready;
+    const bool layer_start = sm.layer >= 0 && (use.module == 0 || model.modules[use.module - 1].layer != sm.layer);
+    if (offload && use.pass == Pass::recompute && layer_start) {
+      Task c{"fetch input layer " + std::to_string(sm.layer) + tag, TaskKind::host_copy, Phase::offload, 0, -1, {}};
+      c.copy_bytes = layer_input;
+      c.copy_direction = CopyDirection::to_device;
+      ready.push_back(issue(kCopy, std::move(c)));
+    }
+    Task t{std::string(pass) + " " + sm.name + tag, TaskKind::compute,
+           use.pass == Pass::forward ? Phase::forward : Phase::backward,
+           use.pass == Pass::backward ? sm.backward : sm.forward, -1, {}};
+    if (use.pass == Pass::forward && use.module == 0) t.alloc = mem.activations_per_micro_batch;
+    if (use.pass != Pass::forward) t.workspace = mem.workspace;
+    if (use.pass == Pass::backward && use.module == 0) t.release = mem.activations_per_micro_batch;
+    const TaskRef computed = issue(kCompute, std::move(t), ready);
+    const bool layer_end = sm.layer >= 0 && (use.module + 1 == static_cast<int>(model.modules.size()) ||
+                                             model.modules[use.module + 1].layer != sm.layer);
+    if (offload && use.pass == Pass::forward && layer_end) {
+      Task c{"offload input layer " + std::to_string(sm.layer) + tag, TaskKind::host_copy, Phase::offload, 0, -1, {}};
+      c.copy_bytes = layer_input;
+      c.copy_direction = CopyDirection::to_host;
+      issue(kCopy, std::move(c), {computed});
+    }
+    // Gradient hooks (reduce_independent_p_g_buckets_and_remove_grads).
+    if (sharded)
+      for (int k : grads_at[i]) {
+        const double numel = model.tensors[k].numel;
+        if (bucket + numel > ds.reduce_bucket_size) reduce_bucket();
+        bucket += numel;
+        bucket_ready = computed;
+      }
+    // Release (release_sub_module).
+    if (reuse[i] >= ds.max_reuse_distance)
+      for (int k : sm.tensors)
+        if (status[k] == Status::available && !model.tensors[k].persistent && sharded) {
+          status[k] = Status::not_available;
+          live -= model.tensors[k].numel;
+        }
+    // The end of a micro-batch's backward: the epilogue reduces the rest and waits for it.
+    const bool mb_end = i + 1 == steps || trace[i + 1].micro_batch != use.micro_batch;
+    if (sharded && mb_end) {
+      reduce_bucket();
+      wait_for(last_reduction);
+    }
+  }
+  double shard_params = 0;
+  for (const auto& t : model.tensors) shard_params += t.numel;
+  shard_params /= static_cast<double>(L.shard);
+  const Seconds optimizer = model::op_duration(model::optimizer_step_op(shard_params), in.device);
+  device_synchronize();
+  issue(kCompute, {"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}});
+
+  for (long d = 0; d < L.dp; ++d) {
+    RankProgram r = rp;
+    r.rank = rank_of(in, 0, d, 0);
+    prog.ranks.push_back(std::move(r));
+  }
+  return prog;
+}
+
+}  // namespace trainsim::program

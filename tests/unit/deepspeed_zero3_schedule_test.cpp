@@ -1,0 +1,165 @@
+// DeepSpeed 0.3 ZeRO-3 programs (program/deepspeed_zero3_schedule.hpp), checked as plain data:
+// one gather per parameter, host synchronizes before and after them, prefetch of the next
+// parameter, release and reuse, gradient all-reduces in buckets on the same NCCL stream.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "program/build_program.hpp"
+#include "support/fixtures.hpp"
+
+namespace trainsim::program {
+namespace {
+
+enum { kCompute = 0, kNccl = 1 };
+
+/// Two layers of hidden 64: weights QKV 12288, attention output 4096, MLP in and out 16384
+/// elements; the thresholds are scaled down so that they are gathered.
+ScheduleInputs inputs(long world) {
+  ScheduleInputs in;
+  in.model = {"tiny", 2, 64, 4, 256, 100, 16, false};
+  in.plan.sharding = plan::Sharding::zero3;
+  in.plan.zero3_implementation = plan::Zero3Implementation::deepspeed_0_3;
+  in.plan.micro_batch = 2;
+  in.plan.activation_checkpointing = true;
+  auto& ds = in.plan.deepspeed_zero3;
+  ds.param_persistence_threshold = 1000;  // word table 6400, position table 1024: gathered
+  ds.prefetch_bucket_size = 1;            // one parameter ahead
+  ds.max_live_parameters = 1e9;
+  ds.max_reuse_distance = 0;              // released after every use
+  ds.reduce_bucket_size = 20000;
+  EXPECT_TRUE(plan::precision_recipe("amp", in.plan.precision));
+  in.layout = plan::layout_of(in.plan, world, 4);
+  in.device = testing_support::round_number_device();
+  in.stages = {{1000, 100, 10}};
+  return in;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+/// Index of the first task on `s` whose name starts with `prefix`.
+int index_of(const Stream& s, const std::string& prefix) {
+  for (std::size_t i = 0; i < s.tasks.size(); ++i)
+    if (starts_with(s.tasks[i].name.str(), prefix)) return static_cast<int>(i);
+  ADD_FAILURE() << "no task " << prefix << "... on " << s.name;
+  return 0;
+}
+
+bool waits_for(const Task& t, int stream, int index) {
+  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
+}
+
+long count(const Stream& s, const std::string& prefix) {
+  return std::count_if(s.tasks.begin(), s.tasks.end(),
+                       [&](const Task& t) { return starts_with(t.name.str(), prefix); });
+}
+
+TEST(DeepSpeedZero3Schedule, OneGatherPerParameterOnTheStreamTheReductionsUse) {
+  const Program prog = build_program(inputs(4));
+  validate(prog);
+  ASSERT_EQ(prog.ranks.size(), 4u);
+  const auto& r = prog.ranks[0];
+  ASSERT_EQ(r.streams.size(), 2u);
+  // Submodules: embedding, 2 x (QKV, attention output, MLP in, MLP out), head. Uses: 10
+  // forwards, 8 recomputes, 10 backwards, then the optimizer.
+  EXPECT_EQ(r.streams[kCompute].tasks.size(), 29u);
+  // Released after every use: each of the 8 layer weights is gathered for its forward, its
+  // recomputation and its backward; the word table for the embedding, the head's forward and
+  // backward, the embedding's backward; the position table twice.
+  EXPECT_EQ(count(r.streams[kNccl], "all-gather layer 0 qkv weight"), 3);
+  EXPECT_EQ(count(r.streams[kNccl], "all-gather word embedding"), 4);
+  EXPECT_EQ(count(r.streams[kNccl], "all-gather position embedding"), 2);
+  EXPECT_EQ(count(r.streams[kNccl], "all-gather"), 8 * 3 + 4 + 2);
+  const Task& g = r.streams[kNccl].tasks[index_of(r.streams[kNccl], "all-gather layer 1 ffn_in weight")];
+  const CollectiveCall& call = prog.collectives[g.collective];
+  EXPECT_EQ(call.op, collective::Op::all_gather);
+  EXPECT_DOUBLE_EQ(call.size, 64 * 256 * 2.0);  // the weight, fp16 on the wire
+  EXPECT_EQ(call.group, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(count(r.streams[kNccl], "all-reduce gradient bucket"), count(r.streams[kNccl], "all-reduce"));
+  EXPECT_GT(count(r.streams[kNccl], "all-reduce gradient bucket"), 0);
+}
+
+TEST(DeepSpeedZero3Schedule, ThePrefetchedWeightOverlapsTheSubmoduleBeforeIt) {
+  const Program prog = build_program(inputs(4));
+  const auto& r = prog.ranks[1];
+  const auto& comp = r.streams[kCompute];
+  const auto& nccl = r.streams[kNccl];
+  // Entering QKV, the host gathers the attention output's weight (one parameter ahead) and only
+  // then computes QKV: the two overlap, ...
+  const int prefetch = index_of(nccl, "all-gather layer 0 attn_out weight (prefetch for forward layer 0 qkv mb0)");
+  const int qkv = index_of(comp, "forward layer 0 qkv mb0");
+  EXPECT_FALSE(waits_for(comp.tasks[qkv], kNccl, prefetch));
+  // ... after a device synchronize: the prefetch waits for what ran before (the gather of QKV).
+  EXPECT_TRUE(waits_for(nccl.tasks[prefetch], kNccl, prefetch - 1));
+  // Entering the attention output, the fetch synchronizes: it waits for the gather and for QKV.
+  const Task& out = comp.tasks[index_of(comp, "forward layer 0 attn_out mb0")];
+  EXPECT_TRUE(waits_for(out, kNccl, prefetch));
+  EXPECT_TRUE(waits_for(out, kCompute, qkv));
+}
+
+TEST(DeepSpeedZero3Schedule, AboveMaxLiveParametersEveryGatherIsSynchronous) {
+  ScheduleInputs in = inputs(4);
+  in.plan.deepspeed_zero3.max_live_parameters = 1;  // no prefetch
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[kCompute];
+  const auto& nccl = prog.ranks[0].streams[kNccl];
+  EXPECT_EQ(count(nccl, "all-gather layer 1 ffn_out weight (prefetch"), 0);
+  // The gather starts after the submodule before it, and the submodule waits for it.
+  const int g = index_of(nccl, "all-gather layer 1 ffn_out weight (forward layer 1 ffn_out mb0)");
+  const int before = index_of(comp, "forward layer 1 ffn_in mb0");
+  EXPECT_TRUE(waits_for(nccl.tasks[g], kCompute, before));
+  EXPECT_TRUE(waits_for(comp.tasks[before + 1], kNccl, g));
+}
+
+TEST(DeepSpeedZero3Schedule, ParametersReusedWithinTheDistanceStayGathered) {
+  ScheduleInputs in = inputs(4);
+  in.plan.deepspeed_zero3.max_reuse_distance = 1e12;
+  const Program prog = build_program(in);
+  validate(prog);
+  // Every parameter is gathered once (8 layer weights, the word and position tables), except the
+  // tied word table: the head, not used again in the step, releases it after its backward and
+  // the embedding's backward gathers it again.
+  EXPECT_EQ(count(prog.ranks[0].streams[kNccl], "all-gather"), 11);
+  EXPECT_EQ(count(prog.ranks[0].streams[kNccl], "all-gather word embedding"), 2);
+}
+
+TEST(DeepSpeedZero3Schedule, GradientsAreAllReducedInBucketsAndTheStepWaitsForThem) {
+  const ScheduleInputs in = inputs(4);
+  const Program prog = build_program(in);
+  const auto& comp = prog.ranks[2].streams[kCompute];
+  const auto& nccl = prog.ranks[2].streams[kNccl];
+  double reduced = 0;
+  int last = -1;
+  for (std::size_t i = 0; i < nccl.tasks.size(); ++i) {
+    const CollectiveCall& c = prog.collectives[nccl.tasks[i].collective];
+    if (c.op != collective::Op::all_reduce) continue;
+    EXPECT_LE(c.size, in.plan.deepspeed_zero3.reduce_bucket_size * 2);
+    reduced += c.size;
+    last = static_cast<int>(i);
+  }
+  // Every gradient once, fp16 on the wire.
+  EXPECT_DOUBLE_EQ(reduced, model::parameter_count(in.model) * 2);
+  // The first bucket (layer 1's MLP output weight, biases and norms) is flushed by the gradient
+  // that overflows it, the MLP input weight's, and overlaps that backward.
+  const Task& ar = nccl.tasks[index_of(nccl, "all-reduce gradient bucket 0")];
+  EXPECT_TRUE(waits_for(ar, kCompute, index_of(comp, "backward layer 1 ffn_out mb0")));
+  const int overflowing = index_of(comp, "backward layer 1 ffn_in mb0");
+  for (const auto& d : ar.deps) EXPECT_FALSE(d.stream == kCompute && d.index >= overflowing);
+  const Task& step = comp.tasks.back();
+  EXPECT_EQ(step.phase, Phase::optimizer);
+  EXPECT_TRUE(waits_for(step, kNccl, last));
+}
+
+TEST(DeepSpeedZero3Schedule, WithoutCheckpointingNoRecompute) {
+  ScheduleInputs in = inputs(4);
+  in.plan.activation_checkpointing = false;
+  const Program prog = build_program(in);
+  validate(prog);
+  EXPECT_EQ(count(prog.ranks[0].streams[kCompute], "recompute"), 0);
+  EXPECT_EQ(count(prog.ranks[0].streams[kNccl], "all-gather layer 0 qkv weight"), 2);
+}
+
+}  // namespace
+}  // namespace trainsim::program
