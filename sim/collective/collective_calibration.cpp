@@ -177,26 +177,17 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
     require_source(s);
     s.finish();
   }
-  {
-    JsonObject s = root.object("simple_chunk");
-    f.simple_chunk = s.quantity("value", Dimension::bytes);
+  // {"value": "512KiB", "source": ...}; the tree's and LL128's chunks default to Simple's.
+  auto chunk = [&](const std::string& key) {
+    JsonObject s = root.object(key);
+    const Bytes v = s.quantity("value", Dimension::bytes);
     require_source(s);
     s.finish();
-  }
-  f.tree_chunk = f.simple_chunk;
-  if (root.has("tree_chunk")) {
-    JsonObject s = root.object("tree_chunk");
-    f.tree_chunk = s.quantity("value", Dimension::bytes);
-    require_source(s);
-    s.finish();
-  }
-  f.ll128_chunk = f.simple_chunk;
-  if (root.has("ll128_chunk")) {
-    JsonObject s = root.object("ll128_chunk");
-    f.ll128_chunk = s.quantity("value", Dimension::bytes);
-    require_source(s);
-    s.finish();
-  }
+    return v;
+  };
+  f.simple_chunk = chunk("simple_chunk");
+  f.tree_chunk = root.has("tree_chunk") ? chunk("tree_chunk") : f.simple_chunk;
+  f.ll128_chunk = root.has("ll128_chunk") ? chunk("ll128_chunk") : f.simple_chunk;
   if (root.has("ll128_efficiency")) {
     JsonObject s = root.object("ll128_efficiency");
     f.ll128_efficiency = fraction(s, "value");
