@@ -78,6 +78,7 @@ public:
       stream_cv_.push_back(std::move(cvs));
       waiting_.emplace_back(rp.streams.size(), -1);
       held_sms_.push_back(0);
+      compute_stream_.push_back(only_compute_stream(rp));
     }
     result_.prepare_wall_s = seconds_since(prepare_start_) - result_.fold_wall_s;
   }
@@ -140,7 +141,7 @@ private:
       } else if (t.kind == TaskKind::host_copy) {
         run_host_copy(cls, t);
       } else {
-        run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls);
+        run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls, stream, i);
       }
       change_memory(cls, -(t.workspace + t.release));
       done_[cls][stream][i] = 1;
@@ -173,13 +174,13 @@ private:
   /// members, waits for them, meets the others at the phase's end and pays the phase's step
   /// latency. Each actor starting only its own flows keeps SimGrid's per-actor activity lists
   /// short.
-  void run_collective(int merged, int cls) {
+  void run_collective(int merged, int cls, int stream, std::size_t index) {
     const auto& st = collectives_[static_cast<std::size_t>(merged)];
     if (st.arrival) st.arrival->wait();
     // From when every member is there: a real kernel also holds its SMs while it spins waiting
     // for late peers, but the programs issue some calls (pre-posted pipeline receives) long
     // before their kernel would launch, so only the transfer is counted.
-    const SmHold hold = hold_sms(cls, st.flows->channels);
+    const SmHold hold = compute_waits_for(cls, stream, index) ? SmHold{} : hold_sms(cls, st.flows->channels);
     const auto& phases = st.flows->phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
       std::vector<sg4::CommPtr> flows;
@@ -194,6 +195,31 @@ private:
       if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
     }
     release_sms(cls, hold);
+  }
+
+  /// The index of the program's one compute stream; -1 when it has none or several.
+  static int only_compute_stream(const program::RankProgram& rp) {
+    int found = -1;
+    for (std::size_t s = 0; s < rp.streams.size(); ++s)
+      if (rp.streams[s].kind == program::StreamKind::compute) {
+        if (found >= 0) return -1;
+        found = static_cast<int>(s);
+      }
+    return found;
+  }
+
+  /// Whether the class's compute stream is blocked on a task that needs this collective: then no
+  /// compute runs beside it (a tensor-parallel all-reduce in the critical path), and holding SMs
+  /// would change nothing but the simulator's cost.
+  [[nodiscard]] bool compute_waits_for(int cls, int stream, std::size_t index) const {
+    const int c = compute_stream_[static_cast<std::size_t>(cls)];
+    if (c < 0) return false;
+    const int w = waiting_[static_cast<std::size_t>(cls)][static_cast<std::size_t>(c)];
+    if (w < 0) return false;
+    const auto& t = rep_program(cls).streams[static_cast<std::size_t>(c)].tasks[static_cast<std::size_t>(w)];
+    return std::any_of(t.deps.begin(), t.deps.end(), [&](const program::TaskRef& d) {
+      return d.stream == stream && static_cast<std::size_t>(d.index) == index;
+    });
   }
 
   struct SmHold {
@@ -472,6 +498,7 @@ private:
   std::vector<Bytes> peak_;
   std::vector<Seconds> peak_time_;
   std::vector<int> held_sms_;  ///< SMs the class's collectives in flight hold
+  std::vector<int> compute_stream_;  ///< per class: its one compute stream, -1 if not exactly one
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;
 };

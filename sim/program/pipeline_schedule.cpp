@@ -250,7 +250,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
           return TaskRef{stream, static_cast<int>(rp.streams[static_cast<std::size_t>(stream)].tasks.size()) - 1};
         };
-        comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk) + 1);
+        // Room for every slot's layers, the embedding and head passes of the end stages and the
+        // step's tail, so the stream is never copied while it grows.
+        comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk + 2) + 16);
         const long replica = d / shard, position = d % shard;
         auto& my_shard_calls = shard_calls[static_cast<std::size_t>((stage * tp + t) * replicas + replica)];
         auto& my_replica_calls = replica_calls[static_cast<std::size_t>((stage * tp + t) * shard + position)];
@@ -324,7 +326,11 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         };
         if (overlap_param_gather && aligned_gathers)
           for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
-        if (tp > 1) rp.streams[kTensor].tasks.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk));
+        // Per slot: each layer's collectives (three under sequence parallelism), the embedding's,
+        // the loss's three and the head's at the end stages.
+        if (tp > 1)
+          rp.streams[kTensor].tasks.reserve(order.size() *
+                                            static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 3 : 1) + 5));
         // A chunk's point-to-point streams carry at most one task per micro-batch.
         for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
           if (rp.streams[st].kind == StreamKind::communication) rp.streams[st].tasks.reserve(static_cast<std::size_t>(m));
@@ -349,12 +355,13 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready;
           if (previous.stream >= 0) ready.push_back(previous);
-          auto compute = [&](InternedName name, Seconds duration, std::vector<TaskRef> deps) {
+          // Dependencies as TaskDeps: up to three inline, no allocation per task.
+          auto compute = [&](InternedName name, Seconds duration, TaskDeps deps) {
             Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
             if (!slot.forward) task.workspace = mem.workspace;
             return push(kCompute, std::move(task));
           };
-          auto tensor = [&](InternedName name, collective::Op op, Bytes size, std::vector<TaskRef> deps) {
+          auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps) {
             return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size), std::move(deps)});
           };
           // Gradients of the chunk's last micro-batch go to the data-parallel buckets as the
