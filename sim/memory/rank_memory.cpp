@@ -73,7 +73,7 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   const double tp = static_cast<double>(p.tp);
   const double shard = static_cast<double>(in.layout.shard);
   const bool first = stage == 0, last = stage == p.pp - 1;
-  const long layers = layers_of_stage(s.layers, p.pp, stage);
+  const long layers = plan::layers_of_stage(p, s.layers, stage);
 
   // Parameters this rank owns: its layers and, on the end stages, the embedding and the head
   // (Megatron keeps a copy of a tied embedding on the last stage), all split by TP.

@@ -14,6 +14,17 @@ double optimizer_state_bytes(Optimizer o) {
   return 8;
 }
 
+long layers_of_stage(const TrainingPlan& plan, long layers, long stage) {
+  const long pp = plan.pp;
+  if (plan.partition == PipelinePartition::uniform) return layers / pp + (stage < layers % pp ? 1 : 0);
+  // Balance layers + 2 units (embedding, tied head), then take the ends' embedding units out.
+  const long units = layers + 2;
+  long n = units / pp + (stage < units % pp ? 1 : 0);
+  if (stage == 0) --n;
+  if (stage == pp - 1) --n;
+  return n;
+}
+
 bool precision_recipe(const std::string& name, PrecisionRecipe& out) {
   if (name == "amp") {
     out = {name, 2, 2, 4, 4, true};

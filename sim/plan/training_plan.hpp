@@ -31,6 +31,15 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 
+/// How a pipeline's stages split the transformer layers.
+enum class PipelinePartition {
+  uniform,  ///< layers / pp each, the remainder on the first stages (Megatron's even split)
+  /// DeepSpeed's partition_method "type:transformer|embedding": the embedding and the tied output
+  /// embedding each weigh as one layer, so the end stages hold one transformer layer fewer
+  /// (BLOOM-176B: 5 + embedding, 6 x 10, 5 + embedding over 12 stages).
+  transformer_and_embedding,
+};
+
 /// How a ZeRO-3 schedule gathers parameters and reduces gradients.
 enum class Zero3Implementation {
   fsdp,           ///< per-unit gathers ahead of compute, reduce-scatter per unit (sharded_schedule)
@@ -58,6 +67,7 @@ struct TrainingPlan {
   long pp = 1;                       ///< pipeline-parallel degree (stages)
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
+  PipelinePartition partition = PipelinePartition::uniform;
   PrecisionRecipe precision;
   Optimizer optimizer = Optimizer::adam;
   long micro_batch = 1;              ///< sequences per micro-batch per model replica
@@ -101,6 +111,9 @@ struct Layout {
 /// gradients and master: 2+4+4). Empty optional for an unknown name.
 [[nodiscard]] bool precision_recipe(const std::string& name, PrecisionRecipe& out);
 [[nodiscard]] const char* sharding_name(Sharding s);
+
+/// Transformer layers that pipeline stage `stage` of `plan` holds (all its virtual stages).
+[[nodiscard]] long layers_of_stage(const TrainingPlan& plan, long layers, long stage);
 
 /// Derives the layout of `plan` on `world` ranks; throws std::invalid_argument with a message
 /// naming the degree that does not divide.

@@ -38,8 +38,13 @@ std::string unsupported_plan(const ScheduleInputs& in) {
   if (p.tp > 1 || p.pp > 1) {
     if (p.sharding == plan::Sharding::zero2 && p.pp > 1)
       return "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)";
-    if (in.model.layers % (p.pp * p.virtual_stages) != 0)
+    if (p.partition == plan::PipelinePartition::uniform && in.model.layers % (p.pp * p.virtual_stages) != 0)
       return "the layers do not divide evenly over pipeline x virtual stages";
+    if (p.partition != plan::PipelinePartition::uniform && p.virtual_stages > 1)
+      return "only the uniform pipeline partition has virtual stages";
+    for (long stage = 0; stage < p.pp; ++stage)
+      if (plan::layers_of_stage(p, in.model.layers, stage) < 1)
+        return "a pipeline stage would hold no transformer layer";
     if (p.pipeline == plan::PipelineSchedule::interleaved && p.virtual_stages > 1 &&
         p.accumulation % p.pp != 0)
       return "interleaved 1F1B needs a number of micro-batches that is a multiple of the stages";

@@ -59,10 +59,12 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const auto& L = in.layout;
   const long pp = p.pp, v = p.virtual_stages, m = p.accumulation, tp = p.tp;
   const long virtual_stages = pp * v;
-  TRAINSIM_CHECK(s.layers % virtual_stages == 0, "layers must divide over the virtual stages");
+  TRAINSIM_CHECK(p.partition != plan::PipelinePartition::uniform || s.layers % virtual_stages == 0,
+                 "layers must divide over the virtual stages");
+  TRAINSIM_CHECK(p.partition == plan::PipelinePartition::uniform || v == 1,
+                 "a non-uniform partition has no virtual stages");
   if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
     TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
-  const long layers_per_chunk = s.layers / virtual_stages;
   const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
                                 p.fused_cross_entropy};
   const auto layer_f = model::layer_forward_ops(s, shape);
@@ -147,6 +149,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
 
   const Seconds optimizer_per_param = model::op_duration(model::optimizer_step_op(1e6), in.device) / 1e6;
   for (long stage = 0; stage < pp; ++stage) {
+    // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
+    const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
     // What every rank of the stage shares: its slots and their task names.
     const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
     // A chunk's gradients are final once its last micro-batch's backward is done.

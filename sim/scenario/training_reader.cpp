@@ -48,6 +48,13 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.virtual_stages = o.positive_integer_or("virtual_stages", 1);
   if (t.virtual_stages > 1 && t.pipeline != plan::PipelineSchedule::interleaved)
     o.fail("virtual_stages", "virtual stages need pipeline_schedule \"interleaved\"");
+  if (o.choice_or("pipeline_partition", {"uniform", "transformer_and_embedding"}, "uniform") ==
+      "transformer_and_embedding") {
+    if (t.pp < 2) o.fail("pipeline_partition", "a partition of pipeline stages needs pipeline_parallel > 1");
+    if (t.virtual_stages > 1)
+      o.fail("pipeline_partition", "transformer_and_embedding (DeepSpeed's pipeline) has no virtual stages");
+    t.partition = plan::PipelinePartition::transformer_and_embedding;
+  }
   const std::string precision = o.choice("precision", {"amp", "fp32", "fsdp_mixed", "bf16_fp32_grads"});
   if (!plan::precision_recipe(precision, t.precision)) o.fail("precision", "unknown recipe");
   if (precision == "fsdp_mixed" && t.sharding != Sharding::fsdp)

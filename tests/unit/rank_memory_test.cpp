@@ -201,3 +201,20 @@ TEST(Pipeline, Zero1ShardsEachStagesOptimizerStatesOverItsDataParallelGroup) {
 
 }  // namespace
 }  // namespace trainsim::memory
+
+TEST(PipelinePartition, TransformerAndEmbeddingGivesTheEndStagesOneLayerFewer) {
+  // BLOOM-176B (train/tr11-176B-ml README): embed + 5, 6 x 10, 5 + embed over 12 stages.
+  trainsim::plan::TrainingPlan p;
+  p.pp = 12;
+  p.partition = trainsim::plan::PipelinePartition::transformer_and_embedding;
+  long total = 0;
+  for (long stage = 0; stage < 12; ++stage) {
+    const long n = trainsim::plan::layers_of_stage(p, 70, stage);
+    EXPECT_EQ(n, stage == 0 || stage == 11 ? 5 : 6) << "stage " << stage;
+    total += n;
+  }
+  EXPECT_EQ(total, 70);
+  p.partition = trainsim::plan::PipelinePartition::uniform;
+  EXPECT_EQ(trainsim::plan::layers_of_stage(p, 70, 0), 6);
+  EXPECT_EQ(trainsim::plan::layers_of_stage(p, 70, 11), 5);
+}
