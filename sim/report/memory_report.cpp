@@ -29,7 +29,8 @@ std::string describe(const scenario::Point& p) {
        std::to_string(p.model.seq_len) + ", " + t.precision.name;
   if (t.activation_checkpointing) d += ", checkpointing";
   if (t.activation_offloading) d += ", offloading";
-  if (t.flash_attention) d += ", flash attention";
+  if (t.flash_attention)
+    d += ", flash attention" + (t.attention_kernel.empty() ? std::string() : " (" + t.attention_kernel + ")");
   return d;
 }
 
