@@ -12,7 +12,7 @@ Derivations (no fitting to any training row):
     so r_b = R (63/73 + 2.5) / 3.5 and r_f = r_b x 73/63;
   * flash-attn's Triton kernel (llm-foundry's attn_impl triton): FA2 is 1.3-1.5x faster forward
     (1.4 taken) and 2x faster backward (paper, section 4.1).
-Prints the "fused_attention" object for the device profiles."""
+Prints the "fused_attention" object for the A100 device profiles, or with --h100 the H100's."""
 import json
 
 PEAK = 312.0
@@ -61,4 +61,48 @@ out = {
     "note": "default: FlashAttention-2, what PyTorch SDPA (2.2+) and Transformer Engine run on A100 (SMP v2); a "
             "scenario names another with training.attention_kernel",
 }
-print(json.dumps(out, indent=1))
+
+# H100 80GB SXM5 (peak 989.4 TFLOP/s dense BF16). VALIDATION.md 8.2 has FlashAttention-2 without
+# Hopper features (the paper's H100 runs, figure 7): non-causal hd128 at every seq, causal hd128 only
+# at 512 (163) and 16k (~328). Assumptions, stated in the profile: the causal curve between its two
+# ends is linear in log2(seq); forward/backward split by the A100 ratio (73/63); no head-dim-64 curve
+# (hd64 calls take the hd128 curve); no Triton kernel (no H100 source for it).
+H100_PEAK = 989.4
+NONCAUSAL_128_H100 = [248, 320, 326, 315, 318, 318]
+CAUSAL_ENDS_H100 = (163.0, 328.0)
+
+
+def causal_h100():
+    import math
+    lo, hi = CAUSAL_ENDS_H100
+    span = math.log2(SEQ[-1] / SEQ[0])
+    return [lo + (hi - lo) * math.log2(x / SEQ[0]) / span for x in SEQ]
+
+
+def curve_h100(rates, causal):
+    pts = []
+    for x, r in zip(SEQ, rates):
+        f, b = split(r)
+        pts.append({"seq": x, "forward": round(f / H100_PEAK, 3), "backward": round(b / H100_PEAK, 3)})
+    return {"mask": "causal" if causal else "none", "head_dim": 128, "points": pts}
+
+
+SRC_H100 = ("FlashAttention-2 paper (arXiv 2307.08691) figure 7 as in VALIDATION.md 8.2: fwd+bwd TFLOP/s on H100 SXM5 "
+            "(FA2 without Hopper-specific features) by seq 512-16k, split into forward and backward by the A100 ratio of "
+            "the paper's best forward (73%) and backward (63%) rates; derived by validate/derive_attention_curves.py, "
+            "not fitted")
+h100 = [curve_h100(causal_h100(), True), curve_h100(NONCAUSAL_128_H100, False)]
+h100[0]["source"] = SRC_H100 + "; causal: only 512 (163) and 16k (~328) are given, assumed linear in log2(seq) between"
+h100[1]["source"] = SRC_H100
+out_h100 = {
+    "default_kernel": "flash-attention-2",
+    "kernels": [{"name": "flash-attention-2",
+                 "source": "FlashAttention-2 (Dao-AILab/flash-attention v2) as the paper ran it on H100; FlashAttention-3 "
+                           "(Hopper features) is 1.5-2x faster and not modelled",
+                 "curves": h100}],
+    "note": "head dim 64 takes the head-dim-128 curve (no H100 source); no Triton kernel curve (no H100 source)",
+}
+if "--h100" in __import__("sys").argv:
+    print(json.dumps(out_h100, indent=1))
+else:
+    print(json.dumps(out, indent=1))

@@ -207,6 +207,20 @@ TEST(DeviceProfileLoader, A100AttentionKernelsRiseWithSeqAndTritonIsSlower) {
   EXPECT_LE(attention_efficiency(*fa2, false, 128, 16384, true), 0.63);
 }
 
+TEST(DeviceProfileLoader, H100RunsFlashAttention2WithoutHopperFeaturesFarBelowItsGemmRate) {
+  // The paper's H100 runs reach about a third of peak (318-328 of 989 TFLOP/s), where the GEMM
+  // fallback would give ~0.8: a profile without the curve would make attention 2-3x too fast.
+  const DeviceProfile d = load_device_profile("topologies/devices/h100-80gb.json");
+  const AttentionKernel* fa2 = active_attention_kernel(d);
+  ASSERT_NE(fa2, nullptr);
+  EXPECT_EQ(fa2->name, "flash-attention-2");
+  for (bool bwd : {false, true}) {
+    EXPECT_LT(attention_efficiency(*fa2, true, 128, 512, bwd), attention_efficiency(*fa2, true, 128, 16384, bwd));
+    EXPECT_LT(attention_efficiency(*fa2, false, 128, 16384, bwd), 0.4);
+    EXPECT_LT(attention_efficiency(*fa2, true, 64, 2048, bwd), 0.4);  // hd64 takes the hd128 curve
+  }
+}
+
 TEST(DeviceProfileLoader, RejectsAnAttentionEfficiencyAboveOne) {
   const std::string file = testing::TempDir() + "device_attention_above_one.json";
   nlohmann::json doc = read_json_file("topologies/devices/a100-80gb.json");
