@@ -73,7 +73,7 @@ double fraction(JsonObject& o, const std::string& key) {
 }
 
 void require_source(JsonObject& o) {
-  if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
+  o.require_source();
   o.allow("note");
 }
 

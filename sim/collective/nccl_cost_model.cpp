@@ -162,7 +162,7 @@ NcclGraph read_graph(JsonObject o) {
   g.bw_inter = o.number("bw_inter_gbps");
   if (g.bw_intra <= 0) o.fail("bw_intra_gbps", "expected a bandwidth > 0 (GB/s per channel)");
   if (g.bw_inter <= 0) o.fail("bw_inter_gbps", "expected a bandwidth > 0 (GB/s per channel)");
-  if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
+  o.require_source();
   o.finish();
   return g;
 }
@@ -177,7 +177,7 @@ NcclCostModel load_nccl_cost_model(const std::string& path) {
   NcclCostModel m;
   m.file = path;
   root.allow("description");
-  if (root.string("source").empty()) root.fail("source", "expected a non-empty source");
+  root.require_source();
   const auto arch = root.choice("arch", {"volta", "ampere", "hopper", "blackwell"});
   m.arch = arch == "volta"    ? NcclArch::volta
            : arch == "ampere" ? NcclArch::ampere
@@ -187,7 +187,7 @@ NcclCostModel load_nccl_cost_model(const std::string& path) {
   {
     JsonObject o = root.object("net_latency");
     m.net_latency = o.non_negative_quantity("value", Dimension::seconds);
-    if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
+    o.require_source();
     o.finish();
   }
   m.simple_tree_pattern = root.boolean_or("simple_tree_pattern", false);

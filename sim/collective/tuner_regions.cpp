@@ -61,7 +61,7 @@ TunerRegions load_tuner_regions(const std::string& path) {
   t.file = path;
   t.name = root.string("name");
   root.allow("description");
-  if (root.string("source").empty()) root.fail("source", "expected a non-empty source");
+  root.require_source();
   t.ranks_per_node = static_cast<int>(root.positive_integer("ranks_per_node"));
   t.min_nodes = static_cast<int>(root.positive_integer("min_nodes"));
   JsonObject ops = root.object("regions");

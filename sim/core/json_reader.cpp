@@ -53,6 +53,10 @@ std::string JsonObject::string(const std::string& key) {
   return v.get<std::string>();
 }
 
+void JsonObject::require_source() {
+  if (string("source").empty()) fail("source", "expected a non-empty source");
+}
+
 std::string JsonObject::string_or(const std::string& key, const std::string& fallback) {
   return has(key) ? string(key) : (allow(key), fallback);
 }

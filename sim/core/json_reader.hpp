@@ -51,6 +51,8 @@ public:
   [[nodiscard]] std::vector<long> integer_array(const std::string& key);
   /// Marks a key as known without reading it (free-text documentation fields).
   void allow(const std::string& key);
+  /// Reads "source", which every hardware number and calibration carries; fails when it is empty.
+  void require_source();
 
   /// Throws ConfigError naming the first key that was never read or allowed.
   void finish() const;

@@ -16,7 +16,7 @@ namespace {
 double sourced(JsonObject& parent, const std::string& key, Dimension d) {
   JsonObject o = parent.object(key);
   const double v = d == Dimension::dimensionless ? o.number("value") : o.non_negative_quantity("value", d);
-  if (o.string("source").empty()) o.fail("source", "expected a non-empty source");
+  o.require_source();
   o.allow("note");
   o.finish();
   return v;
@@ -44,7 +44,7 @@ AttentionEfficiencyCurve read_attention_curve(JsonObject c) {
     curve.points.push_back(q);
   }
   if (curve.points.empty()) c.fail("points", "expected at least one point");
-  if (c.string("source").empty()) c.fail("source", "expected a non-empty source");
+  c.require_source();
   c.allow("note");
   c.finish();
   return curve;
@@ -59,7 +59,7 @@ void read_fused_attention(JsonObject o, DeviceProfile& d) {
       if (other.name == kernel.name) k.fail("name", "expected a name not used by another kernel");
     for (auto& c : k.object_array("curves")) kernel.curves.push_back(read_attention_curve(std::move(c)));
     if (kernel.curves.empty()) k.fail("curves", "expected at least one curve");
-    if (k.string("source").empty()) k.fail("source", "expected a non-empty source");
+    k.require_source();
     k.allow("note");
     k.finish();
     d.attention_kernels.push_back(std::move(kernel));

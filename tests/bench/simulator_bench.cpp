@@ -26,29 +26,6 @@ void count_wall_split(benchmark::State& state, const trainsim::scenario::PointRe
   state.counters["run_s"] = r.wall.run;
 }
 
-const trainsim::scenario::Scenario& bert_large() {
-  static const auto s = trainsim::scenario::load_scenario("scenarios/dl1-bert-large-zero1.json");
-  return s;
-}
-
-void BM_ZeroOneStep(benchmark::State& state) {
-  const auto& s = bert_large();
-  // The scenario's point (model, plan) on more nodes.
-  trainsim::scenario::Point p = s.points.front();
-  p.nodes = static_cast<int>(state.range(0)) / 8;
-  p.label = "bench";
-  p.layout = trainsim::plan::layout_of(p.training, state.range(0), 8);
-  double simulated = 0;
-  for (auto _ : state) {
-    const auto r = trainsim::scenario::simulate_point(s, p, false);
-    state.SetIterationTime(r.sim_wall_s);
-    simulated = r.step_time;
-    count_wall_split(state, r);
-  }
-  state.counters["accelerators"] = static_cast<double>(state.range(0));
-  state.counters["simulated_step_s"] = simulated;
-}
-
 const trainsim::scenario::Scenario& scenario(const std::string& file) {
   static std::map<std::string, trainsim::scenario::Scenario> loaded;
   auto it = loaded.find(file);
@@ -75,6 +52,11 @@ void step_at_scale(benchmark::State& state, const std::string& file, const std::
   }
   state.counters["accelerators"] = static_cast<double>(world);
   state.counters["simulated_step_s"] = simulated;
+}
+
+/// DL1's BERT-Large ZeRO-1 scenario (its 1-instance point) on more nodes.
+void BM_ZeroOneStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/dl1-bert-large-zero1.json", "1 instance");
 }
 
 /// Megatron Table 1's 76.1B row (TP 8 x PP 4, interleaved, 28 micro-batches per replica): 1,024

@@ -123,7 +123,9 @@ TEST(ShippedScenario, DecodersAreCausalAndTorchDdpRowsOverlapTheirAllReduce) {
   for (const auto& p : s.points) {
     const bool torch_ddp = p.training.pp == 1;  // run_table_1.sh: --DDP-impl torch up to 18.4B
     EXPECT_EQ(p.training.overlap_grad_reduce, torch_ddp) << p.label;
-    if (torch_ddp) EXPECT_EQ(p.training.bucket_elements, 25 * 1024 * 1024 / 2) << p.label;  // 25 MiB of fp16
+    if (torch_ddp) {
+      EXPECT_EQ(p.training.bucket_elements, 25 * 1024 * 1024 / 2) << p.label;  // 25 MiB of fp16
+    }
   }
 }
 
