@@ -12,7 +12,8 @@ Derivations (no fitting to any training row):
     so r_b = R (63/73 + 2.5) / 3.5 and r_f = r_b x 73/63;
   * flash-attn's Triton kernel (llm-foundry's attn_impl triton): FA2 is 1.3-1.5x faster forward
     (1.4 taken) and 2x faster backward (paper, section 4.1).
-Prints the "fused_attention" object for the A100 device profiles, or with --h100 the H100's."""
+Prints the "fused_attention" object for the A100 device profiles, or with --h100 the H100's from the
+paper; with --measured FILE, the object for a device measured by validate/measure_attention.py."""
 import json
 
 PEAK = 312.0
@@ -102,7 +103,33 @@ out_h100 = {
                  "curves": h100}],
     "note": "head dim 64 takes the head-dim-128 curve (no H100 source); no Triton kernel curve (no H100 source)",
 }
-if "--h100" in __import__("sys").argv:
+
+
+def from_measurement(path):
+    """The profile's object from a measure_attention.py file: its curves as measured, each kernel's
+    source naming the GPU, software and date (the profile format has no place for raw rows)."""
+    m = json.load(open(path))
+    p = m["provenance"]
+    where = "measured on %s (driver %s, CUDA %s, PyTorch %s, cuDNN %s) on %s by validate/measure_attention.py" % (
+        p["gpu"], p["driver"], p["cuda"], p["torch"], p["cudnn"], p["date"])
+    kernels = []
+    for k in m["kernels"]:
+        curves = []
+        for c in k["curves"]:
+            curves.append({"mask": c["mask"], "head_dim": c["head_dim"], "points": c["points"],
+                           "source": "FlashAttention-2 paper's benchmark setup (bf16, 16k tokens, hidden 2048), "
+                                     "forward and forward+backward timed, backward = difference, efficiency = "
+                                     "TFLOP/s / %.1f; raw rows in validate/results/" % p["peak_tflops"]})
+        kernels.append({"name": k["name"], "source": k["source"] + "; " + where, "curves": curves})
+    return {"default_kernel": m["default_kernel"], "kernels": kernels,
+            "note": "flash-attention-2 is the default: PyTorch's scaled_dot_product_attention tries its flash "
+                    "backend before cuDNN's; a scenario names cudnn-attention with training.attention_kernel"}
+
+
+argv = __import__("sys").argv
+if "--measured" in argv:
+    print(json.dumps(from_measurement(argv[argv.index("--measured") + 1]), indent=1))
+elif "--h100" in argv:
     print(json.dumps(out_h100, indent=1))
 else:
     print(json.dumps(out, indent=1))

@@ -141,7 +141,7 @@ void attach_kernel_calibration(DeviceProfile& dev, KernelCalibration c) {
     std::vector<GemmSample> of_dtype;
     for (const auto& g : dev.kernels->gemm)
       if (g.dtype == t) of_dtype.push_back(g);
-    dev.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, dev.gemm_tile));
+    dev.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, dev.gemm_tile, achieved_memory_bandwidth(dev)));
   }
 }
 

@@ -18,14 +18,28 @@ struct Block {
 
 }  // namespace
 
-GemmThroughputCurve::GemmThroughputCurve(const std::vector<GemmSample>& samples, double tile)
+GemmThroughputCurve::GemmThroughputCurve(const std::vector<GemmSample>& samples, double tile,
+                                         BytesPerSecond memory_bandwidth)
     : tile_(tile) {
   TRAINSIM_CHECK(!samples.empty(), "a GEMM throughput curve needs at least one sample");
   std::vector<Knot> points;
   for (const auto& s : samples) {
     TRAINSIM_CHECK(s.dtype == samples.front().dtype, "GEMM samples of one curve share a dtype");
     const double flops = 2.0 * s.m * s.n * s.k * s.batch;
+    if (memory_bandwidth > 0) {
+      const double traffic = dtype_bytes(s.dtype) * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
+      if (traffic / memory_bandwidth >= kMemoryBoundShare * flops / s.achieved) {
+        memory_bound_.push_back(s);
+        continue;
+      }
+    }
     points.push_back({std::log(flops), s.achieved / tile_utilisation(s.m, s.n, tile)});
+  }
+  // A calibration of memory-bound GEMMs only still needs a curve: keep them all then.
+  if (points.empty()) {
+    memory_bound_.clear();
+    for (const auto& s : samples)
+      points.push_back({std::log(2.0 * s.m * s.n * s.k * s.batch), s.achieved / tile_utilisation(s.m, s.n, tile)});
   }
   std::stable_sort(points.begin(), points.end(),
                    [](const Knot& a, const Knot& b) { return a.log_flops < b.log_flops; });
@@ -76,7 +90,7 @@ FlopsPerSecond GemmThroughputCurve::achieved(double m, double n, double k, doubl
     full = last.full_tile;
   } else {
     const auto hi = std::upper_bound(knots_.begin(), knots_.end(), x,
-                                     [](double v, const Knot& k) { return v < k.log_flops; });
+                                     [](double v, const Knot& knot) { return v < knot.log_flops; });
     const auto lo = hi - 1;
     const double w = (x - lo->log_flops) / (hi->log_flops - lo->log_flops);
     full = lo->full_tile + w * (hi->full_tile - lo->full_tile);

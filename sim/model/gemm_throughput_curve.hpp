@@ -12,6 +12,14 @@
 //    short K loop beside a square one of similar size) are pooled with their neighbours
 //    (pool-adjacent-violators), so the curve is monotone and the pooled samples are reproduced
 //    with the pooled error, which `describe` reports.
+//  - The curve is the tensor cores' rate; a GEMM's time is the larger of its arithmetic on the
+//    curve and its operand traffic at the achieved memory bandwidth (compute_cost.cpp). So a
+//    sample whose traffic alone takes nearly all its measured time (at least 85%: attention's
+//    batched GEMMs with k = head dim 64 or 128 sit at 87-100% on an H100, at 170 and 330
+//    TFLOP/s where its square GEMMs reach 876; plain GEMMs at most 56%) measures the memory, not
+//    the tensor cores, and stays out of the curve; left in, the monotone pooling spreads its low
+//    rate over every GEMM of similar FLOPs (it made an H100's large transformer GEMMs 10-19%
+//    too slow). Below 85% the max() above says the arithmetic took the measured time.
 //  - Below the smallest sample a GEMM takes the smallest sample's time (fixed costs dominate);
 //    above the largest it runs at the largest sample's rate. Between knots: linear in log(FLOPs).
 #include <vector>
@@ -28,16 +36,25 @@ class GemmThroughputCurve {
     FlopsPerSecond full_tile = 0;  ///< throughput with every output tile full
   };
 
-  /// `samples` must be non-empty and of one dtype; `tile` is the output tile edge (0 = off).
-  GemmThroughputCurve(const std::vector<GemmSample>& samples, double tile);
+  /// `samples` must be non-empty and of one dtype; `tile` is the output tile edge (0 = off);
+  /// `memory_bandwidth` the device's achieved streaming rate (0 = keep every sample).
+  GemmThroughputCurve(const std::vector<GemmSample>& samples, double tile,
+                      BytesPerSecond memory_bandwidth = 0);
 
   /// Achieved FLOP/s of a GEMM (m x k) * (k x n), `batch` times.
   [[nodiscard]] FlopsPerSecond achieved(double m, double n, double k, double batch) const;
 
   [[nodiscard]] const std::vector<Knot>& knots() const { return knots_; }
+  /// Samples left out of the curve as bound by memory bandwidth.
+  [[nodiscard]] const std::vector<GemmSample>& memory_bound() const { return memory_bound_; }
+
+  /// Share of a sample's measured time that its operand traffic at the achieved bandwidth may
+  /// take before the sample counts as memory-bound.
+  static constexpr double kMemoryBoundShare = 0.85;
 
  private:
   std::vector<Knot> knots_;
+  std::vector<GemmSample> memory_bound_;
   double tile_ = 0;
 };
 

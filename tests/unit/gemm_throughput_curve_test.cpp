@@ -70,3 +70,21 @@ TEST(GemmThroughputCurve, SamplesOfOneSizeShareTheirMean) {
   EXPECT_NEAR(c.achieved(2048, 1024, 1024, 1), 100e12, 1e6);
   EXPECT_EQ(c.knots().size(), 1u);
 }
+
+TEST(GemmThroughputCurve, LeavesSamplesAtTheBandwidthRoofOutOfTheTensorCoreCurve) {
+  // An attention-like batched GEMM, 4096 x 4096 x 64, 96 times, at 170 TF: its bf16 operands
+  // (2 x 96 x (2 x 4096 x 64 + 4096^2) = 3.4 GB) take 1.2 ms at 2.75 TB/s, all of its 1.2 ms.
+  const GemmSample roof{Dtype::bf16, 4096, 4096, 64, 96, 170e12};
+  std::vector<GemmSample> samples = kRising;
+  samples.push_back(roof);
+  const GemmThroughputCurve with_roof(samples, 0, 2.75e12);
+  ASSERT_EQ(with_roof.memory_bound().size(), 1u);
+  // The square samples alone define the curve: 250 TF at 4096^3 is not pooled down.
+  EXPECT_NEAR(with_roof.achieved(4096, 4096, 4096, 1), 250e12, 1e6);
+  // Without a bandwidth every sample counts, and the pooling pulls the large end down.
+  const GemmThroughputCurve all(samples, 0);
+  EXPECT_TRUE(all.memory_bound().empty());
+  EXPECT_LT(all.achieved(4096, 4096, 4096, 1), 240e12);
+  // A sample whose traffic is well under its time (the squares) is never left out.
+  EXPECT_EQ(GemmThroughputCurve(kRising, 0, 2.75e12).memory_bound().size(), 0u);
+}
