@@ -6,9 +6,18 @@
 // Per micro-batch, every rank:
 //  - forward: all-gathers each unit's parameters (on a gather stream) before computing it; the
 //    gather of unit i+1 may start once unit i-1 is computed (two units in flight: FSDP's
-//    limit_all_gathers / forward prefetch), so gathers hide behind compute when they can;
+//    limit_all_gathers rate limiter, which blocks the issuing CPU thread on the free event of the
+//    unit two back, _FreeEventQueue with _max_num_inflight_all_gathers = 2), so gathers hide
+//    behind compute when they can. The host thread is assumed to run ahead of the GPU, so a
+//    gather is issued as soon as the limiter lets it go (forward_prefetch makes no difference
+//    then);
 //  - backward (head, last layer ... embedding): gathers each unit again (resharded after
-//    forward), prefetched one unit ahead (BACKWARD_PRE); recomputes the unit's forward first
+//    forward), one unit ahead: the gather of unit k-1 may start once the backward of unit k+1 is
+//    done. That is BACKWARD_POST under the rate limiter (PyTorch FSDP's post-backward hook
+//    reshards unit k, then prefetches k-1, and the limiter waits for k+1's free event) and
+//    Composer's default (v0.12-v0.15 dist_strategy.py, backward_prefetch 'BACKWARD_POST'), which
+//    llm-foundry's benchmark yamls keep (BACKWARD_PRE, PyTorch's own default, would issue it
+//    one unit earlier, at k's pre-backward hook: not modelled); recomputes the unit's forward first
 //    under activation checkpointing; reduce-scatters its gradients on a reduce stream as soon as
 //    it is done, overlapping the next unit's backward; with hybrid sharding, all-reduces the
 //    reduced shard across the replicas;

@@ -83,6 +83,26 @@ TEST(ShardedSchedule, BackwardReduceScattersOverlapTheNextUnit) {
   EXPECT_EQ(step.deps.size(), reduce.tasks.size());
 }
 
+TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch) {
+  // Backward order: head, layer 1, layer 0, embedding. Under BACKWARD_POST the gather of a unit
+  // is issued after the unit before it in backward order has resharded; limit_all_gathers then
+  // waits for the free event of the unit two back, so a backward gather overlaps exactly one
+  // unit's backward.
+  const Program prog = build_program(inputs(4, 4, 1));
+  const auto& r = prog.ranks[0];
+  const auto& comp = r.streams[0];
+  const auto& gather = r.streams[1];
+  const Task& g0 = find(gather, "all-gather layer 0 (backward) mb0");
+  EXPECT_TRUE(waits_for(g0, 0, index_of(comp, "backward head mb0")));
+  EXPECT_FALSE(waits_for(g0, 0, index_of(comp, "backward layer 1 mb0")));
+  const Task& ge = find(gather, "all-gather embedding (backward) mb0");
+  EXPECT_TRUE(waits_for(ge, 0, index_of(comp, "backward layer 1 mb0")));
+  // The first two backward gathers wait for nothing on the compute stream but the gather
+  // stream's order (the forward's gathers before them).
+  for (const auto& d : find(gather, "all-gather head (backward) mb0").deps) EXPECT_NE(d.stream, 0);
+  for (const auto& d : find(gather, "all-gather layer 1 (backward) mb0").deps) EXPECT_NE(d.stream, 0);
+}
+
 TEST(ShardedSchedule, HybridShardingReducesWithinAShardGroupThenAcrossReplicas) {
   // 4 ranks, shard groups {0,1} and {2,3}, replica groups {0,2} and {1,3}.
   const Program prog = build_program(inputs(4, 2, 1));
