@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "model/checkpointing.hpp"
 
 namespace trainsim::memory {
 
@@ -131,9 +132,18 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   const Bytes layer_input = model::layer_input_bytes(s, shape);
   Bytes per_micro_batch = 0;
   std::string how;
+  const bool selective = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+  // Selective: the layer input and the outputs the policy saves; the rest is recomputed.
+  const Bytes layer_selective =
+      selective ? model::total_bytes(model::checkpointed_layer_activations(s, shape, model::Checkpointing::selective_op))
+                : 0;
   if (!p.activation_checkpointing) {
     per_micro_batch = static_cast<double>(layers) * layer_full;
     how = std::to_string(layers) + " layers x " + bytes(layer_full);
+  } else if (selective) {
+    per_micro_batch = static_cast<double>(layers) * layer_selective;
+    how = std::to_string(layers) + " layers x " + bytes(layer_selective) +
+          " (selective: input, attention output, every other matmul's output)";
   } else if (!p.activation_offloading) {
     per_micro_batch = static_cast<double>(layers) * layer_input;
     how = std::to_string(layers) + " layer inputs x " + bytes(layer_input) + " (checkpointed)";
@@ -153,7 +163,12 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   for (const auto& t : layer_tensors) largest = std::max(largest, t.bytes);
   Bytes workspace = 2 * largest;
   std::string ws_how = "gradients of the largest layer tensor in and out: 2 x " + bytes(largest);
-  if (p.activation_checkpointing) {
+  if (selective) {
+    // The recomputed tensors: what the layer would keep less what the policy already holds.
+    const Bytes recomputed = std::max(0.0, layer_full - (layer_selective - layer_input));
+    workspace += recomputed;
+    ws_how = "one layer's recomputed tensors " + bytes(recomputed) + " + " + ws_how;
+  } else if (p.activation_checkpointing) {
     workspace += layer_full;
     ws_how = "one recomputed layer " + bytes(layer_full) + " + " + ws_how;
   }

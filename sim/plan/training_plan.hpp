@@ -40,6 +40,12 @@ enum class PipelinePartition {
   transformer_and_embedding,
 };
 
+/// What activation checkpointing keeps of a layer (model/checkpointing.hpp has the policies).
+enum class CheckpointPolicy {
+  full,          ///< the layer input only; the backward re-runs the whole forward
+  selective_op,  ///< torchtitan's op policy: also the attention output and every other matmul's
+};
+
 /// How a ZeRO-3 schedule gathers parameters and reduces gradients.
 enum class Zero3Implementation {
   fsdp,           ///< per-unit gathers ahead of compute, reduce-scatter per unit (sharded_schedule)
@@ -73,6 +79,9 @@ struct TrainingPlan {
   long micro_batch = 1;              ///< sequences per micro-batch per model replica
   long accumulation = 1;             ///< micro-batches per optimizer step (pipeline: in flight)
   bool activation_checkpointing = false;  ///< keep only layer inputs; recompute in backward
+  /// What a checkpointed layer keeps (model/checkpointing.hpp): its input only (full) or, with
+  /// torchtitan's selective op policy, also the attention output and every other matmul's.
+  CheckpointPolicy checkpoint_policy = CheckpointPolicy::full;
   bool activation_offloading = false;     ///< checkpointed inputs live in host memory
   bool flash_attention = false;
   /// Which of the device profile's fused attention kernels runs ("flash-attn-triton"); empty:

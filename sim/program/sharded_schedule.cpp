@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
 
 namespace trainsim::program {
@@ -38,7 +39,10 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
   Seconds lb = ops_duration(model::backward_of(layer_f), dev);
-  if (p.activation_checkpointing) lb += lf;
+  if (p.activation_checkpointing)
+    lb += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+              ? ops_duration(model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op), dev)
+              : lf;
   for (long l = 0; l < s.layers; ++l)
     units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, p.tp > 1, true});
   const auto head = model::head_forward_ops(s, shape);

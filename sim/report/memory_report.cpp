@@ -27,7 +27,9 @@ std::string describe(const scenario::Point& p) {
   d += ", DP " + std::to_string(p.layout.dp) + ", TP " + std::to_string(t.tp) + ", PP " +
        std::to_string(t.pp) + ", micro-batch " + std::to_string(t.micro_batch) + " x seq " +
        std::to_string(p.model.seq_len) + ", " + t.precision.name;
-  if (t.activation_checkpointing) d += ", checkpointing";
+  if (t.activation_checkpointing)
+    d += t.checkpoint_policy == plan::CheckpointPolicy::selective_op ? ", selective checkpointing (op policy)"
+                                                                     : ", checkpointing";
   if (t.activation_offloading) d += ", offloading";
   if (t.flash_attention)
     d += ", flash attention" + (t.attention_kernel.empty() ? std::string() : " (" + t.attention_kernel + ")");

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "model/checkpointing.hpp"
 #include "model/transformer.hpp"
 
 #include "pipeline/pipeline_result_json.hpp"
@@ -37,7 +38,13 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
     // activations are recomputed (how Megatron-LM reports TFLOP/s).
     const auto& m = r.point.model;
     double flops = model::model_flops_per_sequence(m);
-    if (r.point.training.activation_checkpointing)
+    if (r.point.training.activation_checkpointing &&
+        r.point.training.checkpoint_policy == plan::CheckpointPolicy::selective_op) {
+      // The matmuls the policy recomputes (the attention kernel's output is saved).
+      const model::LayerShape one{1, 1, false, true, r.point.training.fused_cross_entropy};
+      for (const auto& op : model::recomputed_forward_ops(m, one, model::Checkpointing::selective_op))
+        if (op.kind == model::OpKind::gemm) flops += static_cast<double>(m.layers) * op.flops;
+    } else if (r.point.training.activation_checkpointing)
       flops += 2.0 * static_cast<double>(m.layers) * model::parameters_per_layer(m) * static_cast<double>(m.seq_len) +
                4.0 * static_cast<double>(m.layers * m.hidden) * static_cast<double>(m.seq_len * m.seq_len);
     row.tflops_per_accelerator = row.per_accelerator * flops / 1e12;

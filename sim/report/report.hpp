@@ -17,7 +17,9 @@ struct Row {
   double reference_efficiency = 0;
   double error_pct = 0;  ///< (predicted - reference) / reference
   bool has_reference = false;
-  /// Model FLOP/s per accelerator (6 x parameters x tokens + attention, no recompute), TFLOP/s.
+  /// FLOP/s per accelerator, TFLOP/s: the model's (6 x parameters x tokens + attention) plus what
+  /// checkpointing recomputes (full: the layers' forward, as Megatron-LM counts; selective_op: the
+  /// recomputed matmuls).
   double tflops_per_accelerator = 0;
 };
 

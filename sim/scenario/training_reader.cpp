@@ -70,6 +70,22 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.activation_offloading && !t.activation_checkpointing)
     o.fail("activation_offloading", "offloading moves checkpointed layer inputs: enable activation_checkpointing");
   t.flash_attention = o.boolean_or("flash_attention", false);
+  if (o.has("checkpoint_policy")) {
+    if (!t.activation_checkpointing)
+      o.fail("checkpoint_policy", "says what checkpointed layers keep: enable activation_checkpointing");
+    if (o.choice("checkpoint_policy", {"full", "selective_op"}) == "selective_op") {
+      t.checkpoint_policy = plan::CheckpointPolicy::selective_op;
+      // Modelled where torchtitan runs it: FSDP without TP or PP, SDPA's flash kernel.
+      if (t.sharding != Sharding::fsdp && t.sharding != Sharding::zero3)
+        o.fail("checkpoint_policy", "selective_op is modelled in the sharded schedule only (schedule fsdp or zero3)");
+      if (t.tp > 1 || t.pp > 1)
+        o.fail("checkpoint_policy", "selective_op is modelled without tensor_parallel or pipeline_parallel");
+      if (!t.flash_attention)
+        o.fail("checkpoint_policy", "selective_op saves the fused attention kernel's output: enable flash_attention");
+      if (t.activation_offloading)
+        o.fail("checkpoint_policy", "activation_offloading moves full checkpoints' layer inputs; not modelled with selective_op");
+    }
+  }
   t.attention_kernel = o.string_or("attention_kernel", "");
   if (!t.attention_kernel.empty() && !t.flash_attention)
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
@@ -97,6 +113,8 @@ plan::TrainingPlan read_training(JsonObject o) {
       t.zero3_implementation = plan::Zero3Implementation::deepspeed_0_3;
       if (t.tp > 1) o.fail("zero3_implementation", "deepspeed-0.3 is modelled without tensor_parallel");
       if (t.shard_degree > 0) o.fail("zero3_implementation", "deepspeed-0.3 shards over every rank: no hybrid_shard_degree");
+      if (t.checkpoint_policy == plan::CheckpointPolicy::selective_op)
+        o.fail("zero3_implementation", "deepspeed-0.3 is modelled with full checkpointing only (checkpoint_policy selective_op)");
     }
   }
   if (o.has("deepspeed_zero3")) {

@@ -8,6 +8,8 @@
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
+//   checkpoint_policy   with checkpointing: full | selective_op (torchtitan's op policy;
+//                       fsdp/zero3 without TP/PP, flash attention) [full]
 //   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false]
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]

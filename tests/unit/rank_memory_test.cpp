@@ -130,6 +130,28 @@ TEST(Activations, CheckpointingKeepsLayerInputsAndRecomputesOneLayer) {
   EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(layer + 2 * largest, logits));
 }
 
+TEST(Activations, SelectiveOpCheckpointingKeepsWhatThePolicySaves) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
+  p.activation_checkpointing = true;
+  p.checkpoint_policy = plan::CheckpointPolicy::selective_op;
+  p.flash_attention = true;
+  const auto r = stage_memory(inputs(p), 0);
+  const double sq = 512, b = 2, h = 1024, f = 4096, a = 16, t = sq * b;
+  const model::LayerShape shape{2, 1, false, true};
+  const double head = model::total_bytes(model::head_stored_activations(gpt(), shape));
+  const double emb = model::total_bytes(model::embedding_stored_activations(gpt(), shape));
+  // Per layer: the input, q, v (multi-head: h), the MLP's first matmul (f), the attention output
+  // and its log-sum-exp; between full checkpointing (the input) and none.
+  const double kept = 2 * t * (h + h + h + f + h) + 4 * b * a * sq;
+  EXPECT_DOUBLE_EQ(r.term("activations"), 8 * kept + head + emb);
+  // The recompute rebuilds what the layer would keep less what the policy holds.
+  const double layer = model::total_bytes(model::layer_stored_activations(gpt(), shape));
+  const double recomputed = layer - (kept - 2 * t * h);
+  double largest = 0;
+  for (const auto& x : model::layer_stored_activations(gpt(), shape)) largest = std::max(largest, x.bytes);
+  EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(recomputed + 2 * largest, 6 * t * 32000));
+}
+
 TEST(Activations, OffloadingLeavesTwoLayerInputsOnDevice) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.activation_checkpointing = true;

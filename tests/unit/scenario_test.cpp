@@ -535,5 +535,38 @@ TEST(DataPipeline, DiagnosisThresholdsDefaultAndMayBeSet) {
   EXPECT_TRUE(contains(e.what(), "between 0 and 1")) << e.what();
 }
 
+
+TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchtitanRunsIt) {
+  const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
+  auto torchtitan = [&] {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/p5.48xlarge.json");
+    doc["points"].erase(1);  // the awsome FSDP point overrides the policy
+    return doc;
+  };
+  const Scenario s = load_scenario(file);
+  EXPECT_EQ(s.points.at(0).training.checkpoint_policy, plan::CheckpointPolicy::selective_op);
+  EXPECT_EQ(s.points.at(1).training.checkpoint_policy, plan::CheckpointPolicy::full);
+  struct Case {
+    const char* key;
+    json value;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"activation_checkpointing", false, "enable activation_checkpointing"},
+      {"flash_attention", false, "enable flash_attention"},
+      {"schedule", "zero1", "sharded schedule only"},
+      {"checkpoint_policy", "every_other_layer", "checkpoint_policy"},
+  };
+  for (const auto& c : cases) {
+    json doc = torchtitan();
+    doc["training"][c.key] = c.value;
+    if (std::string(c.key) == "schedule") doc["training"]["precision"] = "amp";
+    const ConfigError e = load_error(write(doc, temp_file(c.key)));
+    EXPECT_EQ(e.json_path(), "/training/checkpoint_policy") << c.key << ": " << e.what();
+    EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace trainsim::scenario

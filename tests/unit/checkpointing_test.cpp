@@ -1,0 +1,115 @@
+// Activation checkpointing policies (model/checkpointing.hpp) on Llama-3 8B, whose published
+// size the model layer must reproduce first, and on a GELU layer.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/checkpointing.hpp"
+#include "model/transformer.hpp"
+
+namespace trainsim::model {
+namespace {
+
+/// Llama-3 8B (Meta's params.json; torchtitan's llama3_configs["8B"]: dim 4096, 32 layers, 32
+/// heads, 8 KV heads, FFN 14336 = 1024 x ceil(1.3 x 2/3 x 4 x 4096 / 1024)), vocab 128,256.
+TransformerSpec llama3_8b(long seq = 8192) {
+  TransformerSpec s{"Llama-3 8B", 32, 4096, 32, 14336, 128256, seq, false};
+  s.kv_heads = 8;
+  s.mlp = MlpKind::swiglu;
+  s.norm = NormKind::rmsnorm;
+  s.bias = false;
+  s.learned_positions = false;
+  s.tied_embeddings = false;
+  s.embedding_norm = false;
+  s.final_norm = true;
+  s.dropout = false;
+  return s;
+}
+
+LayerShape flash(long micro_batch) { return {micro_batch, 1, false, true, false}; }
+
+Flops gemm_flops(const std::vector<Operation>& ops) {
+  Flops f = 0;
+  for (const auto& op : ops)
+    if (op.kind == OpKind::gemm) f += op.flops;
+  return f;
+}
+
+TEST(Llama3_8B, ParameterCountIsThePublished8_03B) {
+  const TransformerSpec s = llama3_8b();
+  // Per layer: q, o 4096^2; k, v 4096 x 1024; three FFN matrices 4096 x 14336; two RMSNorms.
+  EXPECT_DOUBLE_EQ(parameters_per_layer(s), 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336 + 2 * 4096);
+  // Hugging Face's meta-llama/Meta-Llama-3-8B: 8,030,261,248 parameters ("8.03B").
+  EXPECT_DOUBLE_EQ(parameter_count(s), 8030261248.0);
+  EXPECT_DOUBLE_EQ(embedding_parameters(s), 128256.0 * 4096);
+  EXPECT_DOUBLE_EQ(head_parameters(s), 128256.0 * 4096 + 4096);  // untied output + final norm
+}
+
+TEST(Llama3_8B, ModelFlopsAreTorchtitansPerTokenCountTimesTheSequence) {
+  // torchtitan (tools/utils.py get_num_flop_per_token, March 2025): 6 x parameters without the
+  // embedding table + 12 x layers x heads x head_dim x seq per token.
+  const TransformerSpec s = llama3_8b();
+  const double seq = 8192;
+  const double per_token = 6 * (8030261248.0 - 128256.0 * 4096) + 12 * 32 * 4096 * seq;
+  EXPECT_DOUBLE_EQ(model_flops_per_sequence(s), per_token * seq);
+}
+
+TEST(Checkpointing, NoneKeepsEverythingAndFullOnlyTheInput) {
+  const TransformerSpec s = llama3_8b();
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, flash(1), Checkpointing::none)),
+                   total_bytes(layer_stored_activations(s, flash(1))));
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, flash(1), Checkpointing::full)),
+                   layer_input_bytes(s, flash(1)));
+  EXPECT_TRUE(recomputed_forward_ops(s, flash(1), Checkpointing::none).empty());
+  EXPECT_DOUBLE_EQ(gemm_flops(recomputed_forward_ops(s, flash(1), Checkpointing::full)),
+                   gemm_flops(layer_forward_ops(s, flash(1))));
+}
+
+TEST(Checkpointing, SelectiveOpSavesEveryOtherMatmulAndTheAttentionOutput) {
+  // Llama issues q, k, v, o, gate, up, down: q, v, gate and down are saved.
+  const TransformerSpec s = llama3_8b();
+  const double t = 2 * 8192.0, h = 4096, hkv = 1024, f = 14336;
+  const auto kept = checkpointed_layer_activations(s, flash(2), Checkpointing::selective_op);
+  std::vector<std::string> names;
+  for (const auto& k : kept) names.push_back(k.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"layer_input", "q_output", "v_output", "ffn_gate_output",
+                                             "ffn_down_output", "attention_output", "softmax_logsumexp"}));
+  EXPECT_DOUBLE_EQ(total_bytes(kept), 2 * t * (h + h + hkv + f + h + h) + 4 * 2 * 32 * 8192.0);
+  // Between full (the input) and none (everything).
+  EXPECT_GT(total_bytes(kept), total_bytes(checkpointed_layer_activations(s, flash(2), Checkpointing::full)));
+  EXPECT_LT(total_bytes(kept), total_bytes(checkpointed_layer_activations(s, flash(2), Checkpointing::none)));
+}
+
+TEST(Checkpointing, SelectiveOpRecomputesKOutAndUpButNotAttention) {
+  const TransformerSpec s = llama3_8b();
+  const double t = 8192, h = 4096, hkv = 1024, f = 14336;
+  const auto ops = recomputed_forward_ops(s, flash(1), Checkpointing::selective_op);
+  EXPECT_DOUBLE_EQ(gemm_flops(ops), 2 * t * (h * hkv + h * h + h * f));
+  for (const auto& op : ops) EXPECT_NE(op.kind, OpKind::fused_attention) << op.name;
+  // Every memory-bound op of the forward re-runs.
+  std::size_t elementwise = 0, forward_elementwise = 0;
+  for (const auto& op : ops) elementwise += op.kind == OpKind::elementwise ? 1 : 0;
+  for (const auto& op : layer_forward_ops(s, flash(1))) forward_elementwise += op.kind == OpKind::elementwise ? 1 : 0;
+  EXPECT_EQ(elementwise, forward_elementwise);
+  // About 37% of the layer's forward matmul FLOPs.
+  const double share = gemm_flops(ops) / gemm_flops(layer_forward_ops(s, flash(1)));
+  EXPECT_GT(share, 0.30);
+  EXPECT_LT(share, 0.40);
+}
+
+TEST(Checkpointing, SelectiveOpOnAGeluLayerSavesQVAndTheMlpInput) {
+  TransformerSpec s{"gpt", 4, 1024, 16, 4096, 50257, 2048, false};
+  const auto kept = checkpointed_layer_activations(s, flash(1), Checkpointing::selective_op);
+  ASSERT_GE(kept.size(), 4u);
+  EXPECT_EQ(kept[1].name, "q_output");
+  EXPECT_EQ(kept[2].name, "v_output");
+  EXPECT_EQ(kept[3].name, "ffn_in_output");
+  const double t = 2048, h = 1024, f = 4096;
+  // Recomputed: k, the output projection, the MLP's out.
+  EXPECT_DOUBLE_EQ(gemm_flops(recomputed_forward_ops(s, flash(1), Checkpointing::selective_op)),
+                   2 * t * (h * h + h * h + f * h));
+}
+
+}  // namespace
+}  // namespace trainsim::model
