@@ -14,6 +14,12 @@
 
 namespace trainsim::validate {
 
+/// cuBLAS's usual CTA tile edge for large bf16 GEMMs on sm_80 and sm_90: the step of the layer
+/// check's GEMM curves (gemm_throughput_curve.hpp).
+constexpr double kLayerCheckGemmTile = 128;
+/// The target for a composed layer's total.
+constexpr double kLayerCheckTarget = 0.05;
+
 struct OpComparison {
   std::string name;
   Seconds measured = 0;

@@ -29,7 +29,7 @@ FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& de
 }
 
 Seconds op_duration(const Operation& op, const DeviceProfile& dev) {
-  const Seconds memory = op.bytes / achieved_memory_bandwidth(dev);
+  const Seconds memory = op.bytes / memory_bound_rate(dev, op.kernel);
   Seconds arithmetic = 0;
   if (op.kind == OpKind::gemm) {
     arithmetic = op.flops / gemm_rate(op, dev);
@@ -52,7 +52,7 @@ Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev
 Operation optimizer_step_op(double params) {
   // Per parameter: read fp32 gradient (4), read+write fp32 master (8), both moments (16),
   // write the bf16 working copy (2).
-  return make_elementwise("optimizer_step", 30.0 * params, 12.0 * params);
+  return make_elementwise("optimizer_step", 30.0 * params, 12.0 * params, "adamw");
 }
 
 Operation gradient_accumulation_op(double params) {

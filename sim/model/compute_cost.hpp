@@ -19,8 +19,8 @@ namespace trainsim::model {
 /// kernel in use at the op's sequence length, head dimension and masking, else the GEMM rate of
 /// its QK^T shape.
 [[nodiscard]] FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev);
-/// Seconds one operation takes on `dev`: the slower of its arithmetic and its memory traffic,
-/// plus the per-kernel launch cost (the calibration's measurement where there is one).
+/// Seconds one operation takes on `dev`: the slower of its arithmetic and its memory traffic
+/// (at the streaming rate of its kernel class, memory_bound_rate), plus the per-kernel launch cost (the calibration's measurement where there is one).
 [[nodiscard]] Seconds op_duration(const Operation& op, const DeviceProfile& dev);
 /// Sum of op_duration over a list (kernels of one stream run back to back).
 [[nodiscard]] Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev);

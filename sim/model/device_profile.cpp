@@ -127,6 +127,12 @@ DeviceProfile load_device_profile(const std::string& path) {
     k.allow("note");
     k.finish();
   }
+  if (root.has("memory_bound_kernels")) {
+    JsonObject k = root.object("memory_bound_kernels");
+    d.memory_bound_kernels = load_memory_bound_kernels(relative_to(path, k.string("file")));
+    k.allow("note");
+    k.finish();
+  }
   root.finish();
   return d;
 }
@@ -160,6 +166,26 @@ const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d) {
 BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev) {
   if (dev.kernels && dev.kernels->memory_bandwidth) return *dev.kernels->memory_bandwidth;
   return dev.memory_bandwidth * dev.memory_efficiency;
+}
+
+BytesPerSecond memory_bound_rate(const DeviceProfile& dev, const std::string& kernel) {
+  if (kernel.empty()) return achieved_memory_bandwidth(dev);
+  const std::vector<ElementwiseSample>* samples = nullptr;
+  if (dev.memory_bound_kernels) {
+    samples = &dev.memory_bound_kernels->kernels;
+  } else if (dev.kernels) {
+    samples = &dev.kernels->elementwise;
+  }
+  if (samples == nullptr) return achieved_memory_bandwidth(dev);
+  // Several samples of one class pool their traffic and time.
+  Bytes bytes = 0;
+  Seconds time = 0;
+  for (const auto& s : *samples) {
+    if (s.name != kernel) continue;
+    bytes += s.bytes;
+    time += s.time;
+  }
+  return time > 0 ? bytes / time : achieved_memory_bandwidth(dev);
 }
 
 }  // namespace trainsim::model

@@ -11,6 +11,7 @@
 #include "model/attention_kernel.hpp"
 #include "model/gemm_throughput_curve.hpp"
 #include "model/kernel_calibration.hpp"
+#include "model/memory_bound_kernels.hpp"
 
 namespace trainsim::model {
 
@@ -46,6 +47,10 @@ struct DeviceProfile {
   /// memory_efficiency by its achieved bandwidth.
   std::optional<KernelCalibration> kernels;
   std::vector<std::pair<Dtype, GemmThroughputCurve>> gemm_curves;  ///< one per sampled dtype
+  /// The memory-bound kernels a training framework runs on this device ("memory_bound_kernels":
+  /// file relative to the profile). Where present, its rates are the only per-class ones: the
+  /// calibration's "elementwise" samples time the project's own kernels, which a job does not run.
+  std::optional<MemoryBoundKernels> memory_bound_kernels;
 };
 
 /// The GEMM curve for `d`: its own samples, else those of its 16-bit twin (fp16 and bf16 run at
@@ -54,6 +59,12 @@ struct DeviceProfile {
 
 /// Achieved streaming bandwidth: the calibration's measurement, else peak x memory_efficiency.
 [[nodiscard]] BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev);
+
+/// Streaming rate of memory-bound kernel class `kernel` (model::Operation::kernel): bytes / time
+/// of its measured samples in `dev.memory_bound_kernels` if the profile has that file, else in
+/// the kernel calibration's "elementwise" samples; achieved_memory_bandwidth for an empty class or
+/// one without a sample.
+[[nodiscard]] BytesPerSecond memory_bound_rate(const DeviceProfile& dev, const std::string& kernel);
 
 /// Sets `dev.kernels` to `c` and builds one GEMM throughput curve per dtype sampled in it (with
 /// `dev.gemm_tile`), replacing any earlier calibration: what a profile's "kernel_calibration"

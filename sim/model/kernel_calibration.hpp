@@ -40,7 +40,8 @@ struct GemmSample {
   FlopsPerSecond achieved = 0;  ///< 2*m*n*k*batch / measured seconds
 };
 
-/// One timed memory-bound kernel (for checking the bandwidth model, not read by the cost model).
+/// One timed memory-bound kernel: its traffic (reads + writes) and time give the streaming rate
+/// of its kernel class (device_profile.hpp, memory_bound_rate).
 struct ElementwiseSample {
   std::string name;
   Bytes bytes = 0;

@@ -27,12 +27,18 @@ struct Operation {
   Flops flops = 0;                        ///< arithmetic work
   Bytes bytes = 0;                        ///< device-memory traffic (reads + writes)
   bool causal = false;                    ///< fused attention under a causal mask
+  /// Memory-bound kernel class ("layer_norm", "softmax_bwd", "adamw", ...): which measured
+  /// streaming rate applies (device_profile.hpp, memory_bound_rate). Empty: generic streaming,
+  /// at the device's stream-copy rate. Names match the "name" of measured samples.
+  std::string kernel;
 };
 
 /// A GEMM of shape (m x k) x (k x n), `batch` times, in `dtype` (operands and result).
 [[nodiscard]] Operation make_gemm(std::string name, double m, double n, double k, double batch,
                                   Dtype dtype);
-/// A memory-bound operation moving `bytes` with `flops` of arithmetic.
-[[nodiscard]] Operation make_elementwise(std::string name, Bytes bytes, Flops flops = 0);
+/// A memory-bound operation moving `bytes` with `flops` of arithmetic, of kernel class `kernel`
+/// (empty: generic streaming).
+[[nodiscard]] Operation make_elementwise(std::string name, Bytes bytes, Flops flops = 0,
+                                         std::string kernel = {});
 
 }  // namespace trainsim::model

@@ -1,6 +1,7 @@
 #include "model/transformer.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace trainsim::model {
@@ -13,6 +14,21 @@ constexpr double kMask = 1.0;  // a dropout mask is one byte per element
 double norm_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   return s.norm == NormKind::layernorm ? 2 * h : h;  // scale (+ shift for layer norm)
+}
+
+/// Kernel class of a normalisation (measured samples are named after the kernel, not the op).
+std::string norm_kernel(const TransformerSpec& s) {
+  return s.norm == NormKind::layernorm ? "layer_norm" : "rms_norm";
+}
+
+/// Kernel class of an elementwise op's backward: its forward's class + "_bwd". Not for the
+/// embedding: a framework's "embedding_bwd" is the scatter-add into the table (PyTorch's
+/// embedding_dense_backward, ~10x slower per byte than a copy), counted on the gradient it reads
+/// and writes (4 bytes per element); the op here is a composite (dropout, norm and the gather's
+/// backward) of 24 bytes per element, so that rate would cost the slow scatter on 6x its traffic.
+std::string backward_kernel(const Operation& forward) {
+  if (forward.kernel.empty() || forward.kernel == "embedding") return {};
+  return forward.kernel + "_bwd";
 }
 
 /// Shapes shared by the op and activation lists, already divided for one TP rank.
@@ -52,12 +68,13 @@ Operation make_gemm(std::string name, double m, double n, double k, double batch
   return op;
 }
 
-Operation make_elementwise(std::string name, Bytes bytes, Flops flops) {
+Operation make_elementwise(std::string name, Bytes bytes, Flops flops, std::string kernel) {
   Operation op;
   op.name = std::move(name);
   op.kind = OpKind::elementwise;
   op.bytes = bytes;
   op.flops = flops;
+  op.kernel = std::move(kernel);
   return op;
 }
 
@@ -102,7 +119,7 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerSh
   const double scores = x.b * heads * x.sq * x.sq * kBf16;
   std::vector<Operation> ops;
   ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_1" : "rmsnorm_1",
-                                 2 * act, 8 * x.t * x.h / x.sp));
+                                 2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)));
   ops.push_back(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16));
   if (shape.flash_attention) {
     // One kernel: scores and probabilities never reach device memory.
@@ -110,25 +127,25 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerSh
   } else {
     ops.push_back(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16));
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-    ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16));
-    if (s.dropout) ops.push_back(make_elementwise("attn_dropout", 2.5 * scores));
+    ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax"));
+    if (s.dropout) ops.push_back(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout"));
     ops.push_back(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16));
   }
   ops.push_back(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16));
   // bias + dropout + residual add.
-  ops.push_back(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act));
+  ops.push_back(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"));
   ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_2" : "rmsnorm_2",
-                                 2 * act, 8 * x.t * x.h / x.sp));
+                                 2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)));
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
     ops.push_back(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16));
-    ops.push_back(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr));
+    ops.push_back(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu"));
   } else {
     ops.push_back(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16));
     ops.push_back(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr));
   }
   ops.push_back(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16));
-  ops.push_back(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act));
+  ops.push_back(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"));
   return ops;
 }
 
@@ -174,7 +191,7 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
       ops.push_back(make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, f.dtype));
     } else {
       // Reads the saved input and the incoming gradient, writes the outgoing gradient.
-      ops.push_back(make_elementwise(f.name + "_bwd", 1.5 * f.bytes, 2 * f.flops));
+      ops.push_back(make_elementwise(f.name + "_bwd", 1.5 * f.bytes, 2 * f.flops, backward_kernel(f)));
     }
   }
   return ops;
@@ -191,7 +208,7 @@ std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_b
 std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
   const Dims x = dims_of(s, shape);
   // Gather token (and position) rows, add, norm, dropout.
-  return {make_elementwise("embedding", 8 * x.t * x.h * kBf16 / x.sp, 10 * x.t * x.h / x.sp)};
+  return {make_elementwise("embedding", 8 * x.t * x.h * kBf16 / x.sp, 10 * x.t * x.h / x.sp, "embedding")};
 }
 
 std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, long micro_batch) {
@@ -202,7 +219,7 @@ std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerSha
   const Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;  // vocabulary-parallel under TP
   std::vector<Operation> ops;
-  if (s.final_norm) ops.push_back(make_elementwise("final_norm", 2 * x.t * x.h * kBf16 / x.sp, 8 * x.t * x.h / x.sp));
+  if (s.final_norm) ops.push_back(make_elementwise("final_norm", 2 * x.t * x.h * kBf16 / x.sp, 8 * x.t * x.h / x.sp, norm_kernel(s)));
   if (s.mlm_head) {
     ops.push_back(make_gemm("mlm_transform", x.t, x.h, x.h, 1, Dtype::bf16));
     ops.push_back(make_elementwise("mlm_gelu_layernorm", 4 * x.t * x.h * kBf16, 16 * x.t * x.h));

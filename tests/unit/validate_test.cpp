@@ -15,6 +15,7 @@
 #include "gemm_sweep.hpp"
 #include "layer_comparison.hpp"
 #include "layer_reference.hpp"
+#include "layer_table.hpp"
 #include "model/compute_cost.hpp"
 #include "named_models.hpp"
 #include "provenance.hpp"
@@ -181,6 +182,61 @@ TEST(LayerComparison, PairsByNameAndReportsUnpairedKernels) {
   print_layer_comparison(out, cmp);
   EXPECT_NE(out.str().find("+25.0%"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("(sampled shape)"), std::string::npos);
+}
+
+TEST(LayerComparison, H100CalibrationPredictsLayerNormsAtTheLayerNormSamplesRate) {
+  const auto c = model::load_kernel_calibration("topologies/calibration/h100-sxm-measured.json");
+  const auto dev = validation_profile(c, kLayerCheckGemmTile);
+  const auto ops = model::layer_forward_ops(find_named_model("gpt-7.5b")->spec, 1);
+  double sample_rate = 0;
+  for (const auto& e : c.elementwise)
+    if (e.name == "layer_norm") sample_rate = e.bytes / e.time;
+  ASSERT_GT(sample_rate, 0);
+  for (const auto& op : ops) {
+    if (op.kernel != "layer_norm") continue;
+    EXPECT_NEAR(model::op_duration(op, dev), op.bytes / sample_rate + *c.launch_overhead, 1e-12)
+        << op.name;
+  }
+  // The harness times no backward kernels on their own: they stream at the copy rate.
+  const auto bwd = model::layer_backward_ops(find_named_model("gpt-7.5b")->spec, 1);
+  for (const auto& op : bwd) {
+    if (op.kernel != "layer_norm_bwd") continue;
+    EXPECT_NEAR(model::op_duration(op, dev), op.bytes / *c.memory_bandwidth + *c.launch_overhead, 1e-12);
+  }
+}
+
+TEST(LayerTable, ReadsTheMeasuredColumnsOfSavedTables) {
+  std::istringstream in(
+      "warning: something\n"
+      "gpt-7.5b: hidden 4096, heads 32, seq 2048, micro-batch 1, bf16, one layer forward + backward on X\n"
+      "kernel                        measured us predicted us     error\n"
+      "layernorm_1                         32.44        16.19    -50.1%\n"
+      "qkv                                277.99       293.51     +5.6%  (sampled shape)\n"
+      "total (whole pass)                6242.26      5664.41     -9.3%\n"
+      "measured but not in the simulator's list: residual_dropout_1\n"
+      "total error OUTSIDE the 5% target\n"
+      "custom: hidden 768, heads 12, seq 128, micro-batch 4, bf16\n"
+      "gelu 10 9 -10%\n"
+      "total (whole pass) 20 19 -5%\n");
+  const auto runs = read_layer_tables(in, "t.txt");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].layer.spec.hidden, 4096);
+  ASSERT_EQ(runs[0].measured.size(), 2u);
+  EXPECT_EQ(runs[0].measured[1].first, "qkv");
+  EXPECT_NEAR(runs[0].measured[1].second, 277.99e-6, 1e-12);
+  EXPECT_NEAR(runs[0].measured_total, 6242.26e-6, 1e-12);
+  EXPECT_EQ(runs[1].layer.spec.heads, 12);
+  EXPECT_EQ(runs[1].layer.micro_batch, 4);
+}
+
+TEST(LayerTable, ATableWithoutItsTotalIsAnError) {
+  std::istringstream in("bert-large: hidden 1024, heads 16, seq 512, micro-batch 8, bf16\nqkv 1 2 +1%\n");
+  try {
+    (void)read_layer_tables(in, "t.txt");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.txt:2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Arguments, ParsesEachSubcommand) {

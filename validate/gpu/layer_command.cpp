@@ -14,16 +14,6 @@
 
 namespace trainsim::validate {
 
-namespace {
-
-/// cuBLAS's usual CTA tile edge for large bf16 GEMMs on sm_80 and sm_90: the curve's
-/// tile-quantization step (gemm_throughput_curve.hpp).
-constexpr double kGemmTile = 128;
-/// The issue's target for a composed layer.
-constexpr double kTarget = 0.05;
-
-}  // namespace
-
 int layer_command(const std::vector<std::string>& args) {
   const LayerOptions o = parse_layer_options(args);
   const DeviceInfo info = describe_device(o.device);
@@ -37,7 +27,7 @@ int layer_command(const std::vector<std::string>& args) {
       std::cerr << "warning: " << o.calibration << " was measured on \""
                 << calibration.provenance.gpu << "\", this is \"" << info.name << "\"\n";
   }
-  const model::DeviceProfile device = validation_profile(calibration, kGemmTile);
+  const model::DeviceProfile device = validation_profile(calibration, kLayerCheckGemmTile);
 
   auto ops = model::layer_forward_ops(o.spec, o.micro_batch);
   const auto backward = model::layer_backward_ops(o.spec, o.micro_batch);
@@ -60,7 +50,7 @@ int layer_command(const std::vector<std::string>& args) {
             << "backward on " << info.name << "\n";
   const auto comparison = compare_layer(per_kernel, whole, ops, device);
   print_layer_comparison(std::cout, comparison);
-  const bool within = std::fabs(comparison.total_error()) <= kTarget;
+  const bool within = std::fabs(comparison.total_error()) <= kLayerCheckTarget;
   std::cout << "total error " << (within ? "within" : "OUTSIDE") << " the 5% target\n";
   return 0;
 }
