@@ -138,6 +138,8 @@ private:
       change_memory(cls, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
         if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
+      } else if (t.kind == TaskKind::host) {
+        if (t.duration > 0) sg4::this_actor::sleep_for(t.duration);
       } else if (t.kind == TaskKind::host_copy) {
         run_host_copy(cls, t);
       } else {

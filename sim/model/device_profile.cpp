@@ -95,6 +95,10 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (root.has("fused_attention")) read_fused_attention(root.object("fused_attention"), d);
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
   d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);
+  if (root.has("eager_view_call")) d.eager_view_call = sourced(root, "eager_view_call", Dimension::seconds);
+  if (root.has("eager_copy_call")) d.eager_copy_call = sourced(root, "eager_copy_call", Dimension::seconds);
+  if (d.eager_view_call < 0) root.fail("eager_view_call", "expected a non-negative time");
+  if (d.eager_copy_call < 0) root.fail("eager_copy_call", "expected a non-negative time");
   if (root.has("sm_count")) {
     const double sms = sourced(root, "sm_count", Dimension::dimensionless);
     if (sms < 1 || sms > 1e5 || sms != std::floor(sms))

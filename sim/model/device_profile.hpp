@@ -36,6 +36,11 @@ struct DeviceProfile {
   std::string attention_kernel;
   double memory_efficiency = 1;         ///< achieved / peak on streaming kernels
   Seconds launch_overhead = 0;          ///< per kernel
+  /// Host time of one eager PyTorch call, for schedules that model framework code which loops
+  /// over ranks on the host (DeepSpeed 0.3's gathers): a view (Tensor.narrow) and an
+  /// asynchronous device copy (Tensor.copy_). 0: not given, such host loops are not modelled.
+  Seconds eager_view_call = 0;
+  Seconds eager_copy_call = 0;
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
   /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
   /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).

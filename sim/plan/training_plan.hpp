@@ -99,6 +99,11 @@ struct TrainingPlan {
   /// next step's first forward of each model chunk instead of after the optimizer (Megatron's
   /// distributed optimizer with overlap_param_gather; needs overlap_grad_reduce, as Megatron).
   bool overlap_param_gather = false;
+  /// ZeRO-1 under a pipeline: all-reduce the gradients over the shard group instead of
+  /// reduce-scattering them, each rank then updating its shard and all-gathering the parameters.
+  /// DeepSpeed's BF16_Optimizer (v0.6.2+, BLOOM's "ZeRO-1 equivalent") does this: the pipeline
+  /// engine's _bf16_reduce_grads runs buffered_allreduce_fallback over the fp32 gradients.
+  bool zero1_gradient_all_reduce = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

@@ -212,6 +212,12 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
   rp.resident = mem.resident;
   rp.streams = {{"compute", StreamKind::compute, {}}, {"nccl", StreamKind::communication, {}}};
   if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
+  const double n = static_cast<double>(L.shard);
+  const Seconds view_call = in.device.eager_view_call;
+  const Seconds copy_call = in.device.eager_copy_call;
+  const bool host_loops = sharded && (view_call > 0 || copy_call > 0);
+  const int kHost = static_cast<int>(rp.streams.size());
+  if (host_loops) rp.streams.push_back({"host", StreamKind::host, {}});
   auto last_of = [&](int stream) {
     return TaskRef{stream, static_cast<int>(rp.streams[stream].tasks.size()) - 1};
   };
@@ -239,13 +245,37 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     if (sharded && !model.tensors[k].persistent) status[k] = Status::not_available;
   std::vector<int> in_flight;
   double live = 0;  // gathered elements (total_available_parameter_numel)
+  // Host work the issuing thread does before it issues anything else.
+  auto host = [&](std::string name, Seconds d) {
+    if (!host_loops || d <= 0) return;
+    const TaskRef h = issue(kHost, {std::move(name), TaskKind::host, Phase::parameter_sync, d, -1, {}});
+    fence = {h};
+  };
   auto gather = [&](int k, const std::string& why) {
-    device_synchronize();  // Init._allgather_param: torch.cuda.synchronize() first
     const Tensor& t = model.tensors[k];
+    const Bytes gathered = t.numel * p.parameter_wire_bytes;
     const std::string name = "all-gather " + t.name + " (" + why + ")";
-    prog.collectives.push_back({name, collective::Op::all_gather, t.numel * p.parameter_wire_bytes, group});
+    if (host_loops)  // Init._allgather_param: torch.zeros(aligned size) on the fetch stream first
+      issue(kNccl, {"zero buffer for " + name, TaskKind::compute, Phase::parameter_sync,
+                    ops_duration({model::make_elementwise("zero", gathered)}, in.device), -1, {}});
+    device_synchronize();  // then torch.cuda.synchronize()
+    // A Python loop narrows the flat buffer into one view per rank (the device is idle).
+    host("host: " + std::to_string(L.shard) + " views for " + name, n * view_call);
+    prog.collectives.push_back({name, collective::Op::all_gather, gathered, group});
     issue(kNccl, {name, TaskKind::collective, Phase::parameter_sync, 0,
                   static_cast<int>(prog.collectives.size()) - 1, {}});
+    if (host_loops) {
+      // torch.distributed.all_gather into a list (PyTorch 1.8 ProcessGroupNCCL::allgather): NCCL
+      // gathers into a flat buffer, then one copy_ per rank back into the list, on the NCCL
+      // stream after the collective. The host issues them one by one (the host is the slower
+      // side: a call takes longer than its copy of S/n bytes), so the fetch waits for the later
+      // of the host's last call and the copies' device time after the gather.
+      issue(kNccl, {"copy-out " + name, TaskKind::compute, Phase::parameter_sync,
+                    (n - 1) * in.device.launch_overhead +
+                        ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+                    -1, {}});
+      host("host: " + std::to_string(L.shard) + " copy calls for " + name, n * copy_call);
+    }
     status[k] = Status::in_flight;
     in_flight.push_back(k);
     live += t.numel;

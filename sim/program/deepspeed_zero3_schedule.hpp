@@ -36,8 +36,14 @@
 //  - Checkpointed layer inputs offloaded to host (activation_offloading) go out after the layer's
 //    forward and come back just before its recomputation (DeepSpeed's cpu_checkpointing copies
 //    in CheckpointFunction, not prefetched).
-// Not modelled: the per-rank host work of torch.distributed's list-of-tensors all_gather and
-// reduce_scatter (a copy per rank), the Python hook overhead per submodule.
+//  - Host loops over the group's ranks, which make a gather cost more as the group grows at the
+//    same bytes: Init._allgather_param zeroes the gathered buffer (torch.zeros, before the
+//    synchronize), then narrows it into one view per rank in a Python loop while the device is
+//    idle, and torch.distributed.all_gather into that list (PyTorch 1.8 ProcessGroupNCCL::
+//    allgather) gathers into a flat buffer and copy_'s each of the n slices back, one host call
+//    each, on the NCCL stream. Per-call host times are the device profile's eager_view_call and
+//    eager_copy_call (measured, validate/measure_gather_host_costs.py); without them, not modelled.
+// Not modelled: the Python hook overhead per submodule (no measurement of DeepSpeed 0.3's hooks).
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

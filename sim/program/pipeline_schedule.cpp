@@ -283,10 +283,13 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const std::string bucket = overlap ? " bucket " + std::to_string(buckets) : "";
           ++buckets;
           if (shard > 1) {
-            const int c = group_call(my_shard_calls, shard_sequence, false, "gradient reduce-scatter" + stage_tag + bucket,
-                                     collective::Op::reduce_scatter, params * p.gradient_wire_bytes);
-            ready = synced = push(kReduce, {"gradient reduce-scatter" + bucket, TaskKind::collective,
-                                            Phase::gradient_sync, 0, c, {ready}});
+            // DeepSpeed's BF16_Optimizer all-reduces where ZeRO-1 would reduce-scatter.
+            const bool all = p.zero1_gradient_all_reduce;
+            const std::string what = all ? "gradient all-reduce (shard group)" : "gradient reduce-scatter";
+            const int c = group_call(my_shard_calls, shard_sequence, false, what + stage_tag + bucket,
+                                     all ? collective::Op::all_reduce : collective::Op::reduce_scatter,
+                                     params * p.gradient_wire_bytes);
+            ready = synced = push(kReduce, {what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}});
           }
           if (replicas > 1 && last_micro_batch) {  // the accumulated shard, once
             const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";

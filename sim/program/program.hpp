@@ -14,8 +14,10 @@
 
 namespace trainsim::program {
 
-enum class TaskKind : std::uint8_t { compute, collective, host_copy };
-enum class StreamKind { compute, communication, copy };
+/// host: time the rank's CPU thread spends in the framework (Python loops, per-call dispatch)
+/// while it issues nothing; it holds back what the host issues next but uses no device.
+enum class TaskKind : std::uint8_t { compute, collective, host_copy, host };
+enum class StreamKind { compute, communication, copy, host };
 
 /// Which way a host-copy task moves its bytes.
 enum class CopyDirection : std::uint8_t { to_host, to_device };
@@ -28,7 +30,7 @@ struct Task {
   InternedName name;
   TaskKind kind = TaskKind::compute;
   Phase phase = Phase::other;
-  Seconds duration = 0;      ///< compute tasks
+  Seconds duration = 0;      ///< compute and host tasks
   int collective = -1;       ///< collective tasks: index into Program::collectives
   TaskDeps deps;             ///< tasks of the same rank that must finish first
   // Device memory, so the engine can follow each rank's use along the timeline:

@@ -104,6 +104,12 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.tp == 1 && t.pp == 1)
       o.fail("overlap_param_gather", "is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
   }
+  if (o.choice_or("zero1_gradient_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce") {
+    if (t.sharding != Sharding::zero1 || t.pp < 2)
+      o.fail("zero1_gradient_collective",
+             "all_reduce (DeepSpeed's BF16_Optimizer under its pipeline engine) needs schedule zero1 and pipeline_parallel > 1");
+    t.zero1_gradient_all_reduce = true;
+  }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
   if (o.has("zero3_implementation")) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "program/build_program.hpp"
@@ -159,6 +160,68 @@ TEST(DeepSpeedZero3Schedule, WithoutCheckpointingNoRecompute) {
   validate(prog);
   EXPECT_EQ(count(prog.ranks[0].streams[kCompute], "recompute"), 0);
   EXPECT_EQ(count(prog.ranks[0].streams[kNccl], "all-gather layer 0 qkv weight"), 2);
+}
+
+// Host loops over the ranks of the group (Init._allgather_param's narrow() per rank, PyTorch's
+// copy_ per rank back into the all_gather list): host tasks that grow with the group.
+TEST(DeepSpeedZero3Schedule, EachGatherPaysHostLoopsOverTheRanksOfItsGroup) {
+  auto build = [](long world) {
+    ScheduleInputs in = inputs(world);
+    in.device.eager_view_call = 1e-3;
+    in.device.eager_copy_call = 2e-3;
+    return build_program(in);
+  };
+  const Program four = build(4);
+  validate(four);
+  const auto& r = four.ranks[0];
+  ASSERT_EQ(r.streams.size(), 3u);
+  const int kHost = 2;
+  const auto& comp = r.streams[kCompute];
+  const auto& nccl = r.streams[kNccl];
+  const auto& host = r.streams[kHost];
+  EXPECT_EQ(host.kind, StreamKind::host);
+  const std::string what = "all-gather layer 0 attn_out weight (prefetch for forward layer 0 qkv mb0)";
+  const int g = index_of(nccl, what);
+  const int views = index_of(host, "host: 4 views for " + what);
+  const int copies = index_of(host, "host: 4 copy calls for " + what);
+  EXPECT_EQ(host.tasks[views].kind, TaskKind::host);
+  EXPECT_DOUBLE_EQ(host.tasks[views].duration, 4 * 1e-3);
+  EXPECT_DOUBLE_EQ(host.tasks[copies].duration, 4 * 2e-3);
+  // The gather follows the loop of views; the buffer was zeroed and copied out on its stream.
+  EXPECT_TRUE(waits_for(nccl.tasks[g], kHost, views));
+  EXPECT_TRUE(starts_with(nccl.tasks[g - 1].name.str(), "zero buffer for " + what));
+  EXPECT_TRUE(starts_with(nccl.tasks[g + 1].name.str(), "copy-out " + what));
+  EXPECT_EQ(nccl.tasks[g + 1].kind, TaskKind::compute);
+  auto after = [](const Task& t, int stream, int index) {
+    return std::any_of(t.deps.begin(), t.deps.end(),
+                       [&](const TaskRef& d) { return d.stream == stream && d.index >= index; });
+  };
+  // QKV, launched once the prefetch returns, waits for the host's copy calls but overlaps the
+  // gather and its copies; the attention output, whose fetch synchronizes, waits for the copies.
+  const Task& qkv = comp.tasks[index_of(comp, "forward layer 0 qkv mb0")];
+  EXPECT_TRUE(after(qkv, kHost, copies));
+  EXPECT_FALSE(after(qkv, kNccl, g));
+  // Whether task (stream, index) waits, directly or through others, for task (s, i).
+  std::function<bool(int, int, int, int)> reaches = [&](int stream, int index, int st, int i) {
+    if (stream == st) return index >= i;
+    for (const auto& d : r.streams[stream].tasks[index].deps)
+      if (reaches(d.stream, d.index, st, i)) return true;
+    return index > 0 && reaches(stream, index - 1, st, i);
+  };
+  EXPECT_TRUE(reaches(kCompute, index_of(comp, "forward layer 0 attn_out mb0"), kNccl, g + 1));
+  EXPECT_FALSE(reaches(kCompute, index_of(comp, "forward layer 0 qkv mb0"), kNccl, g));
+  // Twice the ranks: the same gathers, twice the host time each.
+  const Program eight = build(8);
+  validate(eight);
+  const auto& host8 = eight.ranks[0].streams[kHost];
+  ASSERT_EQ(host8.tasks.size(), host.tasks.size());
+  for (std::size_t i = 0; i < host.tasks.size(); ++i)
+    EXPECT_DOUBLE_EQ(host8.tasks[i].duration, 2 * host.tasks[i].duration);
+}
+
+TEST(DeepSpeedZero3Schedule, WithoutHostCallCostsNoHostStream) {
+  const Program prog = build_program(inputs(4));
+  for (const auto& s : prog.ranks[0].streams) EXPECT_NE(s.kind, StreamKind::host);
 }
 
 }  // namespace

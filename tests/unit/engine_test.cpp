@@ -124,6 +124,25 @@ TEST_F(EngineTest, ComputeStreamsOfOneRankShareItsAccelerator) {
   EXPECT_NEAR(r.makespan, 2.0, 1e-9);
 }
 
+TEST_F(EngineTest, AHostTaskDelaysWhatWaitsForItButUsesNoDevice) {
+  // 1 s of host work beside 1 s of compute: both end at 1 s (no sharing of the accelerator); the
+  // task after the host's work starts at 1 s.
+  Program p = one_stream_each(1, {compute("a", 1.0)});
+  Task after = compute("b", 0.5);
+  after.deps = {{1, 0}};
+  Task h = compute("h", 1.0);
+  h.kind = TaskKind::host;
+  p.ranks[0].streams.push_back({"host", StreamKind::host, {h}});
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {after}});
+  const ExecutionResult r = run(p, no_plan);
+  EXPECT_TRUE(r.completed);
+  ASSERT_EQ(r.records.size(), 3u);
+  for (const auto& rec : r.records)
+    if (rec.stream < 2) EXPECT_NEAR(rec.end, 1.0, 1e-9);
+  // b shares the accelerator with nothing: 0.5 s after the host's 1 s.
+  EXPECT_NEAR(r.makespan, 1.5, 1e-9);
+}
+
 TEST_F(EngineTest, IntraNodeAllReduceMatchesThePlanByHand) {
   const auto cal = collective::load_collective_calibration(topology_.calibration_file);
   ASSERT_EQ(cal.intra_node.algorithm, collective::Algorithm::direct)

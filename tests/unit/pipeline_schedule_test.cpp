@@ -117,6 +117,27 @@ TEST(PipelineProgram, Zero1ReduceScattersAfterTheFlushThenStepsTheShardThenGathe
   EXPECT_EQ(ddp.ranks[1].streams[kDataParallel].tasks.size(), 2u);  // DDP: all-reduce, embedding, no gather
 }
 
+// DeepSpeed's BF16_Optimizer under its pipeline engine: an all-reduce of the whole gradient over
+// the shard group where ZeRO-1 reduce-scatters, then the same shard step and all-gather.
+TEST(PipelineProgram, Bf16OptimizerAllReducesTheGradientsWhereZero1ReduceScatters) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.zero1_gradient_all_reduce = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const Program zero1 = build_program(sharded(plan::Sharding::zero1));
+  const auto& dp = prog.ranks[1].streams[kDataParallel];
+  const auto& dp1 = zero1.ranks[1].streams[kDataParallel];
+  ASSERT_EQ(dp.tasks.size(), dp1.tasks.size());
+  const auto& ar = prog.collectives[dp.tasks[0].collective];
+  const auto& rs = zero1.collectives[dp1.tasks[0].collective];
+  EXPECT_EQ(ar.op, collective::Op::all_reduce);
+  EXPECT_EQ(ar.group, rs.group);
+  EXPECT_DOUBLE_EQ(ar.size, rs.size);  // S of the whole gradient: twice a reduce-scatter's bytes
+  EXPECT_EQ(prog.collectives[dp.tasks[2].collective].op, collective::Op::all_gather);
+  EXPECT_EQ(prog.ranks[1].streams[kCompute].tasks.back().duration,
+            zero1.ranks[1].streams[kCompute].tasks.back().duration);
+}
+
 TEST(PipelineProgram, OverlappedReduceRunsInBucketsDuringTheLastMicroBatchsBackward) {
   ScheduleInputs in = sharded(plan::Sharding::zero1);
   in.plan.overlap_grad_reduce = true;  // bucket_elements 0: one bucket per layer pass

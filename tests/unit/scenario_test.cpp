@@ -317,6 +317,21 @@ TEST(ScenarioErrors, OverlappedParameterGatherNeedsZero1OverlappedReduceAndPtdP)
   EXPECT_TRUE(contains(e.what(), "PTD-P")) << e.what();
 }
 
+TEST(ScenarioErrors, Zero1GradientAllReduceNeedsZero1UnderAPipeline) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["zero1_gradient_collective"] = "all_reduce";
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("bf16opt"))));
+  doc["training"]["zero1_gradient_collective"] = "all-reduce";
+  EXPECT_EQ(load_error(write(doc, temp_file("bf16opt"))).json_path(), "/training/zero1_gradient_collective");
+  doc["training"]["zero1_gradient_collective"] = "all_reduce";
+  doc["training"]["pipeline_parallel"] = 1;
+  ConfigError e = load_error(write(doc, temp_file("bf16opt")));
+  EXPECT_EQ(e.json_path(), "/training/zero1_gradient_collective");
+  EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
+}
+
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
