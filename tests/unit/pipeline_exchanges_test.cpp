@@ -133,7 +133,7 @@ TEST(PipelineExchangeProgram, ABatchWaitsForTheSlotAndTheNextSlotForTheWholeBatc
   EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(index_of(comp, "backward mb0 c0 layer 0"))], kTensor, gather));
   // Bytes and groups: each TP rank sends half of b x s x h in fp16 to the same TP rank of the next
   // stage; the gather rebuilds the whole tensor over the TP group.
-  const double activation = 2.0 * in.plan.micro_batch * in.model.seq_len * in.model.hidden;
+  const double activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);
   const auto& sent = prog.collectives[static_cast<std::size_t>(r.streams[kSendNext].tasks[static_cast<std::size_t>(send)].collective)];
   EXPECT_EQ(sent.op, collective::Op::send_recv);
   EXPECT_EQ(sent.group, (std::vector<int>{1, 5}));
@@ -161,7 +161,7 @@ TEST(PipelineExchangeProgram, WithoutScatterGatherEveryTensorRankSendsTheWholeTe
   const Program prog = build_program(in);
   validate(prog);
   const auto& r = prog.ranks[1];
-  const double activation = 2.0 * in.plan.micro_batch * in.model.seq_len * in.model.hidden;
+  const double activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);
   EXPECT_DOUBLE_EQ(prog.collectives[static_cast<std::size_t>(r.streams[kSendNext].tasks.front().collective)].size, activation);
   for (const auto& t : r.streams[kTensor].tasks) EXPECT_EQ(t.name.str().rfind("tp gather", 0), std::string::npos);
 }
