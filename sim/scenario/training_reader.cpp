@@ -88,9 +88,9 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.tp == 1 && t.pp == 1)
       o.fail("overlap_param_gather", "is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
   }
+  // Without stages or TP there is nothing to split; allowed so a scenario's shared training
+  // object can set it for points that override the degrees.
   t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
-  if (o.has("pipeline_scatter_gather") && t.pp == 1)
-    o.fail("pipeline_scatter_gather", "splits the tensors sent between pipeline stages: needs pipeline_parallel > 1");
   if (o.choice_or("optimizer_implementation", {"fused", "megatron-fp16"}, "fused") == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");
