@@ -55,6 +55,27 @@ Operation optimizer_step_op(double params) {
   return make_elementwise("optimizer_step", 30.0 * params, 12.0 * params, "adamw");
 }
 
+std::vector<Operation> megatron_fp16_optimizer_ops(double params) {
+  // Bytes per parameter, read + written, from the 2021 code (Megatron-LM 6985e58):
+  return {
+      // _copy_model_grads_to_main_grads: main_param.grad = model_param.(main_)grad.float(),
+      // the fp16 gradient read (2), the fp32 copy written (4).
+      make_elementwise("optimizer grad to fp32", 6.0 * params, 0),
+      // _unscale_main_grads_and_check_for_nan: torch._amp_foreach_non_finite_check_and_unscale_
+      // multiplies each fp32 gradient in place (4 + 4) and flags non-finite values.
+      make_elementwise("optimizer unscale and inf check", 8.0 * params, 2.0 * params),
+      // clip_grad_norm_fp32: amp_C.multi_tensor_l2norm reads each fp32 gradient (4). Its clipping
+      // pass (multi_tensor_scale) runs only when the norm exceeds clip_grad: data-dependent, left out.
+      make_elementwise("optimizer gradient L2 norm", 4.0 * params, 2.0 * params),
+      // apex FusedAdam (multi_tensor_adam): reads the fp32 parameter, gradient and both moments
+      // (16) and writes the parameter and moments (12).
+      make_elementwise("optimizer Adam", 28.0 * params, 12.0 * params),
+      // _copy_main_params_to_model_params: amp_C.multi_tensor_scale by 1.0, fp32 read (4) and fp16
+      // written (2).
+      make_elementwise("optimizer params to fp16", 6.0 * params, params),
+  };
+}
+
 Operation gradient_accumulation_op(double params) {
   // Read the bf16 gradient (2), read and write the fp32 accumulator (8).
   return make_elementwise("grad_accumulate", 10.0 * params, params);

@@ -28,6 +28,12 @@ namespace trainsim::model {
 /// The optimizer step over `params` parameters held by this rank (Adam-family, fp32 master
 /// weights and two fp32 moments, bf16 working copy): a memory-bound sweep.
 [[nodiscard]] Operation optimizer_step_op(double params);
+/// Megatron-LM 2021's fp16 optimizer step (megatron/optimizer/optimizer.py
+/// Float16OptimizerWithFloat16Params.step with apex FusedAdam) over `params` parameters, as the
+/// memory-bound passes it launches, in order: fp16 -> fp32 gradient copy, unscale and inf check,
+/// L2 norm, Adam, fp32 -> fp16 parameter copy. Between the second and third, and after the
+/// third, it all-reduces one scalar over the model-parallel group (the schedule's part).
+[[nodiscard]] std::vector<Operation> megatron_fp16_optimizer_ops(double params);
 /// Adding a micro-batch's bf16 gradients into the fp32 accumulation buffer.
 [[nodiscard]] Operation gradient_accumulation_op(double params);
 

@@ -63,6 +63,13 @@ struct DeepSpeedZero3Config {
   double reduce_bucket_size = 5e8;            ///< reduce_bucket_size
 };
 
+/// How the optimizer step runs over a rank's parameters.
+enum class OptimizerImplementation {
+  fused,          ///< one fused pass (fp32 master weights, moments, low-precision copy)
+  megatron_fp16,  ///< Megatron-LM 2021's Float16OptimizerWithFloat16Params: five passes, two
+                  ///< scalar all-reduces over the model-parallel group
+};
+
 struct TrainingPlan {
   Sharding sharding = Sharding::none;
   /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
@@ -104,6 +111,11 @@ struct TrainingPlan {
   /// DeepSpeed's BF16_Optimizer (v0.6.2+, BLOOM's "ZeRO-1 equivalent") does this: the pipeline
   /// engine's _bf16_reduce_grads runs buffered_allreduce_fallback over the fp32 gradients.
   bool zero1_gradient_all_reduce = false;
+  /// PTD-P with TP and without SP: each TP rank sends 1/tp of a stage boundary's tensor and the
+  /// receiving stage all-gathers it over TP (Megatron's scatter/gather optimisation, on by
+  /// default in 2021: --no-scatter-gather-tensors-in-pipeline turns it off).
+  bool pipeline_scatter_gather = true;
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::fused;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

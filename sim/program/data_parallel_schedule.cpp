@@ -97,6 +97,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
   c.flash_attention = plan.flash_attention;
   c.fused_cross_entropy = plan.fused_cross_entropy;
+  c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
   return c;
 }
 
@@ -170,7 +171,10 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   };
 
   const double optimizer_params = zero1 ? total_params / shard : total_params;
-  const Seconds optimizer = model::op_duration(model::optimizer_step_op(optimizer_params), dev);
+  // Without model parallelism Megatron's two scalar all-reduces have a group of one: no traffic.
+  const Seconds optimizer = cfg.megatron_fp16_optimizer
+                                ? model::ops_duration(model::megatron_fp16_optimizer_ops(optimizer_params), dev)
+                                : model::op_duration(model::optimizer_step_op(optimizer_params), dev);
 
   // Activation offloading needs the forward and backward split into units (embedding, layers,
   // head), as the sharded schedule has them: each layer's checkpointed input goes to host memory

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
+#include "program/pipeline_exchanges.hpp"
 
 namespace trainsim::program {
 
@@ -43,7 +44,8 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
     return order;
   }
   const long total = m * chunks;
-  const long warmup = std::min(total, (pp - stage - 1) * 2 + (chunks - 1) * pp);
+  // With as many micro-batches as stages Megatron runs every forward first (all_warmup_microbatches).
+  const long warmup = m == pp ? total : std::min(total, (pp - stage - 1) * 2 + (chunks - 1) * pp);
   for (long k = 0; k < warmup; ++k) order.push_back(interleaved_slot(k, pp, chunks, true));
   for (long i = 0; i < total - warmup; ++i) {
     order.push_back(interleaved_slot(warmup + i, pp, chunks, true));
@@ -76,7 +78,15 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
-  const Bytes boundary = activation / (p.sequence_parallel ? static_cast<double>(tp) : 1.0);
+  // What crosses a stage boundary per rank. Under sequence parallelism each TP rank holds 1/tp
+  // of the sequence already. Otherwise, with Megatron's scatter/gather optimisation (paper
+  // section 4.1; --scatter-gather-tensors-in-pipeline, on by default in 2021: p2p_communication.py
+  // _communicate: split_tensor_into_1d_equal_chunks before sending, gather_split_1d_tensor after
+  // receiving), each TP rank sends 1/tp of the activation and the receiving stage all-gathers it
+  // over its TP group; without it every TP rank sends the whole tensor.
+  const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
+  const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
+  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v);
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
@@ -148,6 +158,15 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   };
 
   const Seconds optimizer_per_param = model::op_duration(model::optimizer_step_op(1e6), in.device) / 1e6;
+  // Megatron's fp16 optimizer: five passes over the rank's parameters (each one kernel launch
+  // here: apex's multi_tensor_apply covers ~2e7 elements per launch), two scalars all-reduced
+  // between them.
+  const bool megatron_optimizer = p.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
+  // Megatron's model-parallel group (every stage and TP rank of one data-parallel index: 2021
+  // megatron/mpu/initialize.py) all-reduces the inf flag (MAX) and the squared gradient norm
+  // (SUM), one fp32 each, by data-parallel index, in issue order.
+  const bool model_parallel_scalars = megatron_optimizer && pp * tp > 1;
+  std::vector<std::vector<int>> model_parallel_calls(static_cast<std::size_t>(L.dp));
   for (long stage = 0; stage < pp; ++stage) {
     // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
     const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
@@ -192,7 +211,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     // Names are made once per slot and shared by every rank of the stage (interned).
     struct SlotNames {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
-      InternedName tp_gather, tp_reduce, tp_regather, recv, send;
+      InternedName tp_gather, tp_reduce, tp_regather;
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
@@ -229,8 +248,20 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           for (const char* what : {"max", "target", "sum-exp"})
             names.tp_loss.emplace_back(std::string("tp loss ") + what + " all-reduce" + tag);
       }
-      names.recv = (slot.forward ? "recv activation" : "recv gradient") + tag;
-      names.send = (slot.forward ? "send activation" : "send gradient") + tag;
+    }
+    // The stage's host program (slots and exchanges) and its exchanges' task names: each
+    // transfer's, then under scatter/gather each received tensor's all-gather.
+    const std::vector<PipelineStep>& steps = exchanges[static_cast<std::size_t>(stage)];
+    std::vector<std::vector<InternedName>> exchange_names(steps.size());
+    for (std::size_t e = 0; e < steps.size(); ++e) {
+      auto describe = [](const PipelineTransfer& x) {
+        return (x.gradient ? "gradient " : "activation ") + std::to_string(x.boundary) + (x.gradient ? "<-" : "->") +
+               std::to_string(x.boundary + 1) + " mb" + std::to_string(x.micro_batch);
+      };
+      for (const auto& x : steps[e].transfers) exchange_names[e].emplace_back((x.send ? "send " : "recv ") + describe(x));
+      if (scatter_gather)
+        for (const auto& x : steps[e].transfers)
+          if (!x.send) exchange_names[e].emplace_back("tp gather " + describe(x));
     }
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
@@ -238,15 +269,16 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         RankProgram rp;
         rp.rank = rank_of(in, stage, d, t);
         rp.resident = mem.resident;
-        enum { kCompute = 0, kTensor = 1, kReduce = 2, kFirstP2p = 3 };
+        // One stream per kind of point-to-point operation: the (up to four) operations of an
+        // exchange run concurrently, and a stream's tasks come in exchange order.
+        enum { kCompute = 0, kTensor = 1, kReduce = 2, kRecvPrev = 3, kSendNext = 4, kRecvNext = 5, kSendPrev = 6 };
         rp.streams = {{"compute", StreamKind::compute, {}},
                       {"tensor-parallel", StreamKind::communication, {}},
-                      {"data-parallel", StreamKind::communication, {}}};
-        // Per chunk: receive activations, send activations, receive gradients, send gradients.
-        for (long c = 0; c < v; ++c)
-          for (const char* n : {"recv act", "send act", "recv grad", "send grad"})
-            rp.streams.push_back({std::string(n) + " c" + std::to_string(c), StreamKind::communication, {}});
-        auto p2p_stream = [&](long c, int which) { return static_cast<int>(kFirstP2p + 4 * c + which); };
+                      {"data-parallel", StreamKind::communication, {}},
+                      {"recv activation", StreamKind::communication, {}},
+                      {"send activation", StreamKind::communication, {}},
+                      {"recv gradient", StreamKind::communication, {}},
+                      {"send gradient", StreamKind::communication, {}}};
         const int kCopy = static_cast<int>(rp.streams.size());
         if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
         auto& comp = rp.streams[kCompute].tasks;
@@ -338,10 +370,14 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         if (tp > 1)
           rp.streams[kTensor].tasks.reserve(order.size() *
                                             static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 3 : 1) + 5));
-        // A chunk's point-to-point streams carry at most one task per micro-batch.
-        for (auto st = static_cast<std::size_t>(kFirstP2p); st < rp.streams.size(); ++st)
-          if (rp.streams[st].kind == StreamKind::communication) rp.streams[st].tasks.reserve(static_cast<std::size_t>(m));
+        // Each point-to-point stream carries at most one task per micro-batch and chunk.
+        for (int st = kRecvPrev; st <= kSendPrev; ++st) rp.streams[static_cast<std::size_t>(st)].tasks.reserve(static_cast<std::size_t>(m * v));
         TaskRef previous{-1, -1};
+        // What the host waits for before issuing the next step: the last compute (and TP
+        // collective) of a slot, or every operation of an exchange (Megatron waits for each
+        // request, then torch.cuda.synchronize()), and under scatter/gather the all-gathers that
+        // rebuild the received tensors.
+        std::vector<TaskRef> cursor;
         std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
         auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
         auto tp_call = [&](InternedName name, collective::Op op, Bytes size) {
@@ -353,15 +389,38 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           }
           return group_calls[tp_sequence++];
         };
-        for (std::size_t o = 0; o < order.size(); ++o) {
+        for (std::size_t e = 0; e < steps.size(); ++e) {
+          const PipelineStep& step = steps[e];
+          if (!step.compute) {
+            const std::vector<InternedName>& names = exchange_names[e];
+            std::vector<TaskRef> done;
+            for (std::size_t k = 0; k < step.transfers.size(); ++k) {
+              const PipelineTransfer& x = step.transfers[k];
+              const int stream = x.send ? (x.gradient ? kSendPrev : kSendNext) : (x.gradient ? kRecvNext : kRecvPrev);
+              const int call = p2p_call(x.gradient ? 1 : 0, x.boundary, x.micro_batch, d, t);
+              done.push_back(push(stream, {names[k], TaskKind::collective, x.gradient ? Phase::backward : Phase::forward,
+                                           0, call, cursor}));
+            }
+            std::vector<TaskRef> gathered;
+            if (scatter_gather)
+              for (std::size_t k = 0; k < step.transfers.size(); ++k)
+                if (!step.transfers[k].send) {
+                  const InternedName& name = names[step.transfers.size() + gathered.size()];
+                  const Phase phase = step.transfers[k].gradient ? Phase::backward : Phase::forward;
+                  gathered.push_back(push(kTensor, {name, TaskKind::collective, phase, 0,
+                                                    tp_call(name, collective::Op::all_gather, activation), done}));
+                }
+            cursor = gathered.empty() ? std::move(done) : std::move(gathered);
+            continue;
+          }
+          const std::size_t o = step.slot;
           const auto& slot = order[o];
           const long vs = slot.chunk * pp + stage;
           const bool first = vs == 0, last = vs == virtual_stages - 1;
           const SlotNames& names = slot_names[o];
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
           const std::size_t slot_start = comp.size();
-          std::vector<TaskRef> ready;
-          if (previous.stream >= 0) ready.push_back(previous);
+          std::vector<TaskRef> ready = cursor;
           // Dependencies as TaskDeps: up to three inline, no allocation per task.
           auto compute = [&](InternedName name, Seconds duration, TaskDeps deps) {
             Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
@@ -375,17 +434,6 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           // backward produces them (every micro-batch's under ZeRO-2).
           const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
           const bool reduce_now = overlap && !slot.forward && (every_micro_batch || last_micro_batch);
-          // Inputs from the neighbouring virtual stage.
-          if (slot.forward && !first) {
-            const int c = p2p_call(0, vs - 1, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 0), {names.recv, TaskKind::collective,
-                                                             Phase::forward, 0, c, {}}));
-          }
-          if (!slot.forward && !last) {
-            const int c = p2p_call(1, vs, slot.micro_batch, d, t);
-            ready.push_back(push(p2p_stream(slot.chunk, 2), {names.recv, TaskKind::collective,
-                                                             Phase::backward, 0, c, {}}));
-          }
           const bool gathers_here = overlap_param_gather && o == first_forward[static_cast<std::size_t>(slot.chunk)];
           if (gathers_here && aligned_gathers && slot.chunk + 1 >= 2 && slot.chunk + 1 < v)
             gather_up_to(slot.chunk + 1, param_buckets[static_cast<std::size_t>(slot.chunk + 1)].params.size(), ready);
@@ -518,14 +566,12 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             comp[slot_start].alloc = stored;
           else
             comp.back().release = stored;
-          // Outputs to the neighbouring virtual stage.
-          if (slot.forward && !last)
-            push(p2p_stream(slot.chunk, 1), {names.send, TaskKind::collective, Phase::forward, 0,
-                                             p2p_call(0, vs, slot.micro_batch, d, t), {previous}});
-          if (!slot.forward && !first)
-            push(p2p_stream(slot.chunk, 3), {names.send, TaskKind::collective, Phase::backward, 0,
-                                             p2p_call(1, vs - 1, slot.micro_batch, d, t), {previous}});
+          cursor = {previous};
         }
+        // The step's last exchange (a stage's last input gradient going back) is waited for
+        // before train_step reduces the gradients.
+        TRAINSIM_CHECK(cursor.size() == 1, "a step ends with one task to wait for");
+        previous = cursor.front();
         // The stage's gradients (after the flush unless reduced during the last backward), then
         // the tied word embedding's all-reduce between the first and last stage, then the
         // optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
@@ -548,9 +594,38 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           step_deps = {push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call,
                                       step_deps})};
         }
+        Seconds optimizer_seconds = optimizer_per_param * (params / static_cast<double>(shard));
+        if (megatron_optimizer) {
+          // Float16OptimizerWithFloat16Params.step: gradients to fp32, unscaled and checked, the
+          // inf flag all-reduced and read on the host (.item()); the L2 norm, all-reduced and read;
+          // then Adam and the fp16 parameter copy (below, "optimizer step").
+          const auto passes = model::megatron_fp16_optimizer_ops(params / static_cast<double>(shard));
+          auto seconds = [&](std::size_t first, std::size_t last) {
+            Seconds sum = 0;
+            for (std::size_t i = first; i <= last; ++i) sum += model::op_duration(passes[i], in.device);
+            return sum;
+          };
+          std::size_t scalar_sequence = 0;
+          auto scalar_all_reduce = [&](const char* name, TaskRef after) {
+            auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
+            if (scalar_sequence == calls.size()) {
+              std::vector<int> group;
+              for (long st = 0; st < pp; ++st)
+                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, st, d, k));
+              calls.push_back(add_call(name, collective::Op::all_reduce, 4.0, std::move(group)));
+            }
+            return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, calls[scalar_sequence++], {after}});
+          };
+          TaskRef last = push(kCompute, {"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer,
+                                         seconds(0, 1), -1, step_deps});
+          if (model_parallel_scalars) last = scalar_all_reduce("found-inf all-reduce", last);
+          last = push(kCompute, {"optimizer gradient norm", TaskKind::compute, Phase::optimizer, seconds(2, 2), -1, {last}});
+          if (model_parallel_scalars) last = scalar_all_reduce("gradient-norm all-reduce", last);
+          step_deps = {last};
+          optimizer_seconds = seconds(3, 4);  // Adam and the fp16 parameter copy
+        }
         const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
-                                                Phase::optimizer, optimizer_per_param * (params / static_cast<double>(shard)),
-                                                -1, step_deps});
+                                                Phase::optimizer, optimizer_seconds, -1, step_deps});
         if (shard > 1 && !overlap_param_gather) {
           const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);

@@ -1,12 +1,13 @@
 #pragma once
-// Megatron-LM's PTD-P: tensor parallelism inside a node, pipeline stages across nodes, data
-// parallelism over the replicas (Narayanan et al. 2021).
+// Megatron-LM's PTD-P: tensor parallelism inside a node (or over whole nodes), pipeline stages
+// across nodes, data parallelism over the replicas (Narayanan et al. 2021).
 //  - Each pipeline stage runs its micro-batches in the schedule's order: GPipe (all forwards,
 //    then all backwards), 1F1B (pp - stage - 1 warm-up forwards, then one forward and one
 //    backward alternately), or interleaved 1F1B (v model chunks per stage, Megatron's order and
 //    warm-up). The bubble is not a formula: it is the time a stage waits for its neighbours.
-//  - Activations and their gradients cross stage boundaries as point-to-point transfers (one
-//    stream per boundary and direction, so no two transfers can wait on each other).
+//  - Activations and their gradients cross stage boundaries in Megatron's blocking exchanges
+//    (pipeline_exchanges.hpp): the next slot waits for the whole batch; with TP (no SP) each TP
+//    rank sends 1/tp of the tensor and the receiving stage all-gathers it (scatter/gather).
 //  - Every layer pass ends with an all-reduce over the TP group, in the critical path; with
 //    sequence parallelism (Korthikanti et al. 2022) it starts with an all-gather and ends with
 //    a reduce-scatter instead, the same bytes on the wire, while norms, dropout and residuals
@@ -30,6 +31,8 @@
 //    moves the all-gather into the step's first forwards, bucket by bucket (Megatron's
 //    distributed optimizer). A shard group smaller than
 //    dp (hybrid_shard_degree) adds an all-reduce of the shard across the replicas.
+//  - The optimizer is one fused pass, or Megatron 2021's fp16 optimizer: five passes with the inf
+//    flag and the gradient norm all-reduced over the model-parallel group between them.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

@@ -110,6 +110,18 @@ plan::TrainingPlan read_training(JsonObject o) {
              "all_reduce (DeepSpeed's BF16_Optimizer under its pipeline engine) needs schedule zero1 and pipeline_parallel > 1");
     t.zero1_gradient_all_reduce = true;
   }
+  // Without stages or TP there is nothing to split; allowed so a scenario's shared training
+  // object can set it for points that override the degrees.
+  t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
+  if (o.choice_or("optimizer_implementation", {"fused", "megatron-fp16"}, "fused") == "megatron-fp16") {
+    if (t.precision.master_weights <= 0)
+      o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");
+    if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
+      o.fail("optimizer_implementation", "megatron-fp16 is modelled with schedule ddp or zero1");
+    if (t.optimizer != plan::Optimizer::adam)
+      o.fail("optimizer_implementation", "megatron-fp16 steps apex FusedAdam: needs optimizer adam or adamw");
+    t.optimizer_implementation = plan::OptimizerImplementation::megatron_fp16;
+  }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
   if (o.has("zero3_implementation")) {

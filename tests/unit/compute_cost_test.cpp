@@ -79,6 +79,22 @@ TEST(OptimizerStep, AdamTraffic) {
   EXPECT_NEAR(op_duration(op, test_device()), 30e6 / 0.8e12 + 5e-6, kRel);
 }
 
+TEST(OptimizerStep, MegatronFp16PassesMove52BytesPerParameter) {
+  const auto ops = megatron_fp16_optimizer_ops(1e6);
+  ASSERT_EQ(ops.size(), 5u);
+  // grad to fp32 (2 + 4), unscale in place (4 + 4), L2 norm (4), FusedAdam (16 + 12), params to
+  // fp16 (4 + 2).
+  const double bytes[] = {6e6, 8e6, 4e6, 28e6, 6e6};
+  double total = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_DOUBLE_EQ(ops[i].bytes, bytes[i]) << ops[i].name;
+    total += ops[i].bytes;
+  }
+  EXPECT_DOUBLE_EQ(total, 52e6);
+  // Five kernels (launches) at the memory rate: slower than the one fused pass's 30 bytes.
+  EXPECT_NEAR(ops_duration(ops, test_device()), 52e6 / 0.8e12 + 5 * 5e-6, kRel);
+}
+
 TEST(GradientAccumulation, Traffic) {
   const Operation op = gradient_accumulation_op(1e6);
   EXPECT_DOUBLE_EQ(op.bytes, 10e6);  // bf16 gradient read (2) + fp32 accumulator read+write (8)

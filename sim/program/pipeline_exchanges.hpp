@@ -1,0 +1,47 @@
+#pragma once
+// When a pipeline stage exchanges tensors with its neighbours, as Megatron-LM issues them
+// (megatron/schedules.py and megatron/p2p_communication.py at the SC'21 commit 6985e58):
+// every exchange is one `_communicate` call, a batch of up to four point-to-point operations
+// (send to the next stage, receive from the previous one, send to the previous one, receive from
+// the next one) started together by batch_isend_irecv, all waited for, then
+// torch.cuda.synchronize(). The host issues nothing else meanwhile, so the next compute starts
+// only when the whole batch is done: in 1F1B's steady state the forward's output goes out
+// together with the wait for the backward's incoming gradient (send_forward_recv_backward), the
+// backward's input gradient together with the next forward's input (send_backward_recv_forward).
+// Plain data, testable without SimGrid.
+#include <cstddef>
+#include <vector>
+
+#include "plan/training_plan.hpp"
+#include "program/pipeline_schedule.hpp"
+
+namespace trainsim::program {
+
+/// One point-to-point operation. `boundary` is the virtual stage on the lower side of the link
+/// crossed (activations go boundary -> boundary + 1, gradients boundary + 1 -> boundary), so an
+/// operation and its peer's name the same transfer.
+struct PipelineTransfer {
+  bool send = true;
+  bool gradient = false;  ///< false: a forward activation, true: its gradient
+  long boundary = 0;
+  long micro_batch = 0;
+  bool operator==(const PipelineTransfer& o) const {
+    return send == o.send && gradient == o.gradient && boundary == o.boundary && micro_batch == o.micro_batch;
+  }
+};
+
+/// A step of a stage's host program: the next compute slot of pipeline_order, or one batch of
+/// transfers waited for together.
+struct PipelineStep {
+  bool compute = false;
+  std::size_t slot = 0;                     ///< compute: index into pipeline_order(...)
+  std::vector<PipelineTransfer> transfers;  ///< exchange: the batch (never empty)
+};
+
+/// Every stage's steps (index = stage). Receives are matched to the peer's sends in order, as
+/// NCCL matches point-to-point operations between two ranks, so a receive names the transfer it
+/// completes. Throws InvariantError if the stages' sends and receives do not pair up.
+[[nodiscard]] std::vector<std::vector<PipelineStep>> pipeline_exchanges(plan::PipelineSchedule schedule, long pp,
+                                                                        long micro_batches, long chunks);
+
+}  // namespace trainsim::program

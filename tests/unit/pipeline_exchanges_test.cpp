@@ -1,0 +1,183 @@
+// Megatron's pipeline exchanges (program/pipeline_exchanges.hpp) as plain data, and how the PTD-P
+// program waits on them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "program/build_program.hpp"
+#include "program/pipeline_exchanges.hpp"
+#include "support/pipeline_fixture.hpp"
+
+namespace trainsim::program {
+namespace {
+
+/// Slots as F<mb>/B<mb> (c<chunk> when not 0), exchanges as [s|r A|G <boundary> m<mb> ...].
+std::string text(plan::PipelineSchedule schedule, long pp, long stage, long m, long v) {
+  const auto steps = pipeline_exchanges(schedule, pp, m, v)[static_cast<std::size_t>(stage)];
+  const auto order = pipeline_order(schedule, pp, stage, m, v);
+  std::string s;
+  for (const auto& step : steps) {
+    if (step.compute) {
+      const auto& o = order[step.slot];
+      s += (o.forward ? "F" : "B") + std::to_string(o.micro_batch) + (o.chunk ? "c" + std::to_string(o.chunk) : "") + " ";
+      continue;
+    }
+    s += "[";
+    for (std::size_t k = 0; k < step.transfers.size(); ++k) {
+      const auto& x = step.transfers[k];
+      s += (k ? " " : "") + std::string(x.send ? "s" : "r") + (x.gradient ? "G" : "A") + std::to_string(x.boundary) +
+           "m" + std::to_string(x.micro_batch);
+    }
+    s += "] ";
+  }
+  return s;
+}
+
+TEST(PipelineExchanges, OneFOneBPairsEachSendWithTheWaitForTheNextTensor) {
+  // Stage 0 of 2 (megatron/schedules.py forward_backward_pipelining_without_interleaving): one
+  // warm-up forward and its send_forward; then send_forward_recv_backward after each forward;
+  // the cool-down's recv_backward. Its first stage sends no gradient and receives no input.
+  EXPECT_EQ(text(plan::PipelineSchedule::one_f_one_b, 2, 0, 3, 1),
+            "F0 [sA0m0] F1 [sA0m1 rG0m0] B0 F2 [sA0m2 rG0m1] B1 [rG0m2] B2 ");
+  // Stage 1 (last): recv_forward before the loop, then send_backward_recv_forward after each
+  // backward but the last, which is a plain send_backward.
+  EXPECT_EQ(text(plan::PipelineSchedule::one_f_one_b, 2, 1, 3, 1),
+            "[rA0m0] F0 B0 [sG0m0 rA0m1] F1 B1 [sG0m1 rA0m2] F2 B2 [sG0m2] ");
+}
+
+TEST(PipelineExchanges, GpipeReceivesBeforeAndSendsAfterEverySlot) {
+  EXPECT_EQ(text(plan::PipelineSchedule::gpipe, 2, 1, 2, 1), "[rA0m0] F0 [rA0m1] F1 B0 [sG0m0] B1 [sG0m1] ");
+}
+
+TEST(PipelineExchanges, InterleavedWrapsAroundAndBatchesBothDirections) {
+  // pp 2, 2 chunks, 4 micro-batches, stage 0: warm-up of (2-0-1)*2 + (2-1)*2 = 4 forwards. Its
+  // chunk 1 takes its input from stage 1's chunk 0 (boundary 1, the wrap-around), the last
+  // warm-up exchange also waits for the first gradient, and the steady state sends an output
+  // and an input gradient and receives both directions in one batch.
+  EXPECT_EQ(text(plan::PipelineSchedule::interleaved, 2, 0, 4, 2),
+            "F0 [sA0m0] F1 [sA0m1 rA1m0] F0c1 [sA2m0 rA1m1] F1c1 [sA2m1 rG2m0] "
+            "F2 B0c1 [sA0m2 sG1m0 rG2m1] F3 B1c1 [sA0m3 sG1m1 rA1m2 rG0m0] "
+            "F2c1 B0 [sA2m2 rA1m3 rG0m1] F3c1 B1 [sA2m3 rG2m2] "
+            "B2c1 [sG1m2 rG2m3] B3c1 [sG1m3 rG0m2] B2 [rG0m3] B3 ");
+}
+
+TEST(PipelineExchanges, EveryScheduleShapePairsUpAndFeedsItsSlots) {
+  // pipeline_exchanges checks that every receive meets a send of its peer, in order, and that each
+  // slot's input has arrived before it runs; as many micro-batches as stages runs Megatron's
+  // all-warm-up interleaved case.
+  for (long pp : {2, 3, 4})
+    for (long v : {1, 2, 3})
+      for (long m = pp; m <= 3 * pp; m += pp) {
+        const auto schedule = v > 1 ? plan::PipelineSchedule::interleaved : plan::PipelineSchedule::one_f_one_b;
+        const auto stages = pipeline_exchanges(schedule, pp, m, v);
+        ASSERT_EQ(stages.size(), static_cast<std::size_t>(pp));
+        long sends = 0;
+        for (const auto& steps : stages)
+          for (const auto& step : steps) {
+            EXPECT_TRUE(step.compute || !step.transfers.empty());
+            for (const auto& x : step.transfers) sends += x.send ? 1 : 0;
+          }
+        // Every boundary but the ends carries each micro-batch's activation and its gradient.
+        EXPECT_EQ(sends, 2 * (pp * v - 1) * m) << "pp " << pp << " v " << v << " m " << m;
+      }
+  EXPECT_NO_THROW((void)pipeline_exchanges(plan::PipelineSchedule::gpipe, 4, 5, 1));
+}
+
+TEST(PipelineExchanges, AsManyMicroBatchesAsStagesRunsEveryInterleavedForwardFirst) {
+  const auto order = pipeline_order(plan::PipelineSchedule::interleaved, 2, 1, 2, 2);
+  std::string s;
+  for (const auto& o : order) s += o.forward ? "F" : "B";
+  EXPECT_EQ(s, "FFFFBBBB");  // schedules.py: all_warmup_microbatches
+}
+
+// --- the PTD-P program: tasks, groups, bytes and what waits for what ---
+
+enum { kCompute = 0, kTensor = 1, kRecvPrev = 3, kSendNext = 4, kRecvNext = 5, kSendPrev = 6 };
+
+bool waits_for(const Task& t, int stream, int index) {
+  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
+}
+
+int index_of(const Stream& s, const std::string& name) {
+  for (std::size_t i = 0; i < s.tasks.size(); ++i)
+    if (s.tasks[i].name == name) return static_cast<int>(i);
+  ADD_FAILURE() << "no task " << name << " on " << s.name;
+  return -1;
+}
+
+TEST(PipelineExchangeProgram, ABatchWaitsForTheSlotAndTheNextSlotForTheWholeBatch) {
+  const ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();  // 4 micro-batches, TP 2
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];  // stage 0, dp 0, tp 1
+  const auto& comp = r.streams[kCompute];
+  const auto& tensor = r.streams[kTensor];
+  // After F1: send_forward_recv_backward. Both operations wait for the forward's end (its last
+  // TP all-reduce), the received gradient is all-gathered over TP after both (scatter/gather),
+  // and B0 starts after that gather.
+  const int send = index_of(r.streams[kSendNext], "send activation 0->1 mb1");
+  const int recv = index_of(r.streams[kRecvNext], "recv gradient 0<-1 mb0");
+  const Task& send_task = r.streams[kSendNext].tasks[static_cast<std::size_t>(send)];
+  const Task& recv_task = r.streams[kRecvNext].tasks[static_cast<std::size_t>(recv)];
+  EXPECT_EQ(send_task.deps, recv_task.deps);
+  ASSERT_EQ(send_task.deps.size(), 1u);
+  EXPECT_EQ(send_task.deps[0].stream, kTensor);
+  EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(send_task.deps[0].index)].name, "tp all-reduce mb1 c0");
+  EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(send_task.deps[0].index)].phase, Phase::forward);
+  const int gather = index_of(tensor, "tp gather gradient 0<-1 mb0");
+  const Task& g = tensor.tasks[static_cast<std::size_t>(gather)];
+  EXPECT_TRUE(waits_for(g, kSendNext, send));
+  EXPECT_TRUE(waits_for(g, kRecvNext, recv));
+  // The head is on stage 1: stage 0's B0 starts with its first layer pass.
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(index_of(comp, "backward mb0 c0 layer 0"))], kTensor, gather));
+  // Bytes and groups: each TP rank sends half of b x s x h in fp16 to the same TP rank of the next
+  // stage; the gather rebuilds the whole tensor over the TP group.
+  const double activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);
+  const auto& sent = prog.collectives[static_cast<std::size_t>(r.streams[kSendNext].tasks[static_cast<std::size_t>(send)].collective)];
+  EXPECT_EQ(sent.op, collective::Op::send_recv);
+  EXPECT_EQ(sent.group, (std::vector<int>{1, 5}));
+  EXPECT_DOUBLE_EQ(sent.size, activation / 2);
+  const auto& gathered = prog.collectives[static_cast<std::size_t>(g.collective)];
+  EXPECT_EQ(gathered.op, collective::Op::all_gather);
+  EXPECT_EQ(gathered.group, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(gathered.size, activation);
+  // The peer (rank 5, stage 1) holds the same two transfers in one exchange: the gradient it
+  // sends back and the activation it receives.
+  const auto& peer = prog.ranks[5];
+  const Task& peer_send = peer.streams[kSendPrev].tasks[static_cast<std::size_t>(index_of(peer.streams[kSendPrev], "send gradient 0<-1 mb0"))];
+  const Task& peer_recv = peer.streams[kRecvPrev].tasks[static_cast<std::size_t>(index_of(peer.streams[kRecvPrev], "recv activation 0->1 mb1"))];
+  EXPECT_EQ(peer_send.deps, peer_recv.deps);
+  EXPECT_EQ(peer_send.collective, r.streams[kRecvNext].tasks[static_cast<std::size_t>(recv)].collective);
+  // The step's last exchange (stage 1's last gradient going back) comes before its gradient
+  // all-reduce.
+  const auto& dp = peer.streams[2];
+  EXPECT_TRUE(waits_for(dp.tasks.front(), kSendPrev, static_cast<int>(peer.streams[kSendPrev].tasks.size()) - 1));
+}
+
+TEST(PipelineExchangeProgram, WithoutScatterGatherEveryTensorRankSendsTheWholeTensor) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pipeline_scatter_gather = false;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];
+  const double activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);
+  EXPECT_DOUBLE_EQ(prog.collectives[static_cast<std::size_t>(r.streams[kSendNext].tasks.front().collective)].size, activation);
+  for (const auto& t : r.streams[kTensor].tasks) EXPECT_EQ(t.name.str().rfind("tp gather", 0), std::string::npos);
+}
+
+TEST(PipelineExchangeProgram, InterleavedProgramIsConsistent) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  const Program prog = build_program(in);
+  validate(prog);  // every transfer on both peers, in an order neither can deadlock on
+  // Stage 0's chunk 1 receives from stage 1's chunk 0: rank 1 <- rank 5.
+  const auto& r = prog.ranks[1];
+  const int wrap = index_of(r.streams[kRecvPrev], "recv activation 1->2 mb0");
+  EXPECT_EQ(prog.collectives[static_cast<std::size_t>(r.streams[kRecvPrev].tasks[static_cast<std::size_t>(wrap)].collective)].group,
+            (std::vector<int>{5, 1}));
+}
+
+}  // namespace
+}  // namespace trainsim::program
