@@ -13,15 +13,16 @@ double tile_utilisation(double m, double n, double tile) {
 }
 
 FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
-  if (const auto* curve = gemm_curve(dev, op.dtype)) return curve->achieved(op.m, op.n, op.k, op.batch);
+  if (const auto* curve = gemm_curve(dev, op.dtype))
+    return curve->achieved(op.m, op.n, op.k, op.batch) * dev.sustained_compute;
   const FlopsPerSecond peak = op.dtype == Dtype::fp32 ? dev.peak_fp32 : dev.peak_bf16;
-  return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile);
+  return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile) * dev.sustained_compute;
 }
 
 FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev) {
   if (const auto* kernel = active_attention_kernel(dev)) {
     const double eff = attention_efficiency(*kernel, op.causal, op.k, op.m, op.kind == OpKind::fused_attention_backward);
-    if (eff > 0) return dev.peak_bf16 * eff;
+    if (eff > 0) return dev.peak_bf16 * eff * dev.sustained_compute;
   }
   Operation qk = op;
   qk.kind = OpKind::gemm;

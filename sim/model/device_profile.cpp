@@ -92,6 +92,11 @@ DeviceProfile load_device_profile(const std::string& path) {
   d.gemm_efficiency = sourced(root, "gemm_efficiency", Dimension::dimensionless);
   d.gemm_tile = sourced(root, "gemm_tile", Dimension::dimensionless);
   d.memory_efficiency = sourced(root, "memory_efficiency", Dimension::dimensionless);
+  if (root.has("sustained_compute")) {
+    d.sustained_compute = sourced(root, "sustained_compute", Dimension::dimensionless);
+    if (d.sustained_compute <= 0 || d.sustained_compute > 1)
+      root.fail("sustained_compute", "expected a value in (0, 1]: the sustained / burst tensor-core rate");
+  }
   if (root.has("fused_attention")) read_fused_attention(root.object("fused_attention"), d);
   d.launch_overhead = sourced(root, "launch_overhead", Dimension::seconds);
   d.runtime_reserve = sourced(root, "runtime_reserve", Dimension::bytes);

@@ -292,5 +292,27 @@ TEST(DeviceProfileLoader, RejectsAnUnknownKey) {
   EXPECT_EQ(load_error(gaudi_with("/peak_fp16", "1TFLOPS")).json_path(), "/peak_fp16");
 }
 
+TEST(DeviceProfileLoader, H100SustainedClockSlowsTensorCoreWorkButNotMemoryBoundOps) {
+  // Measured: 690 TFLOP/s over 20 s of 8192^3 GEMMs at the 700 W limit against 808 in a 50 ms burst.
+  const DeviceProfile held = load_device_profile("topologies/devices/h100-80gb.json");
+  EXPECT_GT(held.sustained_compute, 0.8);
+  EXPECT_LT(held.sustained_compute, 0.9);
+  DeviceProfile burst = held;
+  burst.sustained_compute = 1;
+  const Operation gemm = make_gemm("ffn", 8192, 14336, 4096, 1, Dtype::bf16);
+  EXPECT_NEAR(gemm_rate(gemm, held), gemm_rate(gemm, burst) * held.sustained_compute, 1e3);
+  const Operation norm = make_elementwise("norm", 1e9);
+  EXPECT_DOUBLE_EQ(op_duration(norm, held), op_duration(norm, burst));
+}
+
+TEST(DeviceProfileLoader, RejectsASustainedComputeAboveOne) {
+  const std::string file = testing::TempDir() + "device_sustained_above_one.json";
+  nlohmann::json doc = read_json_file("topologies/devices/h100-80gb.json");
+  doc["sustained_compute"]["value"] = 1.2;
+  std::ofstream(file) << doc.dump(2);
+  const ConfigError e = load_error(file);
+  EXPECT_EQ(e.json_path(), "/sustained_compute");
+}
+
 }  // namespace
 }  // namespace trainsim::model

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Measures what a short kernel benchmark cannot: the GEMM rate sustained over many seconds (the
+GPU's clocks under its power limit) and a whole Llama-style decoder layer in eager PyTorch.
+
+1. Sustained GEMM: one bf16 GEMM shape run back to back for --seconds, timed in windows of about
+   one second each with CUDA events; for each window the achieved TFLOP/s, and the SM clock and
+   board power read from nvidia-smi right after it. Shapes: 8192^3, and the Llama-3 8B FFN GEMM
+   of one 8192-token sequence (8192 x 14336 x 4096).
+2. Llama layer (RMSNorm, GQA attention with RoPE through SDPA's flash backend, causal, SwiGLU
+   FFN, no biases, bf16), forward and forward+backward, at Llama-3 8B's shape (hidden 4096, 32
+   heads, 8 KV heads, FFN 14336) and seq 8192, batch 1: what torchtitan runs per layer without
+   torch.compile (its RMSNorm, RoPE and SwiGLU written as in its model.py, eager).
+Run on a GPU machine: python3 validate/measure_sustained.py --out FILE [--seconds S]"""
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+
+
+def smi(query):
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        return [x.strip() for x in out.split(",")]
+    except (OSError, subprocess.CalledProcessError):
+        return []
+
+
+def sustained_gemm(torch, m, n, k, seconds):
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
+    flops = 2.0 * m * n * k
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    a @ b
+    e.record()
+    torch.cuda.synchronize()
+    per_window = max(1, int(1000.0 / max(s.elapsed_time(e), 1e-3)))
+    windows = []
+    start = time.time()
+    while time.time() - start < seconds:
+        s.record()
+        for _ in range(per_window):
+            a @ b
+        e.record()
+        torch.cuda.synchronize()
+        t = s.elapsed_time(e) / 1e3
+        clock, power = (smi("clocks.sm,power.draw") + ["", ""])[:2]
+        windows.append({"t_s": round(time.time() - start, 2), "tflops": round(flops * per_window / t / 1e12, 1),
+                        "sm_clock_mhz": clock, "power_w": power})
+        print("gemm %dx%dx%d  %6.1f s  %6.1f TFLOP/s  SM %s MHz  %s W" %
+              (m, n, k, windows[-1]["t_s"], windows[-1]["tflops"], clock, power), flush=True)
+    return {"m": m, "n": n, "k": k, "dtype": "bf16", "windows": windows}
+
+
+def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=14336):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    hd = hidden // heads
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, dim, eps=1e-5):
+            super().__init__()
+            self.eps, self.weight = eps, torch.nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):  # torchtitan's: in fp32, then back
+            xf = x.float()
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+    def rope(x, cos, sin):  # x: [b, s, h, d]; rotate pairs (torchtitan uses complex; same traffic)
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wq = torch.nn.Linear(hidden, heads * hd, bias=False)
+            self.wk = torch.nn.Linear(hidden, kv_heads * hd, bias=False)
+            self.wv = torch.nn.Linear(hidden, kv_heads * hd, bias=False)
+            self.wo = torch.nn.Linear(heads * hd, hidden, bias=False)
+            self.w1 = torch.nn.Linear(hidden, ffn, bias=False)
+            self.w3 = torch.nn.Linear(hidden, ffn, bias=False)
+            self.w2 = torch.nn.Linear(ffn, hidden, bias=False)
+            self.attn_norm, self.ffn_norm = RMSNorm(hidden), RMSNorm(hidden)
+
+        def forward(self, x, cos, sin):
+            b, s, _ = x.shape
+            h = self.attn_norm(x)
+            q = rope(self.wq(h).view(b, s, heads, hd), cos, sin)
+            k = rope(self.wk(h).view(b, s, kv_heads, hd), cos, sin)
+            v = self.wv(h).view(b, s, kv_heads, hd)
+            rep = heads // kv_heads  # torchtitan repeats KV heads before SDPA
+            k = k.repeat_interleave(rep, dim=2)
+            v = v.repeat_interleave(rep, dim=2)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                   is_causal=True)
+            x = x + self.wo(o.transpose(1, 2).reshape(b, s, hidden))
+            h = self.ffn_norm(x)
+            return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+    layer = Layer().cuda().to(torch.bfloat16)
+    x = torch.randn((batch, seq, hidden), device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(seq, device="cuda", dtype=torch.float32)
+    inv = 1.0 / (500000.0 ** (torch.arange(0, hd, 2, device="cuda", dtype=torch.float32) / hd))
+    ang = torch.outer(pos, inv)
+    cos = ang.cos().to(torch.bfloat16)[None, :, None, :]
+    sin = ang.sin().to(torch.bfloat16)[None, :, None, :]
+    g = torch.randn_like(x)
+
+    def timed(fn, iters=20):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e) / iters * 1e3
+
+    def fwd():
+        with torch.no_grad():
+            layer(x, cos, sin)
+
+    def fwd_bwd():
+        layer(x, cos, sin).backward(g)
+        x.grad = None
+        for p in layer.parameters():
+            p.grad = None
+
+    tf, tfb = timed(fwd), timed(fwd_bwd)
+    # Model FLOPs of the layer (torchtitan's count: 6 x params x tokens + 12 x hidden x seq per
+    # token for attention, forward+backward; causal attention counted in full as torchtitan does)
+    params = hidden * (heads * hd) * 2 + hidden * (kv_heads * hd) * 2 + 3 * hidden * ffn
+    tokens = batch * seq
+    model_flops = 6.0 * params * tokens + 12.0 * hidden * seq * tokens
+    row = {"model": "llama3-8b layer", "seq": seq, "batch": batch, "forward_us": round(tf, 1),
+           "backward_us": round(tfb - tf, 1), "total_us": round(tfb, 1),
+           "model_tflops": round(model_flops / (tfb / 1e6) / 1e12, 1)}
+    print("llama3-8b layer seq %d: fwd %.1f us, fwd+bwd %.1f us, %.1f model TFLOP/s" %
+          (seq, tf, tfb, row["model_tflops"]), flush=True)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    if not torch.cuda.is_available():
+        print("measure_sustained: no CUDA device", file=sys.stderr)
+        return 1
+    props = torch.cuda.get_device_properties(0)
+    name, driver, power_limit, max_clock = (smi("name,driver_version,power.limit,clocks.max.sm") + [""] * 4)[:4]
+    out = {"provenance": {"method": "measured", "source": "validate/measure_sustained.py",
+                          "date": datetime.date.today().isoformat(), "gpu": props.name, "driver": driver,
+                          "cuda": torch.version.cuda, "torch": torch.__version__,
+                          "power_limit_w": power_limit, "max_sm_clock_mhz": max_clock},
+           "idle": dict(zip(["sm_clock_mhz", "power_w"], smi("clocks.sm,power.draw"))),
+           "sustained_gemm": [sustained_gemm(torch, 8192, 8192, 8192, args.seconds),
+                              sustained_gemm(torch, 8192, 14336, 4096, args.seconds)],
+           "layers": [llama_layer(torch, F, 8192), llama_layer(torch, F, 2048, batch=4)]}
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=1)
+        fh.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
