@@ -298,14 +298,25 @@ private:
   };
   using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups
 
-  [[nodiscard]] const std::vector<sg4::Link*>& route(int src, int dst) {
+  /// A route's links and what flow_shape needs of them, looked up once per (src, dst).
+  struct Route {
+    std::vector<sg4::Link*> links;
+    double narrowest = 0;  ///< the smallest link bandwidth
+    double latency = 0;    ///< the links' latencies summed
+  };
+
+  [[nodiscard]] const Route& route(int src, int dst) {
     const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
     auto it = routes_.find(key);
     if (it != routes_.end()) return it->second;
-    std::vector<sg4::Link*> links;
+    Route r;
     platform_.rank_host[static_cast<std::size_t>(src)]->route_to(platform_.rank_host[static_cast<std::size_t>(dst)],
-                                                                links, nullptr);
-    return routes_.emplace(key, std::move(links)).first->second;
+                                                                r.links, nullptr);
+    for (const auto* l : r.links) {
+      r.narrowest = r.narrowest == 0 ? l->get_bandwidth() : std::min(r.narrowest, l->get_bandwidth());
+      r.latency += l->get_latency();
+    }
+    return routes_.emplace(key, std::move(r)).first->second;
   }
 
   /// Where a flow stands in a merged call's plans: instance, phase, flow.
@@ -318,13 +329,8 @@ private:
   /// What makes flows interchangeable: phase, bytes, route length, narrowest link and the
   /// route's latency (CM02 weighs a flow's share by it).
   [[nodiscard]] FlowShape flow_shape(std::size_t phase, const collective::Flow& f) {
-    const auto& links = route(f.src, f.dst);
-    double narrowest = 0, latency = 0;
-    for (const auto* l : links) {
-      narrowest = narrowest == 0 ? l->get_bandwidth() : std::min(narrowest, l->get_bandwidth());
-      latency += l->get_latency();
-    }
-    return {phase, f.bytes, links.size(), narrowest, latency};
+    const auto& r = route(f.src, f.dst);
+    return {phase, f.bytes, r.links.size(), r.narrowest, r.latency};
   }
 
   /// Which flows of a merged call's instances (one per original call) must be sent, as
@@ -359,7 +365,7 @@ private:
     };
     std::unordered_map<const sg4::Link*, std::size_t> first_user;
     for (std::size_t x = 0; x < n; ++x)
-      for (const auto* l : route(flow(x).src, flow(x).dst)) {
+      for (const auto* l : route(flow(x).src, flow(x).dst).links) {
         auto [it, fresh] = first_user.emplace(l, x);
         if (!fresh) {
           const auto a = find(it->second), b = find(x);
@@ -505,7 +511,7 @@ private:
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
-  std::unordered_map<std::uint64_t, std::vector<sg4::Link*>> routes_;
+  std::unordered_map<std::uint64_t, Route> routes_;
   std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
   // Per class:
   std::vector<std::vector<std::vector<char>>> done_;  ///< [class][stream][task]
