@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -137,7 +138,10 @@ private:
       const Seconds start = now();
       change_memory(cls, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
-        if (t.duration > 0) sg4::this_actor::execute(t.duration * platform_.host_speed);
+        if (t.duration > 0) {
+          ++result_.execs;
+          sg4::this_actor::execute(t.duration * platform_.host_speed);
+        }
       } else if (t.kind == TaskKind::host) {
         if (t.duration > 0) sg4::this_actor::sleep_for(t.duration);
       } else if (t.kind == TaskKind::host_copy) {
@@ -192,6 +196,7 @@ private:
           flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[static_cast<std::size_t>(flow.src)],
                                                   platform_.rank_host[static_cast<std::size_t>(flow.dst)],
                                                   static_cast<uint64_t>(flow.bytes)));
+      result_.flows += flows.size();
       for (auto& comm : flows) comm->wait();
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
       if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
@@ -247,6 +252,7 @@ private:
         ->set_priority(kHeldSmPriority)
         ->set_host(platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])]);
     h.exec->start();
+    ++result_.execs;
     return h;
   }
 
@@ -274,6 +280,7 @@ private:
                                               static_cast<uint64_t>(t.copy_bytes)));
       latency = std::max(latency, platform_.cpu_latency[static_cast<std::size_t>(r % platform_.ranks_per_node)]);
     }
+    result_.flows += flows.size();
     for (auto& comm : flows) comm->wait();
     if (latency > 0) sg4::this_actor::sleep_for(latency);
   }
@@ -293,41 +300,65 @@ private:
   };
   using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups
 
-  [[nodiscard]] const std::vector<sg4::Link*>& route(int src, int dst) {
+  /// A route's links and what flow_shape needs of them, looked up once per (src, dst).
+  struct Route {
+    std::vector<sg4::Link*> links;
+    double narrowest = 0;  ///< the smallest link bandwidth
+    double latency = 0;    ///< the links' latencies summed
+  };
+
+  [[nodiscard]] const Route& route(int src, int dst) {
     const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
     auto it = routes_.find(key);
     if (it != routes_.end()) return it->second;
-    std::vector<sg4::Link*> links;
+    Route r;
     platform_.rank_host[static_cast<std::size_t>(src)]->route_to(platform_.rank_host[static_cast<std::size_t>(dst)],
-                                                                links, nullptr);
-    return routes_.emplace(key, std::move(links)).first->second;
+                                                                r.links, nullptr);
+    for (const auto* l : r.links) {
+      r.narrowest = r.narrowest == 0 ? l->get_bandwidth() : std::min(r.narrowest, l->get_bandwidth());
+      r.latency += l->get_latency();
+    }
+    return routes_.emplace(key, std::move(r)).first->second;
   }
 
-  using Shape = std::vector<std::tuple<std::size_t, Bytes, std::size_t, double>>;
+  /// Where a flow stands in a merged call's plans: instance, phase, flow.
+  struct FlowAt {
+    std::size_t instance, phase, flow;
+  };
+  using FlowShape = std::tuple<std::size_t, Bytes, std::size_t, double, double>;
+  using Shape = std::vector<FlowShape>;
 
-  /// What makes instances interchangeable: the sorted (phase, bytes, route length, narrowest
-  /// link) of their flows.
-  void add_shape(const collective::CollectivePlan& plan, Shape& shape) {
-    for (std::size_t p = 0; p < plan.phases.size(); ++p)
-      for (const auto& f : plan.phases[p].flows) {
-        const auto& links = route(f.src, f.dst);
-        double narrowest = 0;
-        for (const auto* l : links)
-          narrowest = narrowest == 0 ? l->get_bandwidth() : std::min(narrowest, l->get_bandwidth());
-        shape.emplace_back(p, f.bytes, links.size(), narrowest);
+  /// What makes flows interchangeable: phase, bytes, route length, narrowest link and the
+  /// route's latency (CM02 weighs a flow's share by it).
+  [[nodiscard]] FlowShape flow_shape(std::size_t phase, const collective::Flow& f) {
+    const auto& r = route(f.src, f.dst);
+    return {phase, f.bytes, r.links.size(), r.narrowest, r.latency};
+  }
+
+  /// Which flows of a merged call's instances (one per original call) must be sent, as
+  /// keep[instance][phase][flow]. Flows that share a link form a component, across instances
+  /// and phases; a component that touches no class representative and whose shape (sorted
+  /// flow shapes) equals a kept component's is dropped: it runs on links of its own, in step
+  /// with a kept twin, so simulating it would change nothing but the simulator's cost (every
+  /// other NVLink pair of a ring, every other node pair of its inter-node hops, another node's
+  /// tensor-parallel all-reduce, another replica's stage-to-stage sends). Everything else is
+  /// sent and contends on the platform as in the job.
+  [[nodiscard]] std::vector<std::vector<std::vector<char>>> flows_to_simulate(
+      const std::vector<collective::CollectivePlan>& plans) {
+    std::vector<std::vector<std::vector<char>>> keep(plans.size());
+    std::vector<FlowAt> at;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      keep[i].resize(plans[i].phases.size());
+      for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
+        keep[i][p].assign(plans[i].phases[p].flows.size(), 1);
+        for (std::size_t f = 0; f < plans[i].phases[p].flows.size(); ++f) at.push_back({i, p, f});
       }
-  }
-
-  /// Which instances of a merged call (one per original call) must be sent. Instances that share
-  /// a link form a component; a component holding no class representative whose shape equals a
-  /// kept component's is dropped: it runs on links of its own, in step with a kept twin, so
-  /// simulating it would change nothing but the simulator's cost. Everything else is sent and
-  /// contends on the platform as in the job.
-  [[nodiscard]] std::vector<char> instances_to_simulate(const std::vector<int>& calls,
-                                                        const std::vector<collective::CollectivePlan>& plans) {
-    const std::size_t n = calls.size();
-    std::vector<char> keep(n, 1);
+    }
+    const std::size_t n = at.size();
     if (n < 2) return keep;
+    auto flow = [&](std::size_t x) -> const collective::Flow& {
+      return plans[at[x].instance].phases[at[x].phase].flows[at[x].flow];
+    };
     std::vector<std::size_t> parent(n);
     std::iota(parent.begin(), parent.end(), 0);
     auto find = [&](std::size_t x) {
@@ -335,45 +366,39 @@ private:
       return x;
     };
     std::unordered_map<const sg4::Link*, std::size_t> first_user;
-    for (std::size_t i = 0; i < n; ++i)
-      for (const auto& ph : plans[i].phases)
-        for (const auto& f : ph.flows)
-          for (const auto* l : route(f.src, f.dst)) {
-            auto [it, fresh] = first_user.emplace(l, i);
-            if (!fresh) {
-              const auto a = find(it->second), b = find(i);
-              if (a != b) parent[std::max(a, b)] = std::min(a, b);
-            }
-          }
-    std::map<std::size_t, std::vector<std::size_t>> components;  // root -> instances, ascending
-    for (std::size_t i = 0; i < n; ++i) components[find(i)].push_back(i);
+    for (std::size_t x = 0; x < n; ++x)
+      for (const auto* l : route(flow(x).src, flow(x).dst).links) {
+        auto [it, fresh] = first_user.emplace(l, x);
+        if (!fresh) {
+          const auto a = find(it->second), b = find(x);
+          if (a != b) parent[std::max(a, b)] = std::min(a, b);
+        }
+      }
+    std::map<std::size_t, std::vector<std::size_t>> components;  // root -> flows, ascending
+    for (std::size_t x = 0; x < n; ++x) components[find(x)].push_back(x);
     if (components.size() < 2) return keep;
     auto is_representative = [&](int r) {
       return fold_.representative[static_cast<std::size_t>(fold_.class_of_rank[static_cast<std::size_t>(r)])] == r;
     };
-    std::vector<Shape> kept_shapes;
+    std::set<Shape> kept_shapes;
     std::vector<std::pair<const std::vector<std::size_t>*, Shape>> candidates;
     for (const auto& [root, members] : components) {
       bool has_representative = false;
       Shape shape;
-      for (std::size_t i : members) {
-        const auto& group = prog_.collectives[static_cast<std::size_t>(calls[i])].group;
-        has_representative = has_representative || std::any_of(group.begin(), group.end(), is_representative);
-        add_shape(plans[i], shape);
+      for (std::size_t x : members) {
+        const auto& f = flow(x);
+        has_representative = has_representative || is_representative(f.src) || is_representative(f.dst);
+        shape.push_back(flow_shape(at[x].phase, f));
       }
       std::sort(shape.begin(), shape.end());
       if (has_representative)
-        kept_shapes.push_back(std::move(shape));
+        kept_shapes.insert(std::move(shape));
       else
         candidates.emplace_back(&members, std::move(shape));
     }
-    for (auto& [members, shape] : candidates) {
-      if (std::find(kept_shapes.begin(), kept_shapes.end(), shape) == kept_shapes.end()) {
-        kept_shapes.push_back(std::move(shape));
-        continue;
-      }
-      for (std::size_t i : *members) keep[i] = 0;
-    }
+    for (auto& [members, shape] : candidates)
+      if (!kept_shapes.insert(std::move(shape)).second)
+        for (std::size_t x : *members) keep[at[x].instance][at[x].phase][at[x].flow] = 0;
     return keep;
   }
 
@@ -405,11 +430,8 @@ private:
     return plan;
   }
 
-  /// Plans every call a merged call stands for and keeps the flows that must be simulated. An
-  /// instance (one original call) that involves no class representative, shares no link with
-  /// the merged call's other instances and has the same shape as a kept one is dropped: it runs
-  /// on links of its own, in step with a kept twin, so simulating it changes nothing but the
-  /// simulator's cost. The others are all sent, so they contend on the platform as in the job.
+  /// Plans every call a merged call stands for and keeps the flows that must be simulated
+  /// (flows_to_simulate: twins of kept flows on links of their own are not sent).
   MergedCollective merge_calls(std::size_t merged,
                                const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
     const auto& calls = fold_.calls[merged];
@@ -460,20 +482,22 @@ private:
                            "collective " + call.name + " has a flow from a rank outside its group");
       }
     }
-    const auto keep = instances_to_simulate(calls, plans);
+    const auto keep = flows_to_simulate(plans);
     MergedFlows merged;
     auto& phases = merged.phases;
     for (const auto& pl : plans) merged.channels = std::max(merged.channels, pl.channels);
+    // Every instance's latency counts, sent or not: the merged call ends with its slowest.
     for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (!keep[i]) continue;
       for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
         const auto& ph = plans[i].phases[p];
         if (phases.size() <= p) phases.emplace_back();
         auto& out = phases[p];
         Seconds hop = 0;
-        for (const auto& f : ph.flows) {
-          hop = std::max(hop, platform_.route_latency(f.src, f.dst));
-          if (f.bytes > 0) out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(f.src)]].push_back(f);
+        for (std::size_t f = 0; f < ph.flows.size(); ++f) {
+          const auto& fl = ph.flows[f];
+          hop = std::max(hop, platform_.route_latency(fl.src, fl.dst));
+          if (fl.bytes > 0 && keep[i][p][f])
+            out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(fl.src)]].push_back(fl);
         }
         out.latency = std::max(out.latency, ph.fixed_latency + ph.steps * (ph.step_latency + hop));
       }
@@ -489,7 +513,7 @@ private:
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
-  std::unordered_map<std::uint64_t, std::vector<sg4::Link*>> routes_;
+  std::unordered_map<std::uint64_t, Route> routes_;
   std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
   // Per class:
   std::vector<std::vector<std::vector<char>>> done_;  ///< [class][stream][task]

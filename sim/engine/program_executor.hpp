@@ -46,6 +46,9 @@ struct ExecutionResult {
   std::vector<Seconds> peak_memory_time;
   std::vector<MemorySample> memory;  ///< every change, when recording was asked for
   int classes = 0;  ///< rank classes simulated (program/rank_folding.hpp); the world size unfolded
+  // SimGrid activities the run started (deterministic; what the simulator's cost follows):
+  std::size_t flows = 0;  ///< Comms: collective flows sent and host copies
+  std::size_t execs = 0;  ///< Execs: compute tasks and SM holds
   // Where the simulator's own wall time went (measured, so never part of a byte-identical output):
   double fold_wall_s = 0;     ///< grouping ranks into classes (program/rank_folding.hpp)
   double prepare_wall_s = 0;  ///< planning and merging the collective calls, per-class state

@@ -97,6 +97,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   r.wall.fold = result.fold_wall_s;
   r.wall.prepare = result.prepare_wall_s;
   r.wall.run = result.run_wall_s;
+  r.activity = {result.classes, static_cast<double>(result.flows), static_cast<double>(result.execs)};
   return r;
 }
 
@@ -111,7 +112,8 @@ nlohmann::json point_result_to_json(const PointResult& r) {
           {"sim_wall_s", r.sim_wall_s},     {"sim_cpu_s", r.sim_cpu_s},     {"spans", spans},
           {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
           {"peak_memory_time", r.peak_memory_time}, {"memory", memory},
-          {"wall", {r.wall.platform, r.wall.program, r.wall.fold, r.wall.prepare, r.wall.run}}};
+          {"wall", {r.wall.platform, r.wall.program, r.wall.fold, r.wall.prepare, r.wall.run}},
+          {"activity", {r.activity.classes, r.activity.flows, r.activity.execs}}};
   if (r.pipeline) j["pipeline"] = pipeline::to_json(*r.pipeline);
   return j;
 }
@@ -131,6 +133,8 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
   const auto& wall = j.at("wall");
   r.wall = {wall[0].get<double>(), wall[1].get<double>(), wall[2].get<double>(), wall[3].get<double>(),
             wall[4].get<double>()};
+  const auto& activity = j.at("activity");
+  r.activity = {activity[0].get<int>(), activity[1].get<double>(), activity[2].get<double>()};
   for (const auto& m : j.at("memory"))
     r.memory_samples.push_back({m[0].get<int>(), m[1].get<double>(), m[2].get<double>()});
   for (const auto& sp : j.at("spans"))

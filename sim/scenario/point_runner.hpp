@@ -44,6 +44,13 @@ struct PointResult {
     double prepare = 0;   ///< collective plans and merged calls, per-class state
     double run = 0;       ///< the simulation
   } wall;
+  /// What the simulation ran (benchmarks; never written to reports): rank classes simulated and
+  /// the SimGrid activities started (engine/program_executor.hpp).
+  struct Activity {
+    int classes = 0;
+    double flows = 0;  ///< Comms: collective flows and host copies
+    double execs = 0;  ///< Execs: compute tasks and SM holds
+  } activity;
   std::vector<TaskSpan> spans;  ///< filled when tracing
   /// Epochs with the input pipeline (scenarios with a "data" section); samples_per_s and
   /// step_time are then the last epoch's.

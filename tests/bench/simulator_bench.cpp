@@ -4,7 +4,9 @@
 // the benchmark's manual time, so process start-up is not counted. cpu_s is the child's CPU time
 // for the same span (the figure to compare on a busy machine). Counters split the wall time (seconds):
 // platform, program (the schedule's per-rank programs), fold (rank folding), prepare (collective
-// plans and merged calls), run (the SimGrid simulation).
+// plans and merged calls), run (the SimGrid simulation). Activity counters: classes (rank classes
+// simulated), flows (Comms started: collective flows and host copies) and execs (Execs started:
+// compute tasks and SM holds), the work SimGrid's cost follows.
 //
 //   build/tests/trainsim_bench [--benchmark_filter=...]     (run from the repository root)
 #include <benchmark/benchmark.h>
@@ -24,6 +26,9 @@ void count_wall_split(benchmark::State& state, const trainsim::scenario::PointRe
   state.counters["fold_s"] = r.wall.fold;
   state.counters["prepare_s"] = r.wall.prepare;
   state.counters["run_s"] = r.wall.run;
+  state.counters["classes"] = r.activity.classes;
+  state.counters["flows"] = r.activity.flows;
+  state.counters["execs"] = r.activity.execs;
 }
 
 const trainsim::scenario::Scenario& scenario(const std::string& file) {

@@ -415,7 +415,7 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   // Folding identical ranks (program/rank_folding.hpp) must not change results on symmetric
   // jobs: tensor x pipeline x data parallel (Megatron Table 1 rows up to 256 GPUs, TP up to 8,
   // and the 39.1B row's two stages shrunk to 8 replicas) and FSDP, with and without activation
-  // offloading.
+  // offloading, and FSDP across nodes.
   json megatron = json::parse(read_text("scenarios/megatron-table1.json"));
   megatron["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
   json points = json::array();
@@ -447,8 +447,16 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   pipeline["points"][1]["training"]["activation_offloading"] = true;
   const std::string zero1_pipeline = temp_path("pipeline-zero1.json");
   std::ofstream(zero1_pipeline) << pipeline.dump(2);
+  // FSDP rings across nodes, whole (shard 32) and hybrid (two shard groups of 16): the hops of
+  // a ring that are twins of the representative's are not sent (engine/program_executor.cpp).
+  json across = json::parse(read_text("scenarios/p4d-llama2-7b-smp.json"));
+  across["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
+  across["points"] = json::array({{{"nodes", 4}, {"label", "shard 32"}, {"training", {{"hybrid_shard_degree", 32}}}},
+                                  {{"nodes", 4}, {"label", "shard 16"}, {"training", {{"hybrid_shard_degree", 16}}}}});
+  const std::string fsdp_across = temp_path("fsdp-across-nodes.json");
+  std::ofstream(fsdp_across) << across.dump(2);
   for (const std::string& scenario :
-       {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading, zero1_pipeline}) {
+       {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading, zero1_pipeline, fsdp_across}) {
     const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
     const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
     ASSERT_EQ(folded.status, 0) << folded.err;

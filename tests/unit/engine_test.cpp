@@ -198,6 +198,66 @@ TEST_F(EngineTest, FlowsSharingAnEfaPortTakeTwiceAsLong) {
   EXPECT_NEAR(took[2], one, 1e-6 * one);
 }
 
+/// One hand-planned phase: rank r sends `bytes(r)` to rank r + 1 around a ring of `n`.
+CollectivePlan ring_of(int n, const std::function<Bytes(int)>& bytes) {
+  collective::Phase ph;
+  for (int r = 0; r < n; ++r) ph.flows.push_back({r, (r + 1) % n, bytes(r)});
+  CollectivePlan plan;
+  plan.phases.push_back(std::move(ph));
+  return plan;
+}
+
+TEST_F(EngineTest, TwinFlowsOfAFoldedRingAreNotSent) {
+  // One class of 16 ranks on two nodes, a ring of 1 GB per hop: 14 hops on mesh links of their
+  // own, 7 -> 8 and 15 -> 0 across the fabric on separate directions. Only the hops touching the
+  // representative (rank 0) are sent; each other hop is a twin of one of them, on links nothing
+  // else uses, so it ends at the same time.
+  const Bytes b = 1e9;
+  Program p = one_stream_each(16, {collective_task(0)});
+  std::vector<int> all(16);
+  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
+  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const ExecutionResult r = run(p, [&](const CollectiveCall&) { return ring_of(16, [&](int) { return b; }); });
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 1);
+  EXPECT_EQ(r.flows, 2u);  // 0 -> 1 and 15 -> 0
+  // Every hop takes 1 GB over a 12.5 GB/s link (mesh link or EFA port; the platform's links
+  // carry no latency, the plan's phases add it, and this one has none).
+  const Seconds expected = b / kEfaPort;
+  EXPECT_NEAR(r.makespan, expected, 1e-9 * expected);
+}
+
+TEST_F(EngineTest, TwinFlowsOfAnUnfoldedRingAreAllSent) {
+  fold_ = false;
+  const Bytes b = 1e9;
+  Program p = one_stream_each(16, {collective_task(0)});
+  std::vector<int> all(16);
+  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
+  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const ExecutionResult r = run(p, [&](const CollectiveCall&) { return ring_of(16, [&](int) { return b; }); });
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.flows, 16u);
+  const Seconds expected = b / kEfaPort;
+  EXPECT_NEAR(r.makespan, expected, 1e-9 * expected);
+}
+
+TEST_F(EngineTest, AFlowUnlikeEveryKeptOneIsSent) {
+  // Hop 3 -> 4 carries twice the bytes: no kept hop is its twin, so it is sent, and the ring
+  // ends with it (2 GB on one 12.5 GB/s mesh link).
+  const Bytes b = 1e9;
+  Program p = one_stream_each(16, {collective_task(0)});
+  std::vector<int> all(16);
+  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
+  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const ExecutionResult r = run(p, [&](const CollectiveCall&) {
+    return ring_of(16, [&](int src) { return src == 3 ? 2 * b : b; });
+  });
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.flows, 3u);
+  const Seconds expected = 2 * b / kRoceLink;
+  EXPECT_NEAR(r.makespan, expected, 1e-9 * expected);
+}
+
 TEST_F(EngineTest, UnreachedCollectiveIsADeadlockNotAHang) {
   alarm(60);  // a hang kills the test instead of stalling ctest
   // Collective 0's group is {0, 1} but only rank 0 issues it.
