@@ -114,6 +114,32 @@ std::vector<model::ElementwiseSample> time_memory_bound(cudaStream_t stream, std
       "dropout", 5 * b,
       [&] { kernels::dropout_forward(x.get(), y.get(), mask.get(), n, 0.1f, 6, stream); }, stream,
       log));
+  {
+    // Backward kernels, their bytes counted as the simulator counts a backward memory-bound op
+    // (1.5x its forward's: sim/model/transformer.cpp), so bytes / time is the rate the cost
+    // model applies to that op. The layer norm's statistics come from its forward above.
+    DeviceBuffer<Bf16> dy(static_cast<std::size_t>(n)), dx(static_cast<std::size_t>(n));
+    kernels::fill_uniform(dy.get(), kernels::ElementType::bf16, dy.size(), 10, -1, 1, stream);
+    DeviceBuffer<float> dgamma(cols), dbeta(cols);
+    out.push_back(time_elementwise(
+        "layer_norm_bwd", 6 * b,
+        [&] {
+          kernels::layer_norm_backward(dy.get(), x.get(), gamma.get(), mean.get(), rstd.get(),
+                                       dx.get(), dgamma.get(), dbeta.get(), rows, cols, stream);
+        },
+        stream, log));
+    out.push_back(time_elementwise(
+        "gelu_bwd", 6 * b, [&] { kernels::gelu_backward(x.get(), dy.get(), dx.get(), n, stream); },
+        stream, log));
+    out.push_back(time_elementwise(
+        "softmax_bwd", 6 * b,
+        [&] { kernels::softmax_backward(y.get(), dy.get(), dx.get(), n / 1024, 1024, 0.125f, stream); },
+        stream, log));
+    out.push_back(time_elementwise(
+        "dropout_bwd", 7.5 * b,
+        [&] { kernels::dropout_backward(dy.get(), mask.get(), dx.get(), n, 0.1f, stream); }, stream,
+        log));
+  }
   {  // embedding: 64 Mi output elements gathered from a 50,304 x 4096 table (GPT-2's padded
      // vocabulary)
     const long vocab = 50304, hidden = cols, tokens = n / hidden, seq = 2048;
