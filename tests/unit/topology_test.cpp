@@ -53,7 +53,7 @@ json with_link(json doc, const json& link) {
 // Each written document gets its own file, named after the test, so a failure can be inspected.
 std::string write_temp(const json& doc) {
   static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / "trainsim_topology_test";
+  const fs::path dir = fs::path(::testing::TempDir()) / "trainsim_topology_test";
   fs::create_directories(dir);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const fs::path file = dir / (std::string(info->test_suite_name()) + "." + info->name() + "_" +
