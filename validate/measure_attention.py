@@ -16,33 +16,14 @@ Backends: 'flash' (PyTorch's FlashAttention-2 kernels, SDPA's first choice on sm
 Run on a GPU machine: python3 validate/measure_attention.py --peak-tflops 989.4 --out FILE"""
 import argparse
 import datetime
-import json
-import subprocess
 import sys
+
+from torch_measurement import cuda_time_us, driver_version, write_json
 
 SEQ = [512, 1024, 2048, 4096, 8192, 16384]
 HEAD_DIMS = [64, 128]
 TOKENS = 16384
 HIDDEN = 2048
-
-
-def timed(fn, torch, min_ms=100.0):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    torch.cuda.synchronize()
-    one = max(start.elapsed_time(end), 1e-3)
-    iters = max(3, int(min_ms / one))
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters / 1e3  # seconds
 
 
 def measure(torch, F, backend, seq, hd, causal):
@@ -61,8 +42,8 @@ def measure(torch, F, backend, seq, hd, causal):
             out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
             out.backward(grad)
 
-        t_f = timed(fwd, torch)
-        t_fb = timed(fwd_bwd, torch)
+        t_f = cuda_time_us(fwd, torch) / 1e6
+        t_fb = cuda_time_us(fwd_bwd, torch) / 1e6
     flops_f = 4.0 * seq * seq * hd * heads * batch * (0.5 if causal else 1.0)
     t_b = max(t_fb - t_f, 1e-9)
     return flops_f / t_f / 1e12, 2.5 * flops_f / t_b / 1e12, 3.5 * flops_f / t_fb / 1e12
@@ -89,11 +70,7 @@ def main():
         return 1
     seqs = [1024, 4096] if args.quick else SEQ
     props = torch.cuda.get_device_properties(0)
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        driver = "unknown"
+    driver = driver_version()
     provenance = {
         "method": "measured" if not args.quick else "measured (quick smoke test: do not commit)",
         "source": "validate/measure_attention.py (PyTorch scaled_dot_product_attention; FlashAttention-2 paper's "
@@ -135,9 +112,7 @@ def main():
            "rows": [{"kernel": k, "mask": m, "head_dim": h, "seq": s, "forward_tflops": round(f, 1),
                      "backward_tflops": round(b, 1), "fwd_bwd_tflops": round(fb, 1)}
                     for k, m, h, s, f, b, fb in table]}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-        fh.write("\n")
+    write_json(args.out, out)
     return 0
 
 

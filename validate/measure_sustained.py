@@ -13,19 +13,10 @@ GPU's clocks under its power limit) and a whole Llama-style decoder layer in eag
 Run on a GPU machine: python3 validate/measure_sustained.py --out FILE [--seconds S]"""
 import argparse
 import datetime
-import json
-import subprocess
 import sys
 import time
 
-
-def smi(query):
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        return [x.strip() for x in out.split(",")]
-    except (OSError, subprocess.CalledProcessError):
-        return []
+from torch_measurement import cuda_time_us, nvidia_smi, write_json
 
 
 def sustained_gemm(torch, m, n, k, seconds):
@@ -50,7 +41,7 @@ def sustained_gemm(torch, m, n, k, seconds):
         e.record()
         torch.cuda.synchronize()
         t = s.elapsed_time(e) / 1e3
-        clock, power = (smi("clocks.sm,power.draw") + ["", ""])[:2]
+        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
         windows.append({"t_s": round(time.time() - start, 2), "tflops": round(flops * per_window / t / 1e12, 1),
                         "sm_clock_mhz": clock, "power_w": power})
         print("gemm %dx%dx%d  %6.1f s  %6.1f TFLOP/s  SM %s MHz  %s W" %
@@ -112,18 +103,6 @@ def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=1
     sin = ang.sin().to(torch.bfloat16)[None, :, None, :]
     g = torch.randn_like(x)
 
-    def timed(fn, iters=20):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        return s.elapsed_time(e) / iters * 1e3
-
     def fwd():
         with torch.no_grad():
             layer(x, cos, sin)
@@ -134,7 +113,7 @@ def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=1
         for p in layer.parameters():
             p.grad = None
 
-    tf, tfb = timed(fwd), timed(fwd_bwd)
+    tf, tfb = cuda_time_us(fwd, torch), cuda_time_us(fwd_bwd, torch)
     # Model FLOPs of the layer (torchtitan's count: 6 x params x tokens + 12 x hidden x seq per
     # token for attention, forward+backward; causal attention counted in full as torchtitan does)
     params = hidden * (heads * hd) * 2 + hidden * (kv_heads * hd) * 2 + 3 * hidden * ffn
@@ -159,18 +138,16 @@ def main():
         print("measure_sustained: no CUDA device", file=sys.stderr)
         return 1
     props = torch.cuda.get_device_properties(0)
-    name, driver, power_limit, max_clock = (smi("name,driver_version,power.limit,clocks.max.sm") + [""] * 4)[:4]
+    name, driver, power_limit, max_clock = (nvidia_smi("name,driver_version,power.limit,clocks.max.sm") + [""] * 4)[:4]
     out = {"provenance": {"method": "measured", "source": "validate/measure_sustained.py",
                           "date": datetime.date.today().isoformat(), "gpu": props.name, "driver": driver,
                           "cuda": torch.version.cuda, "torch": torch.__version__,
                           "power_limit_w": power_limit, "max_sm_clock_mhz": max_clock},
-           "idle": dict(zip(["sm_clock_mhz", "power_w"], smi("clocks.sm,power.draw"))),
+           "idle": dict(zip(["sm_clock_mhz", "power_w"], nvidia_smi("clocks.sm,power.draw"))),
            "sustained_gemm": [sustained_gemm(torch, 8192, 8192, 8192, args.seconds),
                               sustained_gemm(torch, 8192, 14336, 4096, args.seconds)],
            "layers": [llama_layer(torch, F, 8192), llama_layer(torch, F, 2048, batch=4)]}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-        fh.write("\n")
+    write_json(args.out, out)
     return 0
 
 

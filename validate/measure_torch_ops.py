@@ -18,9 +18,9 @@ Times: CUDA events over enough calls to last about 100 ms after 3 warm-up calls.
 Run on a GPU machine: python3 validate/measure_torch_ops.py --out FILE"""
 import argparse
 import datetime
-import json
-import subprocess
 import sys
+
+from torch_measurement import cuda_time_us, driver_version, write_json
 
 MODELS = {  # name: hidden, heads, seq, micro-batch (validate/named_models.cpp)
     "bert-large": (1024, 16, 512, 8),
@@ -28,24 +28,6 @@ MODELS = {  # name: hidden, heads, seq, micro-batch (validate/named_models.cpp)
     "gpt-7.5b": (4096, 32, 2048, 1),
     "gpt-18b": (6144, 48, 2048, 1),
 }
-
-
-def timed(fn, torch, min_ms=100.0):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    fn()
-    e.record()
-    torch.cuda.synchronize()
-    iters = max(3, int(min_ms / max(s.elapsed_time(e), 1e-3)))
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / iters * 1e3  # microseconds
 
 
 def fwd_bwd(torch, make, inputs, grad):
@@ -59,8 +41,8 @@ def fwd_bwd(torch, make, inputs, grad):
         out.backward(grad)
         for t in inputs:
             t.grad = None
-    tf = timed(f, torch)
-    tfb = timed(fb, torch)
+    tf = cuda_time_us(f, torch)
+    tfb = cuda_time_us(fb, torch)
     return tf, max(tfb - tf, 0.0)
 
 
@@ -96,7 +78,7 @@ def memory_bound(torch, F):
     p = torch.nn.Parameter(torch.randn(params, device="cuda"))
     p.grad = torch.randn(params, device="cuda")
     opt = torch.optim.AdamW([p], lr=1e-4, fused=True)
-    t = timed(opt.step, torch)
+    t = cuda_time_us(opt.step, torch)
     by = 28 * params  # read p, grad, m, v; write p, m, v (fp32)
     rows.append({"name": "adamw_fused_fp32", "bytes": by, "time_us": round(t, 2)})
     print("%-16s %10.1f MB %10.2f us %8.1f GB/s" % ("adamw_fused_fp32", by / 1e6, t, by / t / 1e3), flush=True)
@@ -157,19 +139,13 @@ def main():
         return 1
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        driver = "unknown"
+    driver = driver_version()
     out = {"provenance": {"method": "measured", "source": "validate/measure_torch_ops.py",
                           "date": datetime.date.today().isoformat(), "gpu": props.name,
                           "sm_count": props.multi_processor_count, "driver": driver,
                           "cuda": torch.version.cuda, "torch": torch.__version__},
            "memory_bound": memory_bound(torch, F), "layers": layers(torch, F)}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-        fh.write("\n")
+    write_json(args.out, out)
     return 0
 
 

@@ -207,16 +207,22 @@ CollectivePlan ring_of(int n, const std::function<Bytes(int)>& bytes) {
   return plan;
 }
 
+// One collective task on each of 16 ranks: an all-gather of `bytes` over all of them.
+Program sixteen_rank_all_gather(Bytes bytes) {
+  Program p = one_stream_each(16, {collective_task(0)});
+  std::vector<int> all(16);
+  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
+  p.collectives = {{"ring", collective::Op::all_gather, bytes, all}};
+  return p;
+}
+
 TEST_F(EngineTest, TwinFlowsOfAFoldedRingAreNotSent) {
   // One class of 16 ranks on two nodes, a ring of 1 GB per hop: 14 hops on mesh links of their
   // own, 7 -> 8 and 15 -> 0 across the fabric on separate directions. Only the hops touching the
   // representative (rank 0) are sent; each other hop is a twin of one of them, on links nothing
   // else uses, so it ends at the same time.
   const Bytes b = 1e9;
-  Program p = one_stream_each(16, {collective_task(0)});
-  std::vector<int> all(16);
-  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
-  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const Program p = sixteen_rank_all_gather(b);
   const ExecutionResult r = run(p, [&](const CollectiveCall&) { return ring_of(16, [&](int) { return b; }); });
   ASSERT_TRUE(r.completed);
   EXPECT_EQ(r.classes, 1);
@@ -230,10 +236,7 @@ TEST_F(EngineTest, TwinFlowsOfAFoldedRingAreNotSent) {
 TEST_F(EngineTest, TwinFlowsOfAnUnfoldedRingAreAllSent) {
   fold_ = false;
   const Bytes b = 1e9;
-  Program p = one_stream_each(16, {collective_task(0)});
-  std::vector<int> all(16);
-  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
-  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const Program p = sixteen_rank_all_gather(b);
   const ExecutionResult r = run(p, [&](const CollectiveCall&) { return ring_of(16, [&](int) { return b; }); });
   ASSERT_TRUE(r.completed);
   EXPECT_EQ(r.flows, 16u);
@@ -245,10 +248,7 @@ TEST_F(EngineTest, AFlowUnlikeEveryKeptOneIsSent) {
   // Hop 3 -> 4 carries twice the bytes: no kept hop is its twin, so it is sent, and the ring
   // ends with it (2 GB on one 12.5 GB/s mesh link).
   const Bytes b = 1e9;
-  Program p = one_stream_each(16, {collective_task(0)});
-  std::vector<int> all(16);
-  for (int r = 0; r < 16; ++r) all[static_cast<std::size_t>(r)] = r;
-  p.collectives = {{"ring", collective::Op::all_gather, b, all}};
+  const Program p = sixteen_rank_all_gather(b);
   const ExecutionResult r = run(p, [&](const CollectiveCall&) {
     return ring_of(16, [&](int src) { return src == 3 ? 2 * b : b; });
   });
