@@ -49,6 +49,41 @@ def sustained_gemm(torch, m, n, k, seconds):
     return {"m": m, "n": n, "k": k, "dtype": "bf16", "windows": windows}
 
 
+def sustained_attention(torch, F, seq, head_dim, seconds, hidden=2048, tokens=16384):
+    """SDPA flash forward+backward (causal, bf16, FlashAttention-2's benchmark setup) back to back
+    for `seconds`, in windows of about one second: TFLOP/s per window (FA2's count: forward
+    4 s^2 d heads batch halved under the mask, backward 2.5x), SM clock and power after each."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    heads, batch = hidden // head_dim, tokens // seq
+    q, k, v = (torch.randn((batch, heads, seq, head_dim), device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    g = torch.randn((batch, heads, seq, head_dim), device="cuda", dtype=torch.bfloat16)
+    flops = 3.5 * 4.0 * seq * seq * head_dim * heads * batch * 0.5
+
+    def step():
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+
+    burst_us = cuda_time_us(step, torch)
+    per_window = max(1, int(1e6 / burst_us))
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    windows, start = [], time.time()
+    while time.time() - start < seconds:
+        s.record()
+        for _ in range(per_window):
+            step()
+        e.record()
+        torch.cuda.synchronize()
+        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
+        windows.append({"t_s": round(time.time() - start, 2),
+                        "tflops": round(flops * per_window / (s.elapsed_time(e) / 1e3) / 1e12, 1),
+                        "sm_clock_mhz": clock, "power_w": power})
+        print("attention seq %d hd%d  %6.1f s  %6.1f TFLOP/s  SM %s MHz  %s W" %
+              (seq, head_dim, windows[-1]["t_s"], windows[-1]["tflops"], clock, power), flush=True)
+    return {"kernel": "flash-attention-2 (SDPA flash)", "seq": seq, "head_dim": head_dim, "mask": "causal",
+            "burst_tflops": round(flops / (burst_us / 1e6) / 1e12, 1), "windows": windows}
+
+
 def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=14336):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     hd = hidden // heads
@@ -131,6 +166,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--attention-only", action="store_true",
+                    help="only the sustained fused-attention run (is its clock the GEMMs'?)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -143,10 +180,13 @@ def main():
                           "date": datetime.date.today().isoformat(), "gpu": props.name, "driver": driver,
                           "cuda": torch.version.cuda, "torch": torch.__version__,
                           "power_limit_w": power_limit, "max_sm_clock_mhz": max_clock},
-           "idle": dict(zip(["sm_clock_mhz", "power_w"], nvidia_smi("clocks.sm,power.draw"))),
-           "sustained_gemm": [sustained_gemm(torch, 8192, 8192, 8192, args.seconds),
-                              sustained_gemm(torch, 8192, 14336, 4096, args.seconds)],
-           "layers": [llama_layer(torch, F, 8192), llama_layer(torch, F, 2048, batch=4)]}
+           "idle": dict(zip(["sm_clock_mhz", "power_w"], nvidia_smi("clocks.sm,power.draw")))}
+    if args.attention_only:
+        out["sustained_attention"] = [sustained_attention(torch, F, 8192, 128, args.seconds)]
+    else:
+        out["sustained_gemm"] = [sustained_gemm(torch, 8192, 8192, 8192, args.seconds),
+                                 sustained_gemm(torch, 8192, 14336, 4096, args.seconds)]
+        out["layers"] = [llama_layer(torch, F, 8192), llama_layer(torch, F, 2048, batch=4)]
     write_json(args.out, out)
     return 0
 

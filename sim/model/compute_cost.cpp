@@ -22,7 +22,7 @@ FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
 FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev) {
   if (const auto* kernel = active_attention_kernel(dev)) {
     const double eff = attention_efficiency(*kernel, op.causal, op.k, op.m, op.kind == OpKind::fused_attention_backward);
-    if (eff > 0) return dev.peak_bf16 * eff * dev.sustained_compute;
+    if (eff > 0) return dev.peak_bf16 * eff;
   }
   Operation qk = op;
   qk.kind = OpKind::gemm;

@@ -29,11 +29,12 @@ struct DeviceProfile {
   BytesPerSecond memory_bandwidth = 0;  ///< HBM peak
   double gemm_efficiency = 1;           ///< achieved / peak on large, aligned GEMMs
   double gemm_tile = 0;                 ///< GEMM output tile edge; partial tiles cost a full one
-  /// Tensor-core rate held over a whole training step / the rate of a short benchmark burst: a
-  /// GPU at its power limit lowers its clock after a few hundred milliseconds of dense math
-  /// (an H100 SXM: 690 vs 808 TFLOP/s at 8192^3, 1400 vs 1980 MHz at 700 W), while kernel
-  /// calibrations and attention curves are timed in 50-100 ms bursts. Scales GEMM and fused
-  /// attention rates, not memory-bound ops (HBM clocks do not drop). 1 = not measured.
+  /// GEMM rate held over a whole training step / the rate of a short benchmark burst: a GPU at
+  /// its power limit lowers its clock after a few hundred milliseconds of dense GEMMs (an H100
+  /// SXM: 690 vs 808 TFLOP/s at 8192^3, 1400 vs 1980 MHz at 700 W), while kernel calibrations
+  /// are timed in 50 ms bursts. Scales GEMM rates only: measured, FlashAttention-2 held its
+  /// burst rate over 20 s (282 vs 283 TFLOP/s, clock 1800-1950 MHz at the same power), and
+  /// memory-bound ops follow HBM, whose clock does not drop. 1 = not measured.
   double sustained_compute = 1;
   /// Fused (flash) attention kernels measured on this device ("fused_attention" in the profile);
   /// empty: a fused attention op runs at the GEMM rate of its QK^T shape.
