@@ -30,7 +30,7 @@ bool shards_gradients(Sharding s) { return s == Sharding::zero2 || s == Sharding
 bool shards_weights(Sharding s) { return s == Sharding::zero3 || s == Sharding::fsdp; }
 
 model::LayerShape shape_of(const plan::TrainingPlan& p) {
-  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy};
+  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy, p.eager_kernels};
 }
 
 }  // namespace

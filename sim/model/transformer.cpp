@@ -1,5 +1,7 @@
 #include "model/transformer.hpp"
 
+#include "model/eager_ops.hpp"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -112,40 +114,94 @@ double parameter_count(const TransformerSpec& s) {
          head_parameters(s);
 }
 
-std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+namespace {
+
+/// One step of a layer: its forward kernels and, when they are not backward_of's rule, the
+/// kernels autograd runs for them.
+struct Part {
+  std::vector<Operation> forward;
+  std::vector<Operation> backward;
+  bool own_backward = false;
+};
+
+Part op_part(Operation op) { return {{std::move(op)}, {}, false}; }
+Part eager_part(EagerPart p) { return {std::move(p.forward), std::move(p.backward), true}; }
+
+/// The layer's steps in forward order.
+std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape) {
   const Dims x = dims_of(s, shape);
   const double heads = x.a / x.tp;  // attention heads on this rank
   const double act = x.t * x.h * kBf16 / x.sp;
   const double scores = x.b * heads * x.sq * x.sq * kBf16;
-  std::vector<Operation> ops;
-  ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_1" : "rmsnorm_1",
-                                 2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)));
-  ops.push_back(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16));
+  const bool eager_norm = shape.eager && s.norm == NormKind::rmsnorm;
+  std::vector<Part> parts;
+  auto norm = [&](const char* layernorm_name, const char* rmsnorm_name) {
+    if (eager_norm)
+      parts.push_back(eager_part(eager_rms_norm(rmsnorm_name, x.t / x.sp, x.h)));
+    else
+      parts.push_back(op_part(make_elementwise(s.norm == NormKind::layernorm ? layernorm_name : rmsnorm_name,
+                                               2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s))));
+  };
+  norm("layernorm_1", "rmsnorm_1");
+  const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
+  if (shape.eager) {
+    // Three nn.Linear on the norm's output (gathered along the sequence under sequence
+    // parallelism): autograd adds their three input gradients.
+    parts.push_back({{}, {gradient_accumulation_add("qkv_grad_add_1", x.t * x.h),
+                          gradient_accumulation_add("qkv_grad_add_2", x.t * x.h)}, true});
+    parts.push_back(op_part(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16)));
+    if (!s.learned_positions) {
+      parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
+      parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
+    }
+    const double n_rep = x.h / x.hkv;
+    if (n_rep > 1) {
+      parts.push_back(eager_part(eager_repeat_kv("repeat_k", x.t * kv_cols, n_rep)));
+      parts.push_back(eager_part(eager_repeat_kv("repeat_v", x.t * kv_cols, n_rep)));
+    }
+  } else {
+    parts.push_back(op_part(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16)));
+  }
   if (shape.flash_attention) {
     // One kernel: scores and probabilities never reach device memory.
-    ops.push_back(make_fused_attention(s, shape));
+    parts.push_back(op_part(make_fused_attention(s, shape)));
   } else {
-    ops.push_back(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16));
+    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-    ops.push_back(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax"));
-    if (s.dropout) ops.push_back(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout"));
-    ops.push_back(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16));
+    parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax")));
+    if (s.dropout) parts.push_back(op_part(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout")));
+    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16)));
   }
-  ops.push_back(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16));
+  parts.push_back(op_part(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16)));
   // bias + dropout + residual add.
-  ops.push_back(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"));
-  ops.push_back(make_elementwise(s.norm == NormKind::layernorm ? "layernorm_2" : "rmsnorm_2",
-                                 2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)));
+  parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
+  norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
-    ops.push_back(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16));
-    ops.push_back(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu"));
+    parts.push_back(op_part(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
+  } else if (shape.eager) {
+    parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
+    parts.push_back(op_part(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(eager_part(eager_swiglu("swiglu", x.t * fr)));
   } else {
-    ops.push_back(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16));
-    ops.push_back(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr));
+    parts.push_back(op_part(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
-  ops.push_back(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16));
-  ops.push_back(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"));
+  parts.push_back(op_part(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16)));
+  parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
+  return parts;
+}
+
+}  // namespace
+
+std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  std::vector<Operation> ops;
+  for (auto& p : layer_parts(s, shape))
+    for (auto& op : p.forward) ops.push_back(std::move(op));
   return ops;
 }
 
@@ -198,7 +254,13 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
 }
 
 std::vector<Operation> layer_backward_ops(const TransformerSpec& s, const LayerShape& shape) {
-  return backward_of(layer_forward_ops(s, shape));
+  const auto parts = layer_parts(s, shape);
+  std::vector<Operation> ops;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    const auto b = it->own_backward ? it->backward : backward_of(it->forward);
+    ops.insert(ops.end(), b.begin(), b.end());
+  }
+  return ops;
 }
 
 std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_batch) {

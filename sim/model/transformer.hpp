@@ -45,6 +45,11 @@ struct LayerShape {
   bool sequence_parallel = false;  ///< norms, dropout and residuals split along the sequence
   bool flash_attention = false;    ///< fused attention: no s x s scores in memory
   bool fused_cross_entropy = false;  ///< loss on bf16 logits, gradient in place (no fp32 copy)
+  /// The layer runs as eager PyTorch module code (torchtitan, Hugging Face Llama): one nn.Linear
+  /// per projection (q, k, v; gate, up) and each tensor op of RMSNorm, rotary embedding, KV-head
+  /// repeat and SwiGLU its own kernel (eager_ops.hpp). false: fused kernels (Megatron,
+  /// torch.compile), one kernel per norm and activation, no rotary or repeat traffic.
+  bool eager = false;
 };
 
 [[nodiscard]] long kv_heads_of(const TransformerSpec& s);

@@ -97,6 +97,9 @@ struct TrainingPlan {
   /// A fused cross-entropy kernel (e.g. flash-attn's, llm-foundry's default loss) keeps the bf16
   /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
   bool fused_cross_entropy = false;
+  /// The layers run as eager PyTorch module code, each tensor op its own kernel (torchtitan
+  /// without torch.compile, Hugging Face): model::LayerShape::eager. false: fused kernels.
+  bool eager_kernels = false;
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
   /// PTD-P: reduce each model chunk's gradients in buckets during its last micro-batch's
   /// backward (Megatron's overlap_grad_reduce, SMP v1) instead of after the pipeline flush

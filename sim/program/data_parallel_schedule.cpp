@@ -97,6 +97,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.activation_offloading = plan.activation_checkpointing && plan.activation_offloading;
   c.flash_attention = plan.flash_attention;
   c.fused_cross_entropy = plan.fused_cross_entropy;
+  c.eager_kernels = plan.eager_kernels;
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
   return c;
 }
@@ -106,7 +107,8 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   TRAINSIM_CHECK(cfg.world >= 1 && cfg.ranks_per_node >= 1, "bad world size");
   TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
   const bool accumulate = cfg.accumulation > 1;
-  const model::LayerShape shape{cfg.micro_batch, 1, false, cfg.flash_attention, cfg.fused_cross_entropy};
+  const model::LayerShape shape{cfg.micro_batch, 1, false, cfg.flash_attention, cfg.fused_cross_entropy,
+                                cfg.eager_kernels};
   const MicroBatchCost cost = micro_batch_cost(spec, dev, shape, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;

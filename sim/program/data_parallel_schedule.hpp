@@ -40,6 +40,7 @@ struct DataParallelConfig {
   bool activation_offloading = false;     ///< checkpointed layer inputs copied to host and back
   bool flash_attention = false;           ///< fused attention kernel (device's attention kernel)
   bool fused_cross_entropy = false;       ///< bf16 logits, gradient in place
+  bool eager_kernels = false;             ///< eager PyTorch module code (model::LayerShape::eager)
   bool megatron_fp16_optimizer = false;   ///< Megatron 2021's five optimizer passes (compute_cost.hpp)
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve

@@ -56,7 +56,7 @@ Model submodules_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double threshold = p.deepspeed_zero3.param_persistence_threshold;
   const double h = static_cast<double>(s.hidden);
-  const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy};
+  const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy, p.eager_kernels};
   Model m;
   auto tensor = [&](std::string name, double numel) {
     m.tensors.push_back({std::move(name), numel, numel < threshold});
@@ -164,7 +164,7 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
   const bool sharded = L.shard > 1;
   const bool offload = p.activation_checkpointing && p.activation_offloading;
   const Bytes layer_input = model::layer_input_bytes(
-      in.model, {p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy});
+      in.model, {p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy, p.eager_kernels});
   const StageMemory& mem = in.stages.front();
 
   auto module_numel = [&](int m) {

@@ -68,7 +68,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
     TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
   const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy};
+                                p.fused_cross_entropy, p.eager_kernels};
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
   const Seconds lb = ops_duration(model::backward_of(layer_f), in.device) +

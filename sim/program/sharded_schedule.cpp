@@ -31,7 +31,7 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double tp = static_cast<double>(p.tp);
   const model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy};
+                                p.fused_cross_entropy, p.eager_kernels};
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
@@ -75,7 +75,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // two layer inputs on device).
   const bool offload = p.activation_checkpointing && p.activation_offloading;
   const Bytes layer_input = model::layer_input_bytes(
-      in.model, {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy});
+      in.model, {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy, p.eager_kernels});
 
   Program prog;
   prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;

@@ -41,7 +41,8 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
     if (r.point.training.activation_checkpointing &&
         r.point.training.checkpoint_policy == plan::CheckpointPolicy::selective_op) {
       // The matmuls the policy recomputes (the attention kernel's output is saved).
-      const model::LayerShape one{1, 1, false, true, r.point.training.fused_cross_entropy};
+      const model::LayerShape one{1, 1, false, true, r.point.training.fused_cross_entropy,
+                                      r.point.training.eager_kernels};
       for (const auto& op : model::recomputed_forward_ops(m, one, model::Checkpointing::selective_op))
         if (op.kind == model::OpKind::gemm) flops += static_cast<double>(m.layers) * op.flops;
     } else if (r.point.training.activation_checkpointing)

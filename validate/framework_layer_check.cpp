@@ -1,0 +1,46 @@
+// trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json: whole PyTorch layers
+// measured on a GPU (the "layers" rows of validate/results/<gpu>-sustained-measured.json and
+// <gpu>-torch-ops-measured.json) against the simulator's layer op lists on the device profile at
+// its burst rate (the rows are timed in short bursts after warm-up). No GPU needed.
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "framework_layers.hpp"
+
+int main(int argc, char** argv) {
+  using namespace trainsim;
+  if (argc != 4) {
+    std::cerr << "usage: trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json\n";
+    return 2;
+  }
+  try {
+    auto dev = model::load_device_profile(argv[1]);
+    dev.sustained_compute = 1;  // burst timing
+    std::printf("%-42s %10s %10s %8s %10s %10s %8s %10s %10s %8s\n", "layer", "fwd meas", "fwd pred",
+                "error", "bwd meas", "bwd pred", "error", "total meas", "total pred", "error");
+    auto row = [&](const validate::FrameworkLayer& l, const char* ops) {
+      const auto p = validate::predict_layer(l, dev);
+      const double mt = l.measured_forward + l.measured_backward, pt = p.forward + p.backward;
+      auto err = [](double pred, double meas) { return 100 * (pred - meas) / meas; };
+      std::printf("%-42s %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%%\n",
+                  (l.label + ops).c_str(), l.measured_forward * 1e6, p.forward * 1e6,
+                  err(p.forward, l.measured_forward), l.measured_backward * 1e6, p.backward * 1e6,
+                  err(p.backward, l.measured_backward), mt * 1e6, pt * 1e6, err(pt, mt));
+    };
+    for (const auto& l : validate::read_framework_layers(argv[2], argv[3])) {
+      if (l.shape.eager) {
+        auto fused = l;
+        fused.shape.eager = false;
+        row(fused, " (fused ops)");
+        row(l, " (eager ops)");
+      } else {
+        row(l, "");
+      }
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,81 @@
+#include "framework_layers.hpp"
+
+#include "core/json_reader.hpp"
+#include "model/compute_cost.hpp"
+#include "named_models.hpp"
+
+namespace trainsim::validate {
+
+namespace {
+
+/// measure_sustained.py llama_layer: Llama-3 8B's decoder layer (torchtitan llama3_configs['8B']).
+model::TransformerSpec llama3_8b_layer(long seq) {
+  model::TransformerSpec s;
+  s.name = "llama3-8b layer";
+  s.layers = 1;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.ffn_hidden = 14336;
+  s.seq_len = seq;
+  s.mlp = model::MlpKind::swiglu;
+  s.norm = model::NormKind::rmsnorm;
+  s.bias = false;
+  s.learned_positions = false;
+  s.tied_embeddings = false;
+  s.embedding_norm = false;
+  s.final_norm = true;
+  s.dropout = false;
+  return s;
+}
+
+}  // namespace
+
+std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_file,
+                                                  const std::string& torch_ops_file) {
+  std::vector<FrameworkLayer> out;
+  {
+    const auto doc = read_json_file(sustained_file);
+    auto root = root_object(doc, sustained_file);
+    for (auto& row : root.object_array("layers")) {
+      const std::string model = row.string("model");
+      if (model != "llama3-8b layer") row.fail("model", "\"llama3-8b layer\"");
+      FrameworkLayer l;
+      const long seq = row.positive_integer("seq");
+      l.spec = llama3_8b_layer(seq);
+      l.shape.micro_batch = row.positive_integer("batch");
+      l.shape.flash_attention = true;
+      l.shape.eager = true;  // torchtitan's module code, run without torch.compile
+      l.label = model + " seq " + std::to_string(seq) + " x " + std::to_string(l.shape.micro_batch);
+      l.measured_forward = row.number("forward_us") * 1e-6;
+      l.measured_backward = row.number("backward_us") * 1e-6;
+      out.push_back(l);
+    }
+  }
+  {
+    const auto doc = read_json_file(torch_ops_file);
+    auto root = root_object(doc, torch_ops_file);
+    for (auto& row : root.object_array("layers")) {
+      const std::string model = row.string("model");
+      const auto named = find_named_model(model);
+      if (!named) row.fail("model", "a named model of validate/named_models.cpp (bert-large, gpt-1.7b, ...)");
+      const std::string attention = row.choice("attention", {"unfused", "sdpa-flash"});
+      FrameworkLayer l;
+      l.spec = named->spec;
+      l.shape.micro_batch = named->micro_batch;
+      l.shape.flash_attention = attention == "sdpa-flash";
+      l.label = model + " " + attention;
+      l.measured_forward = row.number("forward_us") * 1e-6;
+      l.measured_backward = row.number("backward_us") * 1e-6;
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev) {
+  return {model::ops_duration(model::layer_forward_ops(layer.spec, layer.shape), dev),
+          model::ops_duration(model::layer_backward_ops(layer.spec, layer.shape), dev)};
+}
+
+}  // namespace trainsim::validate

@@ -1,0 +1,35 @@
+#pragma once
+// Whole layers timed in PyTorch on a GPU (validate/measure_sustained.py's eager Llama-3 8B layer,
+// validate/measure_torch_ops.py's post-LN GPT layers), against the simulator's op list for the
+// same layer on a device profile. Timed in bursts after warm-up, so the comparison runs the
+// profile at its burst rate (sustained_compute 1).
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+#include "model/device_profile.hpp"
+#include "model/transformer.hpp"
+
+namespace trainsim::validate {
+
+struct FrameworkLayer {
+  std::string label;  ///< "llama3-8b layer seq 8192 x 1", "gpt-7.5b sdpa-flash", ...
+  model::TransformerSpec spec;
+  model::LayerShape shape;
+  Seconds measured_forward = 0;
+  Seconds measured_backward = 0;  ///< forward+backward minus forward
+};
+
+/// The "layers" rows of a sustained-rate file (llama3-8b layers: seq, batch) and of a
+/// torch-ops file (named models of named_models.hpp, "unfused" or "sdpa-flash" attention).
+/// ConfigError naming the file and JSON path on a row it cannot place.
+[[nodiscard]] std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_file,
+                                                                const std::string& torch_ops_file);
+
+struct LayerPrediction {
+  Seconds forward = 0, backward = 0;
+};
+/// layer_forward_ops and layer_backward_ops of the layer, priced by model::op_duration on `dev`.
+[[nodiscard]] LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev);
+
+}  // namespace trainsim::validate
