@@ -2,6 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "model/compute_cost.hpp"
+#include "model/published_models.hpp"
 #include "named_models.hpp"
 
 namespace trainsim::validate {
@@ -10,22 +11,9 @@ namespace {
 
 /// measure_sustained.py llama_layer: Llama-3 8B's decoder layer (torchtitan llama3_configs['8B']).
 model::TransformerSpec llama3_8b_layer(long seq) {
-  model::TransformerSpec s;
+  model::TransformerSpec s = model::llama3_8b(seq);
   s.name = "llama3-8b layer";
   s.layers = 1;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.ffn_hidden = 14336;
-  s.seq_len = seq;
-  s.mlp = model::MlpKind::swiglu;
-  s.norm = model::NormKind::rmsnorm;
-  s.bias = false;
-  s.learned_positions = false;
-  s.tied_embeddings = false;
-  s.embedding_norm = false;
-  s.final_norm = true;
-  s.dropout = false;
   return s;
 }
 

@@ -6,26 +6,11 @@
 #include <vector>
 
 #include "model/checkpointing.hpp"
+#include "model/published_models.hpp"
 #include "model/transformer.hpp"
 
 namespace trainsim::model {
 namespace {
-
-/// Llama-3 8B (Meta's params.json; torchtitan's llama3_configs["8B"]: dim 4096, 32 layers, 32
-/// heads, 8 KV heads, FFN 14336 = 1024 x ceil(1.3 x 2/3 x 4 x 4096 / 1024)), vocab 128,256.
-TransformerSpec llama3_8b(long seq = 8192) {
-  TransformerSpec s{"Llama-3 8B", 32, 4096, 32, 14336, 128256, seq, false};
-  s.kv_heads = 8;
-  s.mlp = MlpKind::swiglu;
-  s.norm = NormKind::rmsnorm;
-  s.bias = false;
-  s.learned_positions = false;
-  s.tied_embeddings = false;
-  s.embedding_norm = false;
-  s.final_norm = true;
-  s.dropout = false;
-  return s;
-}
 
 LayerShape flash(long micro_batch) { return {micro_batch, 1, false, true, false}; }
 

@@ -8,31 +8,11 @@
 #include <vector>
 
 #include "model/eager_ops.hpp"
+#include "model/published_models.hpp"
 #include "model/transformer.hpp"
 
 namespace trainsim::model {
 namespace {
-
-TransformerSpec llama3_8b() {
-  TransformerSpec s;
-  s.name = "Llama-3 8B";
-  s.layers = 32;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.ffn_hidden = 14336;
-  s.vocab = 128256;
-  s.seq_len = 8192;
-  s.mlp = MlpKind::swiglu;
-  s.norm = NormKind::rmsnorm;
-  s.bias = false;
-  s.learned_positions = false;
-  s.tied_embeddings = false;
-  s.embedding_norm = false;
-  s.final_norm = true;
-  s.dropout = false;
-  return s;
-}
 
 TransformerSpec gpt() { return {"GPT", 24, 2048, 16, 8192, 50257, 2048, false}; }
 

@@ -1,0 +1,26 @@
+#include "model/published_models.hpp"
+
+namespace trainsim::model {
+
+TransformerSpec llama3_8b(long seq_len) {
+  TransformerSpec s;
+  s.name = "Llama-3 8B";
+  s.layers = 32;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.ffn_hidden = 14336;
+  s.vocab = 128256;
+  s.seq_len = seq_len;
+  s.mlp = MlpKind::swiglu;
+  s.norm = NormKind::rmsnorm;
+  s.bias = false;
+  s.learned_positions = false;
+  s.tied_embeddings = false;
+  s.embedding_norm = false;
+  s.final_norm = true;
+  s.dropout = false;
+  return s;
+}
+
+}  // namespace trainsim::model
