@@ -85,7 +85,8 @@ def memory_bound(torch, F):
     return rows
 
 
-def layers(torch, F):
+def layer_class(torch, F):
+    """The post-layer-norm transformer layer (bf16 under .to(), dropout 0.1) timed by layers()."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     class Layer(torch.nn.Module):
@@ -112,6 +113,11 @@ def layers(torch, F):
             y = self.ffn_out(F.gelu(self.ffn_in(x)))
             return self.ln2(x + F.dropout(y, 0.1, training=True))
 
+    return Layer
+
+
+def layers(torch, F):
+    Layer = layer_class(torch, F)
     rows = []
     for name, (h, a, s, bsz) in MODELS.items():
         for flash in (False, True):
