@@ -87,4 +87,16 @@ model::DeviceProfile validation_profile(const model::KernelCalibration& c, doubl
   return d;
 }
 
+void print_layer_verdict(std::ostream& out, const LayerComparison& c) {
+  const bool within = std::fabs(c.total_error()) <= kLayerCheckTarget;
+  out << "total error " << (within ? "within" : "OUTSIDE") << " the 5% target\n";
+}
+
+std::vector<model::Operation> layer_pass_ops(const model::TransformerSpec& spec, long micro_batch) {
+  auto ops = model::layer_forward_ops(spec, micro_batch);
+  const auto backward = model::layer_backward_ops(spec, micro_batch);
+  ops.insert(ops.end(), backward.begin(), backward.end());
+  return ops;
+}
+
 }  // namespace trainsim::validate

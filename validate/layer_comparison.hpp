@@ -11,6 +11,7 @@
 #include "core/units.hpp"
 #include "model/device_profile.hpp"
 #include "model/operation.hpp"
+#include "model/transformer.hpp"
 
 namespace trainsim::validate {
 
@@ -49,6 +50,13 @@ struct LayerComparison {
 /// A table: name, measured us, predicted us, error %, and a mark on sampled GEMM shapes; then
 /// the totals and any unpaired names.
 void print_layer_comparison(std::ostream& out, const LayerComparison& c);
+
+/// The check's verdict line: whether the total error is within kLayerCheckTarget.
+void print_layer_verdict(std::ostream& out, const LayerComparison& c);
+
+/// One layer's forward then backward operations: what the layer check times and predicts.
+[[nodiscard]] std::vector<model::Operation> layer_pass_ops(const model::TransformerSpec& spec,
+                                                           long micro_batch);
 
 /// The device the layer check predicts with: everything from the calibration (GEMM curves with
 /// `gemm_tile`, streaming bandwidth, launch overhead). peak_fp32 (the arithmetic bound of

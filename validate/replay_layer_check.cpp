@@ -2,14 +2,12 @@
 // recomputed without a GPU: the measured columns of saved tables (validate/results/<gpu>-layer.txt)
 // against today's cost model on the device built from the kernel calibration they were measured
 // with. For checking a cost-model change against measurements already taken.
-#include <cmath>
 #include <fstream>
 #include <iostream>
 
 #include "core/error.hpp"
 #include "layer_comparison.hpp"
 #include "layer_table.hpp"
-#include "model/transformer.hpp"
 
 int main(int argc, char** argv) {
   using namespace trainsim;
@@ -23,15 +21,12 @@ int main(int argc, char** argv) {
     std::ifstream in(argv[2]);
     if (!in) throw validate::UsageError(std::string("cannot read ") + argv[2]);
     for (const auto& run : validate::read_layer_tables(in, argv[2])) {
-      auto ops = model::layer_forward_ops(run.layer.spec, run.layer.micro_batch);
-      const auto backward = model::layer_backward_ops(run.layer.spec, run.layer.micro_batch);
-      ops.insert(ops.end(), backward.begin(), backward.end());
+      const auto ops = validate::layer_pass_ops(run.layer.spec, run.layer.micro_batch);
       std::cout << run.layer.spec.name << ": micro-batch " << run.layer.micro_batch
                 << ", measured columns of " << argv[2] << ", predicted from " << argv[1] << "\n";
       const auto c = validate::compare_layer(run.measured, run.measured_total, ops, device);
       validate::print_layer_comparison(std::cout, c);
-      const bool within = std::fabs(c.total_error()) <= validate::kLayerCheckTarget;
-      std::cout << "total error " << (within ? "within" : "OUTSIDE") << " the 5% target\n";
+      validate::print_layer_verdict(std::cout, c);
     }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\n";

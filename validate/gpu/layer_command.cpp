@@ -29,9 +29,7 @@ int layer_command(const std::vector<std::string>& args) {
   }
   const model::DeviceProfile device = validation_profile(calibration, kLayerCheckGemmTile);
 
-  auto ops = model::layer_forward_ops(o.spec, o.micro_batch);
-  const auto backward = model::layer_backward_ops(o.spec, o.micro_batch);
-  ops.insert(ops.end(), backward.begin(), backward.end());
+  const auto ops = layer_pass_ops(o.spec, o.micro_batch);
 
   kernels::CudaStream stream;
   kernels::CublasLt lt;
@@ -50,8 +48,7 @@ int layer_command(const std::vector<std::string>& args) {
             << "backward on " << info.name << "\n";
   const auto comparison = compare_layer(per_kernel, whole, ops, device);
   print_layer_comparison(std::cout, comparison);
-  const bool within = std::fabs(comparison.total_error()) <= kLayerCheckTarget;
-  std::cout << "total error " << (within ? "within" : "OUTSIDE") << " the 5% target\n";
+  print_layer_verdict(std::cout, comparison);
   return 0;
 }
 
