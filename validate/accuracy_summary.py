@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""How close is trainsim to the published measurements, scenario by scenario? Runs
+`trainsim run SCENARIO --format json --no-wall-time` on each scenario that has references and prints
+one markdown table: non-fitted rows, mean and max |error|, rows within 5% and 10%, and the fitted
+rows apart (they were used to fit a parameter, so their error says nothing about prediction).
+A row's error is that of the reference the scenario gives: samples/s where given, else TFLOP/s per
+accelerator. Rows whose note calls the reference weak are counted apart too.
+  python3 validate/accuracy_summary.py [--trainsim build/sim/trainsim] [--rows] [SCENARIO ...]"""
+import argparse
+import glob
+import json
+import subprocess
+import sys
+
+
+def row_error(point):
+    """(error %, what was compared) of one simulated point, or None without a reference."""
+    for pred, ref, what in (("samples_per_s", "reference_samples_per_s", "samples/s"),
+                            ("tflops_per_accelerator", "reference_tflops_per_accelerator", "TFLOP/s")):
+        if point.get(ref) and point.get(pred) is not None:
+            return 100.0 * (point[pred] - point[ref]) / point[ref], what
+    return None
+
+
+def is_weak(scenario_point):
+    return "WEAK REFERENCE" in scenario_point.get("note", "")
+
+
+def summarise(name, errors):
+    absolute = [abs(e) for e in errors]
+    n = len(absolute)
+    return ("| %s | %d | %.1f%% | %.1f%% | %d | %d |" %
+            (name, n, sum(absolute) / n, max(absolute), sum(a <= 5 for a in absolute),
+             sum(a <= 10 for a in absolute)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trainsim", default="build/sim/trainsim")
+    ap.add_argument("--rows", action="store_true", help="also list every row")
+    ap.add_argument("scenarios", nargs="*")
+    args = ap.parse_args()
+    paths = args.scenarios or sorted(glob.glob("scenarios/*.json"))
+    table, rows, everything = [], [], []
+    fitted_count = weak_count = 0
+    for path in paths:
+        with open(path) as fh:
+            spec = json.load(fh)
+        labels_weak = {p.get("label"): is_weak(p) for p in spec.get("points", [])}
+        has_reference = any(k.startswith("reference_") for p in spec.get("points", []) for k in p)
+        if not has_reference:
+            continue
+        out = subprocess.run([args.trainsim, "run", path, "--format", "json", "--no-wall-time"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print("accuracy_summary: %s failed: %s" % (path, out.stderr.strip()), file=sys.stderr)
+            return 1
+        errors = []
+        for point in json.loads(out.stdout)["points"]:
+            got = row_error(point)
+            if got is None:
+                continue
+            error, what = got
+            kind = "fitted" if point.get("fitted") else "weak" if labels_weak.get(point["label"]) else ""
+            rows.append("| %s | %s | %s | %+.1f%% | %s |" % (spec.get("name", path), point["label"], what, error, kind))
+            if kind == "fitted":
+                fitted_count += 1
+            elif kind == "weak":
+                weak_count += 1
+            else:
+                errors.append(error)
+        if errors:
+            table.append(summarise(spec.get("name", path), errors))
+            everything += errors
+    print("| scenario | non-fitted rows | mean abs error | max abs error | within 5% | within 10% |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(table))
+    if everything:
+        print(summarise("**all**", everything))
+    print("\nFitted rows (not counted): %d. Weak references (not counted): %d." % (fitted_count, weak_count))
+    if args.rows:
+        print("\n| scenario | row | compared | error | |\n|---|---|---|---|---|")
+        print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
