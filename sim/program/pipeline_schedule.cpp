@@ -471,15 +471,22 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           // preceded by an all-gather and followed by a reduce-scatter).
           std::vector<TaskRef> offloaded;  // this slot's copies to host, by layer
           for (long l = 0; l < layers_per_chunk; ++l) {
-            // A layer pass all-reduces twice (after attention and after the MLP; one call of
-            // their summed size here); backward with recompute also redoes the forward's two.
-            const Bytes tp_bytes = 2 * activation * (p.activation_checkpointing && !slot.forward ? 2 : 1);
+            // A layer pass all-reduces twice, after attention and after the MLP (Megatron's
+            // mappings.py: one torch.distributed.all_reduce per region, each of b x s x h);
+            // backward with recompute also redoes the forward's two. Each is its own call of its
+            // own size: NCCL's rate depends on the size (84 MB at h 20480 gets less of the
+            // fabric than the 168-336 MB of the calls summed), and each pays its latency. They
+            // follow the layer's compute here, which changes nothing on the critical path: in
+            // Megatron every one of them blocks the compute after it.
+            const int tp_calls_per_pass = 2 * (p.activation_checkpointing && !slot.forward ? 2 : 1);
             if (sequence_parallel) {
               // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
               // shards (in backward: the output gradients), the same bytes as the all-reduce's
               // second half.
-              const int c = tp_call(names.tp_gather, collective::Op::all_gather, tp_bytes);
-              ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
+              for (int k = 0; k < tp_calls_per_pass; ++k) {
+                const int c = tp_call(names.tp_gather, collective::Op::all_gather, activation);
+                ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
+              }
               if (!slot.forward) {
                 // The column-parallel QKV and first MLP linears keep only their sequence-sharded
                 // input, so their weight gradients all-gather it again, launched before and
@@ -523,13 +530,14 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                 pending = 0;
               }
             }
-            if (tp > 1) {
-              const int c = tp_call(names.tp_reduce,
-                                    sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
-                                    tp_bytes);
-              previous = push(kTensor, {names.tp_reduce, TaskKind::collective, phase, 0, c, ready});
-              ready = {previous};
-            }
+            if (tp > 1)
+              for (int k = 0; k < tp_calls_per_pass; ++k) {
+                const int c = tp_call(names.tp_reduce,
+                                      sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                      activation);
+                previous = push(kTensor, {names.tp_reduce, TaskKind::collective, phase, 0, c, ready});
+                ready = {previous};
+              }
           }
           if (slot.forward && last) {
             // Output projection and loss; under sequence parallelism the column-parallel output

@@ -1,5 +1,6 @@
 #include "program/sharded_schedule.hpp"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -106,9 +107,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   const long replica_groups = p.tp * shard;
   struct UnitCalls {
     std::vector<int> gather_fwd, gather_bwd, reduce, replicate;  // by group id
-    std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // by dp index
+    std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // two per dp index (attention, MLP)
     // Sequence parallelism: the all-gathers before each pass (the passes above reduce-scatter).
-    std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // by dp index
+    std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // likewise
   };
   std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
                                             std::vector<UnitCalls>(n));
@@ -153,8 +154,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                                          replica_group(t, position)));
         }
       if (unit.tensor_parallel) {
-        // Each pass all-reduces its attention and MLP outputs (one call of their summed size);
-        // with sequence parallelism a reduce-scatter of the same bytes, after an all-gather.
+        // Each pass all-reduces its attention and its MLP output, one call each (Megatron's
+        // mappings.py; NCCL's rate depends on the size a call moves); with sequence parallelism
+        // a reduce-scatter of the same bytes each, after an all-gather each. Two per pass and
+        // dp index, at 2d and 2d + 1.
         struct PassNames { InternedName gather, reduce; };
         auto pass_names = [&](const std::string& pass) {
           return PassNames{"tp all-gather " + unit.name + pass + tag,
@@ -163,11 +166,13 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         const PassNames fwd = pass_names(""), bwd = pass_names(" (backward)"), rec = pass_names(" (recompute)");
         for (long d = 0; d < L.dp; ++d) {
           auto tensor_calls = [&](const PassNames& pn, std::vector<int>& after, std::vector<int>& before) {
-            if (sequence_parallel)
-              before.push_back(add_call(pn.gather, collective::Op::all_gather, 2 * tokens_bytes, tensor_group(d)));
-            after.push_back(add_call(pn.reduce,
-                                     sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
-                                     2 * tokens_bytes, tensor_group(d)));
+            for (int region = 0; region < 2; ++region) {
+              if (sequence_parallel)
+                before.push_back(add_call(pn.gather, collective::Op::all_gather, tokens_bytes, tensor_group(d)));
+              after.push_back(add_call(pn.reduce,
+                                       sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                       tokens_bytes, tensor_group(d)));
+            }
           };
           tensor_calls(fwd, c.tensor_fwd, c.gather_fwd_sp);
           tensor_calls(bwd, c.tensor_bwd, c.gather_bwd_sp);
@@ -216,23 +221,36 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         rp.streams[kCopy].tasks.push_back(std::move(c));
         return last(rp.streams[kCopy].tasks, kCopy);
       };
-      // Runs a unit pass: (SP) an all-gather after `ready`, compute, then (TP) its all-reduce
-      // or (SP) reduce-scatter; returns the task the next pass must wait for.
-      auto pass = [&](Task task, std::vector<TaskRef> ready, int tensor_call, int gather_call = -1) {
-        if (gather_call >= 0) {
-          tensor.push_back({task.name + " all-gather", TaskKind::collective, task.phase, 0, gather_call, std::move(ready)});
-          ready = {last(tensor, kTensor)};
+      // A pass's two TP calls (attention, MLP), or none.
+      using PassCalls = std::array<int, 2>;
+      constexpr PassCalls kNoCalls{-1, -1};
+      auto of_rank = [&](const std::vector<int>& by_rank) {
+        return PassCalls{by_rank[static_cast<std::size_t>(2 * d)], by_rank[static_cast<std::size_t>(2 * d + 1)]};
+      };
+      // Runs a unit pass: (SP) its all-gathers after `ready`, compute, then (TP) its all-reduces
+      // or (SP) reduce-scatters; returns the task the next pass must wait for.
+      auto pass = [&](Task task, std::vector<TaskRef> ready, PassCalls tensor_calls, PassCalls gather_calls) {
+        const bool gathers = gather_calls[0] >= 0;
+        if (gathers) {
+          const InternedName gather_name(task.name + " all-gather");
+          for (int call : gather_calls) {
+            tensor.push_back({gather_name, TaskKind::collective, task.phase, 0, call, std::move(ready)});
+            ready = {last(tensor, kTensor)};
+          }
         }
         task.deps = std::move(ready);
         comp.push_back(std::move(task));
-        if (tensor_call < 0) return last(comp, kCompute);
-        const InternedName reduce_name = gather_call >= 0 ? InternedName(comp.back().name + " reduce-scatter")
-                                                          : all_reduce_name(comp.back().name);
-        tensor.push_back({reduce_name, TaskKind::collective,
-                          comp.back().phase, 0, tensor_call, {last(comp, kCompute)}});
-        return last(tensor, kTensor);
+        if (tensor_calls[0] < 0) return last(comp, kCompute);
+        const InternedName reduce_name = gathers ? InternedName(comp.back().name + " reduce-scatter")
+                                                 : all_reduce_name(comp.back().name);
+        TaskRef after = last(comp, kCompute);
+        for (int call : tensor_calls) {
+          tensor.push_back({reduce_name, TaskKind::collective, comp.back().phase, 0, call, {after}});
+          after = last(tensor, kTensor);
+        }
+        return after;
       };
-      auto sp_gather = [&](const std::vector<int>& calls) { return sequence_parallel ? calls[d] : -1; };
+      auto sp_gather = [&](const std::vector<int>& by_rank) { return sequence_parallel ? of_rank(by_rank) : kNoCalls; };
       std::vector<TaskRef> reduced;
       for (long mb = 0; mb < p.accumulation; ++mb) {
         const auto& c = calls[mb];
@@ -255,8 +273,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
-          previous = pass(f, ready, units[u].tensor_parallel ? c[u].tensor_fwd[d] : -1,
-                          units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : -1);
+          previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
           computed.push_back(static_cast<int>(comp.size()) - 1);
           if (offload && units[u].layer)
             offloaded[u] = copy_task(name[u].offload, CopyDirection::to_host,
@@ -285,14 +303,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
             r.workspace = mem.workspace;
-            ready = {pass(r, ready, c[u].tensor_recompute[d], sp_gather(c[u].gather_recompute_sp))};
+            ready = {pass(r, ready, of_rank(c[u].tensor_recompute), sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
           b.workspace = mem.workspace;
           if (u == 0) b.release = mem.activations_per_micro_batch;
-          previous = pass(b, ready, units[u].tensor_parallel ? c[u].tensor_bwd[d] : -1,
-                          units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : -1);
+          previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
+                          units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
           if (shard > 1) {
             reduce.push_back({name[u].reduce_scatter, TaskKind::collective,

@@ -1,6 +1,5 @@
 #include "report/report.hpp"
 
-#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
@@ -56,9 +55,21 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
       row.reference_efficiency = base_ref_pa > 0 ? row.reference_per_accelerator / base_ref_pa : 0;
       row.error_pct = 100.0 * (r.samples_per_s - ref) / ref;
     }
+    if (r.point.reference_tflops_per_accelerator && std::string(status_of(r)) == "simulated") {
+      row.has_tflops_reference = true;
+      const double ref = *r.point.reference_tflops_per_accelerator;
+      row.tflops_error_pct = 100.0 * (row.tflops_per_accelerator - ref) / ref;
+    }
     rows.push_back(row);
   }
   return rows;
+}
+
+std::optional<ReferenceError> reference_error(const Row& row) {
+  const bool fitted = row.result->point.fitted;
+  if (row.has_reference) return ReferenceError{row.error_pct, fitted, ErrorBasis::samples_per_s};
+  if (row.has_tflops_reference) return ReferenceError{row.tflops_error_pct, fitted, ErrorBasis::tflops_per_accelerator};
+  return std::nullopt;
 }
 
 namespace {
@@ -118,9 +129,7 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
      << std::setw(12) << "seq/s/acc" << std::setw(12) << "reference" << std::setw(12)
      << "scaling" << std::setw(12) << "reference" << std::setw(11) << "step (s)" << std::setw(14)
      << "memory (GiB)" << "  fitted" << "\n";
-  double sum_abs = 0;
-  int n_unfitted = 0;
-  double max_abs = 0;
+  std::vector<ReferenceError> errors;
   for (const auto& row : rows) {
     const auto& r = *row.result;
     if (label_width > 0) os << std::left << std::setw(static_cast<int>(label_width)) << r.point.label;
@@ -152,22 +161,16 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     os << std::setw(11) << fmt("%.4f", r.step_time) << std::setw(14)
        << (gib(r.peak_memory) + "/" + gib(r.memory.ranks.front().capacity)) << "  "
        << (r.point.fitted ? "yes" : "no");
-    if (r.point.reference_tflops_per_accelerator) {
-      const double ref = *r.point.reference_tflops_per_accelerator;
+    if (row.has_tflops_reference) {
       os << "  TFLOP/s/acc " << fmt("%.1f", row.tflops_per_accelerator) << " (reference "
-         << fmt("%.0f", ref) << ", " << fmt("%+.1f%%", 100.0 * (row.tflops_per_accelerator - ref) / ref) << ")";
+         << fmt("%.0f", *r.point.reference_tflops_per_accelerator) << ", " << fmt("%+.1f%%", row.tflops_error_pct)
+         << ")";
     }
     if (!r.completed) os << "  (DEADLOCK: not every task ran)";
     os << "\n";
-    if (row.has_reference && !r.point.fitted) {
-      sum_abs += std::fabs(row.error_pct);
-      max_abs = std::max(max_abs, std::fabs(row.error_pct));
-      ++n_unfitted;
-    }
+    if (const auto e = reference_error(row)) errors.push_back(*e);
   }
-  if (n_unfitted > 0)
-    os << "\nnon-fitted rows: " << n_unfitted << ", mean |error| " << fmt("%.1f%%", sum_abs / n_unfitted)
-       << ", max |error| " << fmt("%.1f%%", max_abs) << "\n";
+  if (const auto line = summary_line(summarise_errors(errors)); !line.empty()) os << "\n" << line << "\n";
   const auto fitted_on = machines_of(results, [](const scenario::PointResult& r) { return r.point.fitted; });
   if (!fitted_on.empty()) {
     os << "fitted rows were used to fit:";
@@ -209,8 +212,7 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
     if (r.point.reference_tflops_per_accelerator) {
       const double ref = *r.point.reference_tflops_per_accelerator;
       p["reference_tflops_per_accelerator"] = ref;
-      if (std::string(status_of(r)) == "simulated")
-        p["tflops_error_pct"] = 100.0 * (row.tflops_per_accelerator - ref) / ref;
+      if (row.has_tflops_reference) p["tflops_error_pct"] = row.tflops_error_pct;
     }
     nlohmann::ordered_json mem;
     mem["fits"] = r.memory.fits;

@@ -2,9 +2,11 @@
 // Scenario results as the source's table (prediction beside reference, with errors), as JSON
 // for tools and as CSV. Output depends only on the results, so identical inputs give identical
 // bytes (sim_wall_s, the one measured quantity, is only in JSON and CSV unless suppressed).
+#include <optional>
 #include <ostream>
 #include <vector>
 
+#include "report/error_summary.hpp"
 #include "scenario/point_runner.hpp"
 
 namespace trainsim::report {
@@ -21,10 +23,16 @@ struct Row {
   /// checkpointing recomputes (full: the layers' forward, as Megatron-LM counts; selective_op: the
   /// recomputed matmuls).
   double tflops_per_accelerator = 0;
+  double tflops_error_pct = 0;  ///< against reference_tflops_per_accelerator
+  bool has_tflops_reference = false;
 };
 
 /// "simulated", "oom" or "not_simulated".
 [[nodiscard]] const char* status_of(const scenario::PointResult& r);
+
+/// The quantity a row is compared on in the summary line: samples per second where the point has
+/// that reference, else TFLOP/s per accelerator; nothing for a row without either.
+[[nodiscard]] std::optional<ReferenceError> reference_error(const Row& row);
 
 [[nodiscard]] std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results);
 

@@ -87,6 +87,24 @@ TEST(Cli, TableShowsPredictionBesideReference) {
   EXPECT_TRUE(contains(r.out, "1,379.76")) << "the 1-instance reference: " << r.out;
 }
 
+TEST(Cli, TflopsReferencesGetTheSummaryLine) {
+  // Megatron-LM publishes TFLOP/s per GPU only: the summary under the table is computed on it.
+  json megatron = json::parse(read_text("scenarios/megatron-table1.json"));
+  megatron["topology"] = fs::absolute("topologies/dgx-a100-80g-ib.json").string();
+  megatron["points"] = json::array({megatron["points"][0]});
+  const std::string file = temp_path("megatron-summary.json");
+  std::ofstream(file) << megatron.dump(2);
+  const CliRun table = trainsim("run " + file + " --no-wall-time");
+  const CliRun js = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(js.status, 0) << js.err;
+  const double error = json::parse(js.out).at("points")[0].at("tflops_error_pct").get<double>();
+  char want[128];
+  std::snprintf(want, sizeof want, "non-fitted rows: 1, mean |error| %.1f%%, max |error| %.1f%% (TFLOP/s per accelerator)",
+                std::fabs(error), std::fabs(error));
+  EXPECT_TRUE(contains(table.out, want)) << want << "\n" << table.out;
+}
+
 TEST(Cli, JsonHasEveryFieldOfEveryPoint) {
   const CliRun r = trainsim("run " + kBertLarge + " --format json");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -262,27 +262,64 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersA
   const auto layer_tensor = layer_passes(tensor);
   const auto plain_tensor = layer_passes(plain.ranks[0].streams[kTensor]);
   ASSERT_EQ(layer_tensor.size(), 2 * plain_tensor.size());
-  for (std::size_t i = 0; i < plain_tensor.size(); ++i) {
-    const auto& ag = prog.collectives[layer_tensor[2 * i].collective];
-    const auto& rs = prog.collectives[layer_tensor[2 * i + 1].collective];
-    const auto& ar = plain.collectives[plain_tensor[i].collective];
-    EXPECT_EQ(ag.op, collective::Op::all_gather);
-    EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
-    EXPECT_EQ(ar.op, collective::Op::all_reduce);
-    // The same bytes on the wire: an all-reduce of S is a reduce-scatter and an all-gather of S.
-    EXPECT_DOUBLE_EQ(ag.size, ar.size);
-    EXPECT_DOUBLE_EQ(rs.size, ar.size);
-    EXPECT_EQ(ag.group, (std::vector<int>{0, 1}));
+  // Each all-reduce of S becomes an all-gather of S before the pass and a reduce-scatter of S
+  // after it: the same bytes on the wire.
+  std::size_t gathers = 0, scatters = 0;
+  for (const auto& t : layer_tensor) {
+    const auto& call = prog.collectives[t.collective];
+    EXPECT_DOUBLE_EQ(call.size, plain.collectives[plain_tensor.front().collective].size);
+    EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+    gathers += call.op == collective::Op::all_gather;
+    scatters += call.op == collective::Op::reduce_scatter;
   }
-  // Stage 0's first pass: all-gather, then the layer, then its reduce-scatter, all in line.
+  EXPECT_EQ(gathers, plain_tensor.size());
+  EXPECT_EQ(scatters, plain_tensor.size());
+  // Stage 0's first pass: its two all-gathers (attention and MLP inputs), the layer, its two
+  // reduce-scatters, all in line.
   const int layer0 = index_of(comp, "forward mb0 c0 layer 0");
   const int gather0 = index_of(tensor, "tp all-gather mb0 c0");
-  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, gather0));
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 1)], kCompute, layer0));
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 2)], kTensor, gather0 + 1));  // the next pass's all-gather
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 1)], kTensor, gather0));
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, gather0 + 1));
+  EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(gather0 + 2)].collective].op,
+            collective::Op::reduce_scatter);
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 2)], kCompute, layer0));
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 3)], kTensor, gather0 + 2));
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 4)], kTensor, gather0 + 3));  // the next pass's all-gather
   // The elementwise work shrinks (norms and residuals on 1/tp of the sequence); the GEMMs do not.
   EXPECT_LT(comp.tasks[static_cast<std::size_t>(layer0)].duration,
             plain.ranks[0].streams[kCompute].tasks[static_cast<std::size_t>(layer0)].duration);
+}
+
+TEST(PipelineProgram, EachTensorParallelRegionAllReducesOnItsOwn) {
+  // Megatron's mappings.py all-reduces after attention and after the MLP, each b x s x h; with
+  // recompute the backward pass redoes the forward's two and adds the two input gradients'. Each
+  // is its own call, so NCCL's rate is that of the size it really moves.
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.activation_checkpointing = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[kCompute];
+  const auto& tensor = prog.ranks[0].streams[kTensor];
+  const Bytes activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);  // fp16 b x s x h
+  for (const char* pass : {"forward", "backward"}) {
+    const int layer = index_of(comp, std::string(pass) + " mb0 c0 layer 0");
+    std::vector<int> calls;  // the tensor tasks that follow this layer, up to the next compute
+    for (std::size_t i = 0; i < tensor.tasks.size(); ++i)
+      if (waits_for(tensor.tasks[i], kCompute, layer)) {
+        calls.push_back(static_cast<int>(i));
+        for (std::size_t j = i + 1; j < tensor.tasks.size() && waits_for(tensor.tasks[j], kTensor, static_cast<int>(j - 1)) &&
+                                    tensor.tasks[j].name == tensor.tasks[i].name;
+             ++j)
+          calls.push_back(static_cast<int>(j));
+        break;
+      }
+    ASSERT_EQ(calls.size(), std::string(pass) == "forward" ? 2u : 4u) << pass;
+    for (int c : calls) {
+      const auto& call = prog.collectives[tensor.tasks[static_cast<std::size_t>(c)].collective];
+      EXPECT_EQ(call.op, collective::Op::all_reduce);
+      EXPECT_DOUBLE_EQ(call.size, activation) << pass;
+    }
+  }
 }
 
 TEST(PipelineProgram, OffloadingCopiesEachLayerInputToHostAndBackOnACopyStream) {

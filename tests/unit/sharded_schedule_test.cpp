@@ -124,11 +124,17 @@ TEST(ShardedSchedule, TensorParallelLayersEndWithAnAllReduceInTheCriticalPath) {
   const auto& r = prog.ranks[3];
   const auto& comp = r.streams[0];
   const auto& tensor = r.streams[3];
-  EXPECT_EQ(tensor.tasks.size(), 4u);  // 2 layers x (forward, backward)
-  const Task& ar = find(tensor, "forward layer 0 mb0 all-reduce");
-  EXPECT_EQ(prog.collectives[ar.collective].group, (std::vector<int>{2, 3}));
+  EXPECT_EQ(tensor.tasks.size(), 8u);  // 2 layers x (forward, backward) x (attention, MLP)
+  const int ar = index_of(tensor, "forward layer 0 mb0 all-reduce");
+  EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(ar)].collective].group, (std::vector<int>{2, 3}));
+  // The attention's all-reduce, then the MLP's, each of b x s x h, then the next layer.
+  const auto& attention = prog.collectives[tensor.tasks[static_cast<std::size_t>(ar)].collective];
+  const auto& mlp = prog.collectives[tensor.tasks[static_cast<std::size_t>(ar + 1)].collective];
+  EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(ar + 1)].name, "forward layer 0 mb0 all-reduce");
+  EXPECT_DOUBLE_EQ(attention.size, mlp.size);
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar + 1)], 3, ar));
   const Task& next = find(comp, "forward layer 1 mb0");
-  EXPECT_TRUE(waits_for(next, 3, index_of(tensor, "forward layer 0 mb0 all-reduce")));
+  EXPECT_TRUE(waits_for(next, 3, ar + 1));
   const Task& g = find(r.streams[1], "all-gather layer 0 mb0");
   EXPECT_EQ(prog.collectives[g.collective].group, (std::vector<int>{1, 3}));
 }
@@ -220,10 +226,10 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   EXPECT_EQ(prog.collectives[rs.collective].op, collective::Op::reduce_scatter);
   EXPECT_DOUBLE_EQ(prog.collectives[ag.collective].size, prog.collectives[rs.collective].size);
   // all-gather -> layer -> reduce-scatter, in the critical path.
-  EXPECT_TRUE(waits_for(find(comp, "forward layer 0 mb0"), 3, index_of(tensor, "forward layer 0 mb0 all-gather")));
+  EXPECT_TRUE(waits_for(find(comp, "forward layer 0 mb0"), 3, index_of(tensor, "forward layer 0 mb0 all-gather") + 1));
   EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "forward layer 0 mb0")));
   // In backward too (the output gradients are gathered before the pass).
-  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather")));
+  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather") + 1));
   for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("all-reduce"), std::string::npos) << t.name;
 }
 
