@@ -7,7 +7,11 @@ torch profiler records a few forward+backward steps; the result lists, per step:
 - every aten op with its input shapes and the device time of the kernels it launched, so that a
   GEMM's time can be set beside what the simulator predicts for that M x N x K and layout;
 - the kernels launched per step and the host time to issue one step (as probe_host_bound.py), so
-  a host cost per kernel launch can be read off.
+  a host cost per kernel launch can be read off;
+- the host time to issue a forward alone, with autograd recording and under torch.no_grad() (as
+  measure_torch_ops.py times the forward), and the memsets among the kernels: whether a forward
+  kernel (Python module code) costs the host more than a backward one (autograd's C++ engine),
+  which trainsim's one eager_kernel_issue does not distinguish.
 The layers are the same as those whose totals measure_torch_ops.py measured; the trainsim side is
 trainsim-framework-layers. Run on a GPU machine:
   python3 validate/profile_torch_layers.py --out FILE [--models gpt-7.5b,...]"""
@@ -70,6 +74,33 @@ def profile_layer(torch, layer, x, g):
             step()
         host.append((time.perf_counter() - t0) / STEPS * 1e6)
     torch.cuda.synchronize()
+
+    def issue_us(fn):
+        times = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(STEPS):
+                fn()
+            times.append((time.perf_counter() - t0) / STEPS * 1e6)
+            torch.cuda.synchronize()
+        return sorted(times)[len(times) // 2]
+
+    def forward_with_grad():
+        layer(x)
+
+    def forward_no_grad():
+        with torch.no_grad():
+            layer(x)
+    forward_host = issue_us(forward_with_grad)
+    forward_host_no_grad = issue_us(forward_no_grad)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as fprof:
+        for _ in range(STEPS):
+            forward_with_grad()
+        torch.cuda.synchronize()
+    forward_kernels = sum(1 for e in fprof.events()
+                          if getattr(e, "device_type", None) is not None and "CUDA" in str(e.device_type)) / STEPS
+    torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
         for _ in range(STEPS):
             step()
@@ -106,6 +137,10 @@ def profile_layer(torch, layer, x, g):
     return {"kernels_per_step": launches, "device_us_per_step": round(sum(k["us"] for k in klist), 1),
             "host_issue_us_per_step": round(issue, 1),
             "host_us_per_kernel": round(issue / launches, 2) if launches else None,
+            "memsets_per_step": sum(k["calls"] for k in klist if k["name"].startswith("Memset")),
+            "forward_kernels": forward_kernels,
+            "host_issue_forward_us": round(forward_host, 1),
+            "host_issue_forward_no_grad_us": round(forward_host_no_grad, 1),
             "classes": classes, "kernels": klist, "aten_ops": ops}
 
 
