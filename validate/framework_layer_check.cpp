@@ -4,6 +4,7 @@
 // its burst rate (the rows are timed in short bursts after warm-up). No GPU needed.
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "core/error.hpp"
 #include "framework_layers.hpp"
@@ -17,16 +18,22 @@ int main(int argc, char** argv) {
   try {
     auto dev = model::load_device_profile(argv[1]);
     dev.sustained_compute = 1;  // burst timing
-    std::printf("%-42s %10s %10s %8s %10s %10s %8s %10s %10s %8s\n", "layer", "fwd meas", "fwd pred",
+    std::printf("%-54s %10s %10s %8s %10s %10s %8s %10s %10s %8s\n", "layer", "fwd meas", "fwd pred",
                 "error", "bwd meas", "bwd pred", "error", "total meas", "total pred", "error");
-    auto row = [&](const validate::FrameworkLayer& l, const char* ops) {
-      const auto p = validate::predict_layer(l, dev);
+    auto one_row = [&](const validate::FrameworkLayer& l, const std::string& ops, Seconds host_per_kernel) {
+      const auto p = validate::predict_layer(l, dev, host_per_kernel);
       const double mt = l.measured_forward + l.measured_backward, pt = p.forward + p.backward;
       auto err = [](double pred, double meas) { return 100 * (pred - meas) / meas; };
-      std::printf("%-42s %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%%\n",
+      std::printf("%-54s %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%% %8.0fus %8.0fus %+7.1f%%\n",
                   (l.label + ops).c_str(), l.measured_forward * 1e6, p.forward * 1e6,
                   err(p.forward, l.measured_forward), l.measured_backward * 1e6, p.backward * 1e6,
                   err(p.backward, l.measured_backward), mt * 1e6, pt * 1e6, err(pt, mt));
+    };
+    // The host issues each kernel at the profile's eager_kernel_issue (measured, host dispatch);
+    // where the profile has it, each layer is also shown with the device's time alone.
+    auto row = [&](const validate::FrameworkLayer& l, const std::string& ops) {
+      if (dev.eager_kernel_issue > 0) one_row(l, ops + " (device only)", 0);
+      one_row(l, ops + (dev.eager_kernel_issue > 0 ? " (host dispatch)" : ""), dev.eager_kernel_issue);
     };
     for (const auto& l : validate::read_framework_layers(argv[2], argv[3])) {
       if (l.shape.eager) {

@@ -2,6 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "model/compute_cost.hpp"
+#include "model/host_dispatch.hpp"
 #include "model/published_models.hpp"
 #include "named_models.hpp"
 
@@ -61,9 +62,34 @@ std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_f
   return out;
 }
 
-LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev) {
-  return {model::ops_duration(model::layer_forward_ops(layer.spec, layer.shape), dev),
-          model::ops_duration(model::layer_backward_ops(layer.spec, layer.shape), dev)};
+namespace {
+
+/// Seconds per iteration of `ops` run back to back in a loop the host never waits in (the
+/// measurement's timed loop), once the loop is in its steady state.
+Seconds steady_period(const std::vector<model::Operation>& ops, const model::DeviceProfile& dev,
+                      Seconds host_per_kernel) {
+  constexpr int kIterations = 8;
+  Seconds host = 0, device = 0, after_first = 0;
+  for (int i = 0; i < kIterations; ++i) {
+    for (const auto& op : ops) {
+      const auto t = model::dispatch(host, device, op.kernels, host_per_kernel, model::op_duration(op, dev));
+      host = t.host_end;
+      device = t.device_end;
+    }
+    if (i == 0) after_first = device;
+  }
+  return (device - after_first) / (kIterations - 1);
+}
+
+}  // namespace
+
+LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev, Seconds host_per_kernel) {
+  const auto forward = model::layer_forward_ops(layer.spec, layer.shape);
+  auto both = forward;
+  const auto backward = model::layer_backward_ops(layer.spec, layer.shape);
+  both.insert(both.end(), backward.begin(), backward.end());
+  const Seconds f = steady_period(forward, dev, host_per_kernel);
+  return {f, steady_period(both, dev, host_per_kernel) - f};
 }
 
 }  // namespace trainsim::validate

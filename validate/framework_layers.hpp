@@ -29,7 +29,12 @@ struct FrameworkLayer {
 struct LayerPrediction {
   Seconds forward = 0, backward = 0;
 };
-/// layer_forward_ops and layer_backward_ops of the layer, priced by model::op_duration on `dev`.
-[[nodiscard]] LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev);
+/// layer_forward_ops and layer_backward_ops of the layer, priced by model::op_duration on `dev`,
+/// timed as the measurement loop runs them: iterations back to back, each op's kernels issued by
+/// the host at `host_per_kernel` each (model/host_dispatch.hpp; 0: the device's time only). The
+/// forward is the steady period of forward-only iterations, the backward that of
+/// forward+backward iterations minus it, as measure_torch_ops.py's fwd_bwd takes them.
+[[nodiscard]] LayerPrediction predict_layer(const FrameworkLayer& layer, const model::DeviceProfile& dev,
+                                            Seconds host_per_kernel = 0);
 
 }  // namespace trainsim::validate

@@ -21,6 +21,7 @@
 #include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
+#include "model/host_dispatch.hpp"
 #include "program/rank_folding.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -62,9 +63,9 @@ public:
     for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
-      std::vector<std::vector<char>> done;
+      std::vector<std::vector<Seconds>> done;
       for (const auto& s : rp.streams) {
-        done.emplace_back(s.tasks.size(), 0);
+        done.emplace_back(s.tasks.size(), kNotDone);
         total_tasks_ += s.tasks.size();
       }
       done_.push_back(std::move(done));
@@ -80,6 +81,7 @@ public:
       waiting_.emplace_back(rp.streams.size(), -1);
       held_sms_.push_back(0);
       compute_stream_.push_back(only_compute_stream(rp));
+      host_free_.push_back(0);
     }
     result_.prepare_wall_s = seconds_since(prepare_start_) - result_.fold_wall_s;
   }
@@ -118,7 +120,14 @@ private:
 
   [[nodiscard]] bool deps_done(int cls, const program::Task& t) const {
     return std::all_of(t.deps.begin(), t.deps.end(),
-                       [&](const program::TaskRef& d) { return done_[cls][d.stream][d.index] != 0; });
+                       [&](const program::TaskRef& d) { return done_[cls][d.stream][d.index] != kNotDone; });
+  }
+
+  /// When the last of a ready task's dependencies finished.
+  [[nodiscard]] Seconds deps_finished(int cls, const program::Task& t) const {
+    Seconds latest = 0;
+    for (const auto& d : t.deps) latest = std::max(latest, done_[cls][d.stream][d.index]);
+    return latest;
   }
 
   /// Runs one stream of a class's representative; the class's members are credited with it.
@@ -138,19 +147,36 @@ private:
       const Seconds start = now();
       change_memory(cls, t.alloc + t.workspace);
       if (t.kind == TaskKind::compute) {
+        // Host dispatch: the task's kernels start once the host has issued them (its issue
+        // restarts only after the dependencies where the host synchronises), and its last kernel
+        // cannot start before the host issued it.
+        const bool issued = prog_.host_per_kernel > 0 && t.kernels > 0;
+        Seconds issue_tail = 0;
+        if (issued) {
+          Seconds host_start = host_free_[cls];
+          if (t.host_sync) host_start = std::max(host_start, deps_finished(cls, t));
+          const auto d = model::dispatch(host_start, now(), t.kernels, prog_.host_per_kernel, t.duration);
+          host_free_[cls] = d.host_end;
+          issue_tail = d.host_end + t.duration / t.kernels;
+          if (d.device_start > now()) sg4::this_actor::sleep_for(d.device_start - now());
+        }
         if (t.duration > 0) {
           ++result_.execs;
           sg4::this_actor::execute(t.duration * platform_.host_speed);
         }
+        if (issued && issue_tail > now()) sg4::this_actor::sleep_for(issue_tail - now());
       } else if (t.kind == TaskKind::host) {
+        // Python work of the same host thread that issues the kernels: after what it issued.
+        if (prog_.host_per_kernel > 0 && host_free_[cls] > now()) sg4::this_actor::sleep_for(host_free_[cls] - now());
         if (t.duration > 0) sg4::this_actor::sleep_for(t.duration);
+        if (prog_.host_per_kernel > 0) host_free_[cls] = now();
       } else if (t.kind == TaskKind::host_copy) {
         run_host_copy(cls, t);
       } else {
         run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls, stream, i);
       }
       change_memory(cls, -(t.workspace + t.release));
-      done_[cls][stream][i] = 1;
+      done_[cls][stream][i] = now();
       ++finished_tasks_;
       if (record_)
         for (int r : fold_.members[static_cast<std::size_t>(cls)])
@@ -516,7 +542,9 @@ private:
   std::unordered_map<std::uint64_t, Route> routes_;
   std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
   // Per class:
-  std::vector<std::vector<std::vector<char>>> done_;  ///< [class][stream][task]
+  static constexpr Seconds kNotDone = -1;
+  std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished
+  std::vector<Seconds> host_free_;  ///< per class: when its host thread has issued all it has reached
   std::vector<sg4::MutexPtr> rank_mutex_;
   std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [class][stream]
   std::vector<std::vector<int>> waiting_;  ///< [class][stream]: task index it sleeps on, or -1

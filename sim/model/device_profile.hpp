@@ -48,6 +48,11 @@ struct DeviceProfile {
   /// asynchronous device copy (Tensor.copy_). 0: not given, such host loops are not modelled.
   Seconds eager_view_call = 0;
   Seconds eager_copy_call = 0;
+  /// Host time an eager PyTorch training loop spends per kernel it launches (Python, autograd,
+  /// the dispatcher; host_dispatch.hpp): the host thread issues every kernel, so short kernels
+  /// wait for it. A property of the host CPU and framework version, measured on one host. 0: not
+  /// given, host dispatch is not modelled on this device.
+  Seconds eager_kernel_issue = 0;
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
   /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
   /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).

@@ -2,6 +2,7 @@
 // One kernel-level operation of a training step, described by its shape and traffic, not its
 // duration: compute_cost.hpp turns it into seconds for a given device.
 #include <string>
+#include <vector>
 
 #include "core/units.hpp"
 #include "model/dtype.hpp"
@@ -31,7 +32,20 @@ struct Operation {
   /// streaming rate applies (device_profile.hpp, memory_bound_rate). Empty: generic streaming,
   /// at the device's stream-copy rate. Names match the "name" of measured samples.
   std::string kernel;
+  /// Kernels eager PyTorch launches for the op, each issued by the host thread (host_dispatch.hpp):
+  /// the op's own kernel plus the helpers its module code adds (a scale, a layout copy, a dropout
+  /// beside an add). Counts are those of the torch profile of the layers of
+  /// validate/measure_torch_ops.py (validate/results/h100-sxm-torch-layer-profile.json, memsets
+  /// left out: cuBLAS issues those inside the call) unless the op says otherwise.
+  int kernels = 1;
+  /// Kernels autograd launches for the op's backward (backward_of); 0: the rule's default, one per
+  /// backward op (a GEMM's dgrad and wgrad: 2). A GEMM's extra ones (a bias gradient's reduction)
+  /// go to its wgrad.
+  int backward_kernels = 0;
 };
+
+/// Kernels launched by a list of ops (Operation::kernels summed).
+[[nodiscard]] int ops_kernels(const std::vector<Operation>& ops);
 
 /// A GEMM of shape (m x k) x (k x n), `batch` times, in `dtype` (operands and result).
 [[nodiscard]] Operation make_gemm(std::string name, double m, double n, double k, double batch,

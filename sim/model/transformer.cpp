@@ -80,6 +80,12 @@ Operation make_elementwise(std::string name, Bytes bytes, Flops flops, std::stri
   return op;
 }
 
+int ops_kernels(const std::vector<Operation>& ops) {
+  int n = 0;
+  for (const auto& op : ops) n += op.kernels;
+  return n;
+}
+
 long kv_heads_of(const TransformerSpec& s) { return s.kv_heads > 0 ? s.kv_heads : s.heads; }
 
 double parameters_per_layer(const TransformerSpec& s) {
@@ -125,6 +131,13 @@ struct Part {
 };
 
 Part op_part(Operation op) { return {{std::move(op)}, {}, false}; }
+/// An op whose eager module code launches `kernels` forward and `backward_kernels` backward
+/// kernels (Operation::kernels; counts from the torch profile, see operation.hpp).
+Part op_part(Operation op, int kernels, int backward_kernels) {
+  op.kernels = kernels;
+  op.backward_kernels = backward_kernels;
+  return op_part(std::move(op));
+}
 Part eager_part(EagerPart p) { return {std::move(p.forward), std::move(p.backward), true}; }
 
 /// The layer's steps in forward order.
@@ -139,19 +152,24 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     if (eager_norm)
       parts.push_back(eager_part(eager_rms_norm(rmsnorm_name, x.t / x.sp, x.h)));
     else
+      // One kernel; its backward two: the input gradient and the weight (and bias) gradient.
       parts.push_back(op_part(make_elementwise(s.norm == NormKind::layernorm ? layernorm_name : rmsnorm_name,
-                                               2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s))));
+                                               2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)),
+                              1, 2));
   };
   norm("layernorm_1", "rmsnorm_1");
+  // nn.Linear: one GEMM (the bias in its epilogue); backward dgrad, wgrad and, with a bias, the
+  // bias gradient's row sum.
+  const int linear_bwd = s.bias ? 3 : 2;
   const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
   if (shape.eager) {
     // Three nn.Linear on the norm's output (gathered along the sequence under sequence
     // parallelism): autograd adds their three input gradients.
     parts.push_back({{}, {gradient_accumulation_add("qkv_grad_add_1", x.t * x.h),
                           gradient_accumulation_add("qkv_grad_add_2", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    parts.push_back(op_part(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    parts.push_back(op_part(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
     if (!s.learned_positions) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
@@ -162,37 +180,47 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
       parts.push_back(eager_part(eager_repeat_kv("repeat_v", x.t * kv_cols, n_rep)));
     }
   } else {
-    parts.push_back(op_part(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16)));
+    // Split into q, k, v by views: autograd joins their gradients (one cat kernel).
+    parts.push_back(op_part(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), 1, linear_bwd + 1));
   }
   if (shape.flash_attention) {
     // One kernel: scores and probabilities never reach device memory.
-    parts.push_back(op_part(make_fused_attention(s, shape)));
+    // The kernel and the copy of its output into the [s, b, h] layout; backward: the row dot
+    // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies.
+    parts.push_back(op_part(make_fused_attention(s, shape), 2, 5));
   } else {
-    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
+    // The batched GEMM and the 1/sqrt(d) scale (a separate kernel forward and backward).
+    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16), 2, 3));
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-    parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax")));
+    // The profile's backward has one more scores-sized multiply, counted here.
+    parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax"), 1, 2));
     if (s.dropout) parts.push_back(op_part(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout")));
-    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16)));
+    // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways.
+    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16), 2, 3));
   }
-  parts.push_back(op_part(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16)));
-  // bias + dropout + residual add.
-  parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
+  parts.push_back(op_part(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), 1, linear_bwd));
+  // bias + dropout + residual add: a dropout kernel and an add; backward the dropout's masked
+  // scale and autograd's add of the two gradients reaching the residual's input.
+  const int residual_kernels = s.dropout ? 2 : 1;
+  parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
+                          residual_kernels, residual_kernels));
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
-    parts.push_back(op_part(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
   } else if (shape.eager) {
     parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    parts.push_back(op_part(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
     parts.push_back(eager_part(eager_swiglu("swiglu", x.t * fr)));
   } else {
-    parts.push_back(op_part(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16)));
+    parts.push_back(op_part(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
     parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
-  parts.push_back(op_part(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16)));
-  parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
+  parts.push_back(op_part(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), 1, linear_bwd));
+  parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
+                          residual_kernels, residual_kernels));
   return parts;
 }
 
@@ -240,14 +268,18 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
       b.kind = OpKind::fused_attention_backward;
       b.flops = 2.5 * f.flops;
       b.bytes = 2 * f.bytes;
+      b.kernels = f.backward_kernels > 0 ? f.backward_kernels : 1;
+      b.backward_kernels = 0;
       ops.push_back(b);
     } else if (f.kind == OpKind::gemm) {
       // dX = dY * W^T  (m x k from m x n and n x k) and dW = X^T * dY (k x n from k x m, m x n).
       ops.push_back(make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, f.dtype));
       ops.push_back(make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, f.dtype));
+      if (f.backward_kernels > 2) ops.back().kernels = f.backward_kernels - 1;
     } else {
       // Reads the saved input and the incoming gradient, writes the outgoing gradient.
       ops.push_back(make_elementwise(f.name + "_bwd", 1.5 * f.bytes, 2 * f.flops, backward_kernel(f)));
+      if (f.backward_kernels > 0) ops.back().kernels = f.backward_kernels;
     }
   }
   return ops;

@@ -100,6 +100,10 @@ struct TrainingPlan {
   /// The layers run as eager PyTorch module code, each tensor op its own kernel (torchtitan
   /// without torch.compile, Hugging Face): model::LayerShape::eager. false: fused kernels.
   bool eager_kernels = false;
+  /// An eager framework's host thread issues each kernel (model/host_dispatch.hpp), at the device
+  /// profile's eager_kernel_issue per kernel. false: CUDA graphs or torch.compile's
+  /// reduce-overhead mode replay the kernels without the host (not modelled then).
+  bool host_dispatch = true;
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
   /// PTD-P: reduce each model chunk's gradients in buckets during its last micro-batch's
   /// backward (Megatron's overlap_grad_reduce, SMP v1) instead of after the pipeline flush

@@ -52,14 +52,24 @@ std::string unsupported_plan(const ScheduleInputs& in) {
   return "";
 }
 
-Program build_program(const ScheduleInputs& in) {
-  const std::string why = unsupported_plan(in);
-  TRAINSIM_CHECK(why.empty(), why);
+namespace {
+
+Program build_schedule(const ScheduleInputs& in) {
   if (parameter_sharded(in.plan))
     return in.plan.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 ? build_deepspeed_zero3(in)
                                                                                      : build_sharded_data_parallel(in);
   if (in.plan.tp > 1 || in.plan.pp > 1) return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, with_memory(in));
+}
+
+}  // namespace
+
+Program build_program(const ScheduleInputs& in) {
+  const std::string why = unsupported_plan(in);
+  TRAINSIM_CHECK(why.empty(), why);
+  Program prog = build_schedule(in);
+  prog.host_per_kernel = in.plan.host_dispatch ? in.device.eager_kernel_issue : 0;
+  return prog;
 }
 
 }  // namespace trainsim::program

@@ -14,6 +14,7 @@ using model::ops_duration;
 /// A slice of the backward pass whose gradients complete together, and its size.
 struct BackwardSegment {
   Seconds duration = 0;
+  int kernels = 0;
   double params = 0;
   std::size_t units = 0;  ///< backward units (head, layers, embedding) in the slice
 };
@@ -28,6 +29,9 @@ struct MicroBatchCost {
   double layer_params = 0;
   double head_params = 0;
   double embedding_params = 0;
+  // Kernels the host issues for each piece (host dispatch):
+  int embedding_forward_kernels = 0, layer_forward_kernels = 0, head_forward_kernels = 0, forward_kernels = 0;
+  int layer_backward_kernels = 0, head_backward_kernels = 0, embedding_backward_kernels = 0;
 };
 
 MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::DeviceProfile& dev,
@@ -53,6 +57,16 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   c.head_backward = with_accumulation(ops_duration(model::backward_of(head_f), dev), c.head_params);
   c.embedding_backward =
       with_accumulation(ops_duration(model::backward_of(emb), dev), c.embedding_params);
+  const int accumulation_kernel = accumulate ? 1 : 0;
+  c.embedding_forward_kernels = model::ops_kernels(emb);
+  c.layer_forward_kernels = model::ops_kernels(layer_f);
+  c.head_forward_kernels = model::ops_kernels(head_f);
+  c.forward_kernels = c.embedding_forward_kernels + static_cast<int>(s.layers) * c.layer_forward_kernels +
+                      c.head_forward_kernels;
+  c.layer_backward_kernels = model::ops_kernels(model::backward_of(layer_f)) +
+                             (recompute ? c.layer_forward_kernels : 0) + accumulation_kernel;
+  c.head_backward_kernels = model::ops_kernels(model::backward_of(head_f)) + accumulation_kernel;
+  c.embedding_backward_kernels = model::ops_kernels(model::backward_of(emb)) + accumulation_kernel;
   return c;
 }
 
@@ -61,17 +75,19 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
 /// DeepSpeed's bucketing do. The last bucket takes what is left.
 std::vector<BackwardSegment> bucketize(const MicroBatchCost& c, double bucket_params) {
   std::vector<BackwardSegment> out(1);
-  auto add = [&](Seconds t, double p) {
+  auto add = [&](Seconds t, int kernels, double p) {
     out.back().duration += t;
+    out.back().kernels += kernels;
     out.back().params += p;
     ++out.back().units;
     if (bucket_params > 0 && out.back().params >= bucket_params) out.emplace_back();
   };
-  add(c.head_backward, c.head_params);
-  for (Seconds t : c.layer_backward) add(t, c.layer_params);
-  add(c.embedding_backward, c.embedding_params);
+  add(c.head_backward, c.head_backward_kernels, c.head_params);
+  for (Seconds t : c.layer_backward) add(t, c.layer_backward_kernels, c.layer_params);
+  add(c.embedding_backward, c.embedding_backward_kernels, c.embedding_params);
   if (out.back().params == 0 && out.size() > 1) {
     out[out.size() - 2].duration += out.back().duration;
+    out[out.size() - 2].kernels += out.back().kernels;
     out[out.size() - 2].units += out.back().units;
     out.pop_back();
   }
@@ -112,7 +128,11 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   const MicroBatchCost cost = micro_batch_cost(spec, dev, shape, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;
-  for (const auto& s : segments) full_backward += s.duration;
+  int full_backward_kernels = 0;
+  for (const auto& s : segments) {
+    full_backward += s.duration;
+    full_backward_kernels += s.kernels;
+  }
   const double total_params = model::parameter_count(spec);
 
   Program prog;
@@ -191,6 +211,12 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   auto backward_of_unit = [&](std::size_t k) {  // k in backward order: head, last layer ... embedding
     return k == 0 ? cost.head_backward : k + 1 == units ? cost.embedding_backward : cost.layer_backward[k - 1];
   };
+  auto backward_kernels_of_unit = [&](std::size_t k) {
+    return k == 0 ? cost.head_backward_kernels : k + 1 == units ? cost.embedding_backward_kernels
+                                                                : cost.layer_backward_kernels;
+  };
+  // One kernel per optimizer pass; foreach / fused optimizers launch one per chunk of tensors.
+  const int optimizer_kernels = cfg.megatron_fp16_optimizer ? 5 : 1;
 
   for (int r = 0; r < cfg.world; ++r) {
     RankProgram rp;
@@ -224,6 +250,8 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
           const bool layer = u > 0 && u + 1 < units;
           Task f{"forward " + unit_name(u) + tag, TaskKind::compute, Phase::forward,
                  u == 0 ? cost.embedding_forward : layer ? cost.layer_forward : cost.head_forward, -1, {}};
+          f.kernels = u == 0 ? cost.embedding_forward_kernels : layer ? cost.layer_forward_kernels
+                                                                    : cost.head_forward_kernels;
           if (u == 0) f.alloc = cfg.activation_memory;
           if (u >= 2 && offloaded[u - 2].stream >= 0) f.deps.push_back(offloaded[u - 2]);
           comp.tasks.push_back(std::move(f));
@@ -236,6 +264,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
             const std::size_t u = units - 1 - k;
             Task bw{"backward " + unit_name(u) + tag, TaskKind::compute, Phase::backward, backward_of_unit(k), -1, {}};
             bw.workspace = cfg.workspace_memory;
+            bw.kernels = backward_kernels_of_unit(k);
             if (u > 0 && u + 1 < units)
               bw.deps.push_back(copy("fetch input " + unit_name(u) + tag, CopyDirection::to_device,
                                      k >= 2 ? std::vector<TaskRef>{done[k - 2]} : std::vector<TaskRef>{}));
@@ -248,11 +277,13 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
       }
       Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
       forward.alloc = cfg.activation_memory;
+      forward.kernels = cost.forward_kernels;
       comp.tasks.push_back(forward);
       if (!reduce_now) {
         Task backward{"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}};
         backward.workspace = cfg.workspace_memory;
         backward.release = cfg.activation_memory;
+        backward.kernels = full_backward_kernels;
         comp.tasks.push_back(backward);
         continue;
       }
@@ -262,6 +293,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
         Task backward{"backward" + tag + " bucket " + std::to_string(b), TaskKind::compute,
                       Phase::backward, segments[b].duration, -1, {}};
         backward.workspace = cfg.workspace_memory;
+        backward.kernels = segments[b].kernels;
         if (b + 1 == segments.size()) backward.release = cfg.activation_memory;
         comp.tasks.push_back(backward);
         reduce_bucket(comm, mb, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
@@ -271,6 +303,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     for (std::size_t i = 0; i < comm.tasks.size(); ++i) reduced.push_back({1, static_cast<int>(i)});
     comp.tasks.push_back({zero1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
                           Phase::optimizer, optimizer, -1, reduced});
+    comp.tasks.back().kernels = optimizer_kernels;
     if (zero1) {
       const TaskRef stepped{0, static_cast<int>(comp.tasks.size()) - 1};
       comm.tasks.push_back({"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0,

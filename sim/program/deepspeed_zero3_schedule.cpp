@@ -28,6 +28,7 @@ struct Submodule {
   Seconds forward = 0;
   Seconds backward = 0;
   long layer = -1;  ///< the transformer layer it belongs to (-1: embedding, head)
+  int forward_kernels = 0, backward_kernels = 0;  ///< issued by the host (host dispatch)
 };
 
 enum class Pass : std::uint8_t { forward, recompute, backward };
@@ -78,6 +79,8 @@ Model submodules_of(const ScheduleInputs& in) {
     const auto ops = model::embedding_forward_ops(s, shape);
     e.forward = ops_duration(ops, dev);
     e.backward = ops_duration(model::backward_of(ops), dev);
+    e.forward_kernels = model::ops_kernels(ops);
+    e.backward_kernels = model::ops_kernels(model::backward_of(ops));
     m.modules.push_back(std::move(e));
   }
   const auto layer_ops = model::layer_forward_ops(s, shape);
@@ -103,7 +106,8 @@ Model submodules_of(const ScheduleInputs& in) {
     const std::string prefix = "layer " + std::to_string(l) + " ";
     for (std::size_t k = 0; k < parts.size(); ++k) {
       Submodule sm{prefix + names[k], {tensor(prefix + names[k] + " weight", weights[k])},
-                   ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l};
+                   ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l,
+                   model::ops_kernels(parts[k]), model::ops_kernels(model::backward_of(parts[k]))};
       if (k + 1 == parts.size()) {
         const double rest = model::parameters_per_layer(s) - named;
         if (rest > 0) sm.tensors.push_back(small(prefix + "biases and norms", rest));
@@ -124,6 +128,8 @@ Model submodules_of(const ScheduleInputs& in) {
     const auto ops = model::head_forward_ops(s, shape);
     hd.forward = ops_duration(ops, dev);
     hd.backward = ops_duration(model::backward_of(ops), dev);
+    hd.forward_kernels = model::ops_kernels(ops);
+    hd.backward_kernels = model::ops_kernels(model::backward_of(ops));
     m.modules.push_back(std::move(hd));
   }
   return m;
@@ -236,6 +242,8 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     for (const auto& e : extra)
       if (std::find(deps.begin(), deps.end(), e) == deps.end()) deps.push_back(e);
     t.deps = deps;
+    // Whatever the host issues after a synchronize it issues once the fence is passed.
+    t.host_sync = !fence.empty() && t.kind == TaskKind::compute;
     rp.streams[stream].tasks.push_back(std::move(t));
     return last_of(stream);
   };
@@ -255,9 +263,12 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     const Tensor& t = model.tensors[k];
     const Bytes gathered = t.numel * p.parameter_wire_bytes;
     const std::string name = "all-gather " + t.name + " (" + why + ")";
-    if (host_loops)  // Init._allgather_param: torch.zeros(aligned size) on the fetch stream first
-      issue(kNccl, {"zero buffer for " + name, TaskKind::compute, Phase::parameter_sync,
-                    ops_duration({model::make_elementwise("zero", gathered)}, in.device), -1, {}});
+    if (host_loops) {  // Init._allgather_param: torch.zeros(aligned size) on the fetch stream first
+      Task zero{"zero buffer for " + name, TaskKind::compute, Phase::parameter_sync,
+                ops_duration({model::make_elementwise("zero", gathered)}, in.device), -1, {}};
+      zero.kernels = 1;
+      issue(kNccl, std::move(zero));
+    }
     device_synchronize();  // then torch.cuda.synchronize()
     // A Python loop narrows the flat buffer into one view per rank (the device is idle).
     host("host: " + std::to_string(L.shard) + " views for " + name, n * view_call);
@@ -339,6 +350,7 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     Task t{std::string(pass) + " " + sm.name + tag, TaskKind::compute,
            use.pass == Pass::forward ? Phase::forward : Phase::backward,
            use.pass == Pass::backward ? sm.backward : sm.forward, -1, {}};
+    t.kernels = use.pass == Pass::backward ? sm.backward_kernels : sm.forward_kernels;
     if (use.pass == Pass::forward && use.module == 0) t.alloc = mem.activations_per_micro_batch;
     if (use.pass != Pass::forward) t.workspace = mem.workspace;
     if (use.pass == Pass::backward && use.module == 0) t.release = mem.activations_per_micro_batch;
@@ -378,7 +390,9 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
   shard_params /= static_cast<double>(L.shard);
   const Seconds optimizer = model::op_duration(model::optimizer_step_op(shard_params), in.device);
   device_synchronize();
-  issue(kCompute, {"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}});
+  Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}};
+  step.kernels = 1;
+  issue(kCompute, std::move(step));
 
   for (long d = 0; d < L.dp; ++d) {
     RankProgram r = rp;

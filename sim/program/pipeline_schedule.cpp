@@ -77,6 +77,11 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const auto head = model::head_forward_ops(s, shape);
   const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
+  // Kernels the host issues for each pass (host dispatch).
+  const int lf_kernels = model::ops_kernels(layer_f);
+  const int lb_kernels = model::ops_kernels(model::backward_of(layer_f)) + (p.activation_checkpointing ? lf_kernels : 0);
+  const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
+  const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
   // What crosses a stage boundary per rank. Under sequence parallelism each TP rank holds 1/tp
   // of the sequence already. Otherwise, with Megatron's scatter/gather optimisation (paper
@@ -389,6 +394,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           }
           return group_calls[tp_sequence++];
         };
+        bool after_exchange = false;  // the next compute task follows a blocking exchange
         for (std::size_t e = 0; e < steps.size(); ++e) {
           const PipelineStep& step = steps[e];
           if (!step.compute) {
@@ -411,6 +417,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                                                     tp_call(name, collective::Op::all_gather, activation), done}));
                 }
             cursor = gathered.empty() ? std::move(done) : std::move(gathered);
+            after_exchange = true;
             continue;
           }
           const std::size_t o = step.slot;
@@ -422,9 +429,15 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready = cursor;
           // Dependencies as TaskDeps: up to three inline, no allocation per task.
-          auto compute = [&](InternedName name, Seconds duration, TaskDeps deps) {
+          auto compute = [&](InternedName name, Seconds duration, int kernels, TaskDeps deps) {
             Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
             if (!slot.forward) task.workspace = mem.workspace;
+            task.kernels = kernels;
+            // Megatron's batched p2p exchanges end in torch.cuda.synchronize() (2021's
+            // p2p_communication.py; megatron-core's batch_p2p_sync, on by default): the host
+            // issues the pass that follows an exchange only once the device is idle.
+            task.host_sync = after_exchange;
+            after_exchange = false;
             return push(kCompute, std::move(task));
           };
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps) {
@@ -443,7 +456,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             // (VocabParallelEmbedding.forward: reduce_from_tensor_model_parallel_region; under
             // sequence parallelism megatron/core reduce-scatters instead when there is no
             // position table, else all-reduces and keeps its sequence slice).
-            previous = compute(names.embedding, emb_f, ready);
+            previous = compute(names.embedding, emb_f, emb_f_kernels, ready);
             ready = {previous};
             if (tp > 1) {
               const bool scatter = sequence_parallel && !s.learned_positions;
@@ -458,7 +471,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             // column-parallel output layer), reduce-scattered under sequence parallelism, whose
             // weight gradient also re-gathers the input (see the layers below).
             if (sequence_parallel) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
-            previous = compute(names.head, head_b, ready);
+            previous = compute(names.head, head_b, head_b_kernels, ready);
             ready = {previous};
             if (tp > 1) {
               previous = tensor(names.tp_head, sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
@@ -511,7 +524,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               ready.push_back(push(kCopy, std::move(fetch)));
             }
             if (gathers_here) await_parameters(slot.chunk, l, ready);
-            previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb, ready);
+            previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
+                               slot.forward ? lf_kernels : lb_kernels, ready);
             ready = {previous};
             if (offload && slot.forward) {
               Task copy{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
@@ -546,7 +560,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               previous = tensor(names.tp_head, collective::Op::all_gather, activation, ready);
               ready = {previous};
             }
-            previous = compute(names.head, head_f, ready);
+            previous = compute(names.head, head_f, head_f_kernels, ready);
             ready = {previous};
             if (tp > 1)
               for (const InternedName& call : names.tp_loss) {
@@ -561,7 +575,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               previous = tensor(names.tp_embedding, collective::Op::all_gather, activation, ready);
               ready = {previous};
             }
-            previous = compute(names.embedding, emb_b, ready);
+            previous = compute(names.embedding, emb_b, emb_b_kernels, ready);
             ready = {previous};
             if (reduce_now) {
               sync_gradients(pending + embedding_params, previous, last_micro_batch);
@@ -603,6 +617,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                                       step_deps})};
         }
         Seconds optimizer_seconds = optimizer_per_param * (params / static_cast<double>(shard));
+        int optimizer_kernels = 1;
+        bool optimizer_host_sync = false;
         if (megatron_optimizer) {
           // Float16OptimizerWithFloat16Params.step: gradients to fp32, unscaled and checked, the
           // inf flag all-reduced and read on the host (.item()); the L2 norm, all-reduced and read;
@@ -624,16 +640,26 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             }
             return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, calls[scalar_sequence++], {after}});
           };
-          TaskRef last = push(kCompute, {"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer,
-                                         seconds(0, 1), -1, step_deps});
+          Task unscale{"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer, seconds(0, 1), -1, step_deps};
+          unscale.kernels = 2;
+          TaskRef last = push(kCompute, std::move(unscale));
           if (model_parallel_scalars) last = scalar_all_reduce("found-inf all-reduce", last);
-          last = push(kCompute, {"optimizer gradient norm", TaskKind::compute, Phase::optimizer, seconds(2, 2), -1, {last}});
+          // Each scalar is read on the host (.item()) before the host issues what follows.
+          Task norm{"optimizer gradient norm", TaskKind::compute, Phase::optimizer, seconds(2, 2), -1, {last}};
+          norm.kernels = 1;
+          norm.host_sync = true;
+          last = push(kCompute, std::move(norm));
           if (model_parallel_scalars) last = scalar_all_reduce("gradient-norm all-reduce", last);
           step_deps = {last};
           optimizer_seconds = seconds(3, 4);  // Adam and the fp16 parameter copy
+          optimizer_kernels = 2;
+          optimizer_host_sync = true;
         }
-        const TaskRef stepped = push(kCompute, {shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
-                                                Phase::optimizer, optimizer_seconds, -1, step_deps});
+        Task step_task{shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute, Phase::optimizer,
+                       optimizer_seconds, -1, step_deps};
+        step_task.kernels = optimizer_kernels;
+        step_task.host_sync = optimizer_host_sync;
+        const TaskRef stepped = push(kCompute, std::move(step_task));
         if (shard > 1 && !overlap_param_gather) {
           const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);

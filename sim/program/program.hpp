@@ -40,6 +40,14 @@ struct Task {
   // Host-copy tasks:
   Bytes copy_bytes = 0;  ///< moved between the accelerator and the node's CPU
   CopyDirection copy_direction = CopyDirection::to_host;
+  // Host dispatch (Program::host_per_kernel):
+  /// Compute tasks: kernels the rank's host thread issues for it (Operation::kernels summed);
+  /// with Program::host_per_kernel they gate its start and end (model/host_dispatch.hpp).
+  int kernels = 0;
+  /// The host waits for every dependency of this task to finish before it issues the task
+  /// (torch.cuda.synchronize, .item(), a blocking wait on a collective): the host's issue
+  /// restarts then. Without it, dependencies are waits of the device's streams only.
+  bool host_sync = false;
 };
 
 struct Stream {
@@ -65,6 +73,10 @@ struct Program {
   std::vector<RankProgram> ranks;
   std::vector<CollectiveCall> collectives;
   long samples_per_step = 0;  ///< sequences processed by the whole job in one step
+  /// Host time per kernel an eager framework's host thread spends issuing (device profile's
+  /// eager_kernel_issue); 0: kernels are not issued from the host (compiled graphs, or not
+  /// measured), Task::kernels and Task::host_sync change nothing.
+  Seconds host_per_kernel = 0;
 };
 
 /// Checks structural invariants: dependency and collective indices in range, each collective's

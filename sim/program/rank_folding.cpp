@@ -61,6 +61,7 @@ std::uint64_t signature(const std::vector<std::uint32_t>& shape, const RankProgr
       h = mix(h, static_cast<std::uint64_t>(t.kind) * 16 + static_cast<std::uint64_t>(t.phase));
       h = mix(h, bits(t.duration));
       h = mix(h, t.deps.size());
+      h = mix(h, static_cast<std::uint64_t>(t.kernels) * 2 + (t.host_sync ? 1 : 0));
       if (t.kind == TaskKind::collective) h = mix(h, shape[static_cast<std::size_t>(t.collective)]);
       if (t.kind == TaskKind::host_copy)
         h = mix(mix(h, bits(t.copy_bytes)), static_cast<std::uint64_t>(t.copy_direction));
@@ -80,7 +81,8 @@ bool same_program(const std::vector<std::uint32_t>& shape, const RankProgram& a,
       const auto& y = sb.tasks[i];
       if (x.kind != y.kind || x.phase != y.phase || x.duration != y.duration || !(x.deps == y.deps) ||
           x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace || x.name != y.name ||
-          x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction)
+          x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction || x.kernels != y.kernels ||
+          x.host_sync != y.host_sync)
         return false;
       if (x.kind == TaskKind::collective &&
           shape[static_cast<std::size_t>(x.collective)] != shape[static_cast<std::size_t>(y.collective)])

@@ -22,6 +22,7 @@ struct Unit {
   double params = 0;  ///< on one TP rank (the full unit is gathered over the shard group)
   Seconds forward = 0;
   Seconds backward = 0;  ///< including the recomputed forward under checkpointing
+  int forward_kernels = 0, backward_kernels = 0;  ///< issued by the host (the same split)
   bool tensor_parallel = false;  ///< ends each pass with a TP all-reduce
   bool layer = false;            ///< a transformer layer (its input is checkpointed / offloaded)
 };
@@ -36,19 +37,26 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
-                   ops_duration(model::backward_of(emb), dev), false, false});
+                   ops_duration(model::backward_of(emb), dev), model::ops_kernels(emb),
+                   model::ops_kernels(model::backward_of(emb)), false, false});
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
   Seconds lb = ops_duration(model::backward_of(layer_f), dev);
-  if (p.activation_checkpointing)
-    lb += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
-              ? ops_duration(model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op), dev)
-              : lf;
+  const int lfk = model::ops_kernels(layer_f);
+  int lbk = model::ops_kernels(model::backward_of(layer_f));
+  if (p.activation_checkpointing) {
+    const bool selective = p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+    const auto recomputed =
+        selective ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op) : layer_f;
+    lb += selective ? ops_duration(recomputed, dev) : lf;
+    lbk += model::ops_kernels(recomputed);
+  }
   for (long l = 0; l < s.layers; ++l)
-    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, p.tp > 1, true});
+    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
   const auto head = model::head_forward_ops(s, shape);
   units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),
-                   ops_duration(model::backward_of(head), dev), false, false});
+                   ops_duration(model::backward_of(head), dev), model::ops_kernels(head),
+                   model::ops_kernels(model::backward_of(head)), false, false});
   return units;
 }
 
@@ -273,6 +281,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
+          f.kernels = units[u].forward_kernels;
           previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
           computed.push_back(static_cast<int>(comp.size()) - 1);
@@ -303,11 +312,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
             r.workspace = mem.workspace;
+            r.kernels = units[u].forward_kernels;
             ready = {pass(r, ready, of_rank(c[u].tensor_recompute), sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
           b.workspace = mem.workspace;
+          b.kernels = units[u].backward_kernels -
+                      (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
           if (u == 0) b.release = mem.activations_per_micro_batch;
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
@@ -328,6 +340,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         if (reduced.empty()) reduced.push_back(previous);
       }
       Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, reduced};
+      step.kernels = 1;
       comp.push_back(std::move(step));
       prog.ranks.push_back(std::move(rp));
     }

@@ -91,6 +91,7 @@ plan::TrainingPlan read_training(JsonObject o) {
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
   t.eager_kernels = o.boolean_or("eager_kernels", false);
+  t.host_dispatch = o.boolean_or("host_dispatch", true);
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
   t.overlap_grad_reduce = o.boolean_or("overlap_grad_reduce", false);

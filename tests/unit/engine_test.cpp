@@ -143,6 +143,62 @@ TEST_F(EngineTest, AHostTaskDelaysWhatWaitsForItButUsesNoDevice) {
   EXPECT_NEAR(r.makespan, 1.5, 1e-9);
 }
 
+// Host dispatch: the rank's host thread issues each kernel at Program::host_per_kernel.
+Task issued(const std::string& name, Seconds d, int kernels) {
+  Task t = compute(name, d);
+  t.kernels = kernels;
+  return t;
+}
+
+TEST_F(EngineTest, HostBoundTasksRunAtTheHostsIssueRate) {
+  // 10 kernels of 10 us each (100 us of device time) per task, issued at 50 us each: the device
+  // starts after the first issue (50 us) and the last kernel after the last issue (500 us).
+  Program p = one_stream_each(1, {issued("a", 100e-6, 10), issued("b", 100e-6, 10)});
+  p.host_per_kernel = 50e-6;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 20 * 50e-6 + 10e-6, 1e-9);
+}
+
+TEST_F(EngineTest, WithoutAHostCostTasksTakeTheirDeviceTime) {
+  Program p = one_stream_each(1, {issued("a", 100e-6, 10), issued("b", 100e-6, 10)});
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 200e-6, 1e-9);
+}
+
+TEST_F(EngineTest, GpuBoundTasksHideTheHostAfterTheFirstKernel) {
+  // 10 kernels of 1 ms each, issued at 50 us: the host runs ahead; only the first issue shows.
+  Program p = one_stream_each(1, {issued("a", 10e-3, 10), issued("b", 10e-3, 10)});
+  p.host_per_kernel = 50e-6;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 50e-6 + 20e-3, 1e-9);
+}
+
+TEST_F(EngineTest, WithoutAHostSyncTheHostIssuedAheadOfAStreamWait) {
+  // b (stream 0) waits for a 1 ms task on stream 1: the host issued b's two kernels meanwhile.
+  Program p = one_stream_each(1, {issued("b", 1e-3, 2)});
+  p.ranks[0].streams[0].tasks[0].deps = {{1, 0}};
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {compute("a", 1e-3)}});
+  p.host_per_kernel = 50e-6;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 2e-3, 1e-9);
+}
+
+TEST_F(EngineTest, AHostSyncRestartsTheIssueAtTheDependencysEnd) {
+  // The same with a host sync: the host starts issuing b when a ends; b's first kernel 50 us later.
+  Program p = one_stream_each(1, {issued("b", 1e-3, 2)});
+  p.ranks[0].streams[0].tasks[0].deps = {{1, 0}};
+  p.ranks[0].streams[0].tasks[0].host_sync = true;
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {compute("a", 1e-3)}});
+  p.host_per_kernel = 50e-6;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 1e-3 + 50e-6 + 1e-3, 1e-9);
+}
+
 TEST_F(EngineTest, IntraNodeAllReduceMatchesThePlanByHand) {
   const auto cal = collective::load_collective_calibration(topology_.calibration_file);
   ASSERT_EQ(cal.intra_node.algorithm, collective::Algorithm::direct)

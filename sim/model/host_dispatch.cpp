@@ -1,0 +1,22 @@
+#include "model/host_dispatch.hpp"
+
+#include <algorithm>
+
+namespace trainsim::model {
+
+DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
+                       Seconds device_time) {
+  DispatchTimes t;
+  if (kernels <= 0) {
+    t.device_start = device_free;
+    t.host_end = host_start;
+    t.device_end = device_free + device_time;
+    return t;
+  }
+  t.device_start = std::max(device_free, host_start + per_kernel);
+  t.host_end = host_start + kernels * per_kernel;
+  t.device_end = std::max(t.device_start + device_time, t.host_end + device_time / kernels);
+  return t;
+}
+
+}  // namespace trainsim::model

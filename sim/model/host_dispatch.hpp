@@ -1,0 +1,28 @@
+#pragma once
+// Eager frameworks (PyTorch without CUDA graphs) launch every kernel from one host thread, and
+// Python, autograd and the dispatcher cost tens of microseconds per kernel. The host runs ahead
+// of the device while the device's kernels are longer (up to the launch queue's ~1024 kernels,
+// never reached in one step's run of issue here); when they are shorter the device waits for the
+// host, and after a host synchronisation (torch.cuda.synchronize, .item(), a blocking wait on a
+// collective) the device restarts only as fast as the host issues again. This is the arithmetic
+// of that race for a run of kernels, shared by the engine (a task's kernels) and validate/ (a
+// layer's ops).
+#include "core/units.hpp"
+
+namespace trainsim::model {
+
+struct DispatchTimes {
+  Seconds device_start = 0;  ///< the first kernel starts: issued, and the device free
+  Seconds host_end = 0;      ///< the host has issued the last kernel
+  Seconds device_end = 0;    ///< the last kernel ends, for kernels taking `device_time` in all
+};
+
+/// `kernels` kernels taking `device_time` together on the device, issued one by one from
+/// `host_start` at `per_kernel` host time each, on a device free from `device_free`. The first
+/// starts once issued; the run ends at the later of the device's own end and the host's last
+/// issue plus one mean kernel (the last kernel cannot start before it is issued). Kernels are
+/// taken as equally long inside the run: a run mixing long and short kernels can end later.
+[[nodiscard]] DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
+                                     Seconds device_time);
+
+}  // namespace trainsim::model

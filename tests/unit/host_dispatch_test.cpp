@@ -1,0 +1,113 @@
+// Host dispatch as plain data: the race of host issue and device (model/host_dispatch.hpp), the
+// kernels each op list counts, and what the schedules put on their tasks (no SimGrid).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/host_dispatch.hpp"
+#include "model/transformer.hpp"
+#include "program/build_program.hpp"
+#include "support/pipeline_fixture.hpp"
+
+namespace trainsim {
+namespace {
+
+TEST(HostDispatch, AHostBoundRunEndsOneMeanKernelAfterTheLastIssue) {
+  const auto t = model::dispatch(0, 0, 10, 50e-6, 100e-6);
+  EXPECT_NEAR(t.device_start, 50e-6, 1e-12);
+  EXPECT_NEAR(t.host_end, 500e-6, 1e-12);
+  EXPECT_NEAR(t.device_end, 510e-6, 1e-12);
+}
+
+TEST(HostDispatch, ADeviceBoundRunShowsOnlyTheFirstIssue) {
+  const auto t = model::dispatch(0, 0, 10, 50e-6, 10e-3);
+  EXPECT_NEAR(t.device_end, 50e-6 + 10e-3, 1e-12);
+  // The host ran ahead: a device still busy hides the first issue too.
+  EXPECT_NEAR(model::dispatch(0, 1e-3, 10, 50e-6, 10e-3).device_end, 11e-3, 1e-12);
+}
+
+TEST(HostDispatch, NoKernelsOrNoHostCostIsTheDeviceTime) {
+  EXPECT_NEAR(model::dispatch(5, 1, 0, 50e-6, 2).device_end, 3, 1e-12);
+  EXPECT_NEAR(model::dispatch(0, 1, 10, 0, 2).device_end, 3, 1e-12);
+}
+
+model::TransformerSpec bert_large_layer() {
+  model::TransformerSpec s{"bert-large", 1, 1024, 16, 4096, 30522, 512, true};
+  s.causal = false;
+  return s;
+}
+
+TEST(KernelCounts, TheTorchLayerLaunchesWhatItsProfileCounts) {
+  // validate/results/h100-sxm-torch-layer-profile.json, bert-large, memsets left out: 57 - 9
+  // kernels unfused (17 forward), 47 - 7 with SDPA flash attention.
+  model::LayerShape unfused{8};
+  const auto s = bert_large_layer();
+  EXPECT_EQ(model::ops_kernels(model::layer_forward_ops(s, unfused)), 17);
+  EXPECT_EQ(model::ops_kernels(model::layer_backward_ops(s, unfused)), 31);
+  model::LayerShape flash = unfused;
+  flash.flash_attention = true;
+  EXPECT_EQ(model::ops_kernels(model::layer_forward_ops(s, flash)) +
+                model::ops_kernels(model::layer_backward_ops(s, flash)),
+            40);
+}
+
+TEST(KernelCounts, WithoutBiasesALinearsBackwardIsTwoGemms) {
+  auto s = bert_large_layer();
+  const int with_bias = model::ops_kernels(model::layer_backward_ops(s, model::LayerShape{1}));
+  s.bias = false;
+  // Four linear layers lose their bias-gradient reduction.
+  EXPECT_EQ(model::ops_kernels(model::layer_backward_ops(s, model::LayerShape{1})), with_bias - 4);
+}
+
+program::ScheduleInputs with_host_cost(program::ScheduleInputs in) {
+  in.device.eager_kernel_issue = 40e-6;
+  return in;
+}
+
+TEST(HostDispatchProgram, TheProgramCarriesTheDevicesHostCostUnlessSwitchedOff) {
+  auto in = with_host_cost(testing_support::tiny_tp2_pp2_dp2());
+  EXPECT_DOUBLE_EQ(program::build_program(in).host_per_kernel, 40e-6);
+  in.plan.host_dispatch = false;  // CUDA graphs / torch.compile
+  EXPECT_DOUBLE_EQ(program::build_program(in).host_per_kernel, 0);
+}
+
+TEST(HostDispatchProgram, EveryComputeTaskCarriesItsKernels) {
+  const auto in = with_host_cost(testing_support::tiny_tp2_pp2_dp2());
+  const auto prog = program::build_program(in);
+  const model::LayerShape shape{in.plan.micro_batch, in.plan.tp, in.plan.sequence_parallel, in.plan.flash_attention,
+                                in.plan.fused_cross_entropy, in.plan.eager_kernels};
+  const int layer_forward = model::ops_kernels(model::layer_forward_ops(in.model, shape));
+  bool found_layer_forward = false;
+  for (const auto& rp : prog.ranks)
+    for (const auto& s : rp.streams)
+      for (const auto& t : s.tasks) {
+        if (t.kind != program::TaskKind::compute) continue;
+        EXPECT_GT(t.kernels, 0) << t.name;
+        if (t.phase == program::Phase::forward && t.name.str().find("layer") != std::string::npos) {
+          EXPECT_EQ(t.kernels, layer_forward) << t.name;
+          found_layer_forward = true;
+        }
+      }
+  EXPECT_TRUE(found_layer_forward);
+}
+
+TEST(HostDispatchProgram, APassAfterABlockingPipelineExchangeIsAHostSync) {
+  // Megatron's exchanges end in torch.cuda.synchronize(): the compute task right after each
+  // exchange waits on the host; the ones after it in the same slot do not.
+  const auto prog = program::build_program(with_host_cost(testing_support::tiny_tp2_pp2_dp2()));
+  int synced = 0, after_sync = 0;
+  for (const auto& rp : prog.ranks) {
+    const auto& tasks = rp.streams[0].tasks;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (!tasks[i].host_sync) continue;
+      ++synced;
+      EXPECT_FALSE(tasks[i].deps.empty()) << tasks[i].name;
+      if (i + 1 < tasks.size() && tasks[i + 1].phase == tasks[i].phase && !tasks[i + 1].host_sync) ++after_sync;
+    }
+  }
+  EXPECT_GT(synced, 0);
+  EXPECT_GT(after_sync, 0);
+}
+
+}  // namespace
+}  // namespace trainsim
