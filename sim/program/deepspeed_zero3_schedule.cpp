@@ -1,6 +1,7 @@
 #include "program/deepspeed_zero3_schedule.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,16 @@ Model submodules_of(const ScheduleInputs& in) {
   };
   auto small = [&](std::string name, double numel) {
     // Biases and norm weights: each at most ffn_hidden elements, under the threshold for the
-    // models here; their sum per layer is not one tensor.
+    // models here.
     m.tensors.push_back({std::move(name), numel, true});
     return static_cast<int>(m.tensors.size()) - 1;
+  };
+  // A norm's tensors: its scale, and its shift for a layer norm (norm_parameters).
+  const bool shift = s.norm == model::NormKind::layernorm;
+  const double norm_numel = shift ? 2 * h : h;
+  auto norm = [&](Submodule& sm, const std::string& name) {
+    sm.tensors.push_back(small(name + (shift ? " weight" : ""), h));
+    if (shift) sm.tensors.push_back(small(name + " bias", h));
   };
 
   const double word_numel = static_cast<double>(s.vocab) * h;
@@ -87,11 +95,13 @@ Model submodules_of(const ScheduleInputs& in) {
     std::vector<std::vector<model::Operation>> parts;
     std::vector<std::string> names;
     std::vector<double> weights;
+    std::vector<double> biases;  // output features of each weight GEMM
     for (const auto& op : layer_ops) {
       if (is_weight_gemm(op)) {
         if (parts.empty() || weights.size() == parts.size()) parts.emplace_back();
         names.push_back(op.name);
         weights.push_back(op.n * op.k);
+        biases.push_back(op.n);
       } else if (parts.empty()) {
         parts.emplace_back();
       }
@@ -105,8 +115,20 @@ Model submodules_of(const ScheduleInputs& in) {
       Submodule sm{prefix + names[k], {tensor(prefix + names[k] + " weight", weights[k])},
                    ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l};
       if (k + 1 == parts.size()) {
-        const double rest = model::parameters_per_layer(s) - named;
-        if (rest > 0) sm.tensors.push_back(small(prefix + "biases and norms", rest));
+        // The layer's small tensors, each its own parameter (persistent_parameters lists them
+        // one by one): the linear biases and the two norms. Attached to the last submodule,
+        // whose backward completes the layer's gradients.
+        double small_numel = 0;
+        if (s.bias)
+          for (std::size_t j = 0; j < parts.size(); ++j) {
+            sm.tensors.push_back(small(prefix + names[j] + " bias", biases[j]));
+            small_numel += biases[j];
+          }
+        norm(sm, prefix + "input norm");
+        norm(sm, prefix + "post-attention norm");
+        small_numel += 2 * norm_numel;
+        TRAINSIM_CHECK(std::abs(named + small_numel - model::parameters_per_layer(s)) < 0.5,
+                       "a layer's weights, biases and norms make up its parameters");
       }
       m.modules.push_back(std::move(sm));
     }
@@ -119,6 +141,10 @@ Model submodules_of(const ScheduleInputs& in) {
       own -= word_numel;
     } else {
       hd.tensors.push_back(word);  // the logits read the tied table: gathered again
+    }
+    if (s.final_norm && !s.mlm_head) {
+      norm(hd, "final norm");
+      own -= norm_numel;
     }
     if (own > 0) hd.tensors.push_back(small("head norm", own));
     const auto ops = model::head_forward_ops(s, shape);
@@ -378,7 +404,54 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
   shard_params /= static_cast<double>(L.shard);
   const Seconds optimizer = model::op_duration(model::optimizer_step_op(shard_params), in.device);
   device_synchronize();
-  issue(kCompute, {"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}});
+  const TaskRef stepped =
+      issue(kCompute, {"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}});
+  if (sharded) {
+    // The end of the backward partitions every gathered parameter, the persistent ones too
+    // (_partition_all_parameters -> release_and_reset_parameter, which does not check
+    // ds_persist), so the step gathers them all again (_post_step -> Init._allgather_params):
+    // the rank's shards copied one by one into a flat buffer narrowed into one view per rank,
+    // one all_gather into that list (PyTorch's copy_ per rank back into it), then for every
+    // persistent parameter a Python loop over the ranks whose slice holds part of it: two
+    // narrows, a view and a copy_ each. The host issues them back to back while the device
+    // runs the optimizer; the copies' device time is hidden behind the host's calls.
+    std::vector<double> persistent;
+    for (const auto& t : model.tensors)
+      if (t.persistent) persistent.push_back(t.numel);
+    double numel = 0;
+    double slices = 0;  // (parameter, rank) pairs of the copy loop
+    for (double e : persistent) {
+      const double part = std::ceil(e / n);  // ds_tensor numel (padded to the group)
+      numel += part * n;
+      slices += std::min(n, std::ceil(e / part));
+    }
+    const double count = static_cast<double>(persistent.size());
+    if (count > 0) {
+      const std::string what = "all-gather " + std::to_string(persistent.size()) + " persistent parameters (step)";
+      host("host: " + std::to_string(L.shard) + " views for " + what, n * view_call);
+      host("host: " + std::to_string(persistent.size()) + " shard copies for " + what,
+           count * (view_call + copy_call));
+      const Bytes gathered = numel * p.parameter_wire_bytes;
+      prog.collectives.push_back({what, collective::Op::all_gather, gathered, group});
+      issue(kNccl,
+            {what, TaskKind::collective, Phase::parameter_sync, 0, static_cast<int>(prog.collectives.size()) - 1, {}},
+            {stepped});
+      if (host_loops) {
+        issue(kNccl, {"copy-out " + what, TaskKind::compute, Phase::parameter_sync,
+                      (n - 1) * in.device.launch_overhead +
+                          ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+                      -1, {}});
+        host("host: " + std::to_string(L.shard) + " copy calls for " + what, n * copy_call);
+        host("host: " + std::to_string(static_cast<long>(slices)) + " slice copies into the persistent parameters",
+             slices * (3 * view_call + copy_call));
+        issue(kCompute,
+              {"copy slices into the persistent parameters", TaskKind::compute, Phase::parameter_sync,
+               in.device.launch_overhead + ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+               -1, {}},
+              {last_of(kNccl)});
+      }
+    }
+  }
 
   for (long d = 0; d < L.dp; ++d) {
     RankProgram r = rp;
