@@ -316,10 +316,22 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     wait_for(last_reduction);
     if (bucket <= 0) return;
     const std::string name = "all-reduce gradient bucket " + std::to_string(buckets++);
-    prog.collectives.push_back({name, collective::Op::all_reduce, bucket * p.gradient_wire_bytes, group});
-    last_reduction = issue(kNccl, {name, TaskKind::collective, Phase::gradient_sync, 0,
-                                   static_cast<int>(prog.collectives.size()) - 1, {}},
-                           {bucket_ready});
+    const Bytes bytes = bucket * p.gradient_wire_bytes;
+    // allreduce_bucket flattens the bucket's gradients into one buffer (torch.cat) and divides it
+    // by the group size before the all-reduce; allreduce_and_copy then copies each gradient back
+    // out of it: three memory-bound passes over the bucket on the reduction stream, which the
+    // all-reduce and the host's next synchronize wait for (here on the NCCL stream they share
+    // that order with).
+    issue(kNccl,
+          {"flatten and scale " + name, TaskKind::compute, Phase::gradient_sync,
+           ops_duration({model::make_elementwise("flatten", 2 * bytes), model::make_elementwise("scale", 2 * bytes)},
+                        in.device),
+           -1, {}},
+          {bucket_ready});
+    prog.collectives.push_back({name, collective::Op::all_reduce, bytes, group});
+    issue(kNccl, {name, TaskKind::collective, Phase::gradient_sync, 0, static_cast<int>(prog.collectives.size()) - 1, {}});
+    last_reduction = issue(kNccl, {"copy back " + name, TaskKind::compute, Phase::gradient_sync,
+                                   ops_duration({model::make_elementwise("copy", 2 * bytes)}, in.device), -1, {}});
     bucket = 0;
   };
 

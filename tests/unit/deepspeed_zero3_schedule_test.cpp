@@ -137,23 +137,29 @@ TEST(DeepSpeedZero3Schedule, GradientsAreAllReducedInBucketsAndTheStepWaitsForTh
   double reduced = 0;
   int last = -1;
   for (std::size_t i = 0; i < nccl.tasks.size(); ++i) {
+    if (nccl.tasks[i].collective < 0) continue;
     const CollectiveCall& c = prog.collectives[nccl.tasks[i].collective];
     if (c.op != collective::Op::all_reduce) continue;
     EXPECT_LE(c.size, in.plan.deepspeed_zero3.reduce_bucket_size * 2);
     reduced += c.size;
     last = static_cast<int>(i);
+    // Flattened and scaled before, each gradient copied back out after, on the same stream.
+    EXPECT_TRUE(starts_with(nccl.tasks[i - 1].name.str(), "flatten and scale " + c.name.str()));
+    EXPECT_TRUE(starts_with(nccl.tasks[i + 1].name.str(), "copy back " + c.name.str()));
+    EXPECT_GT(nccl.tasks[i - 1].duration, 0);
+    EXPECT_GT(nccl.tasks[i + 1].duration, 0);
   }
   // Every gradient once, fp16 on the wire.
   EXPECT_DOUBLE_EQ(reduced, model::parameter_count(in.model) * 2);
   // The first bucket (layer 1's MLP output weight, biases and norms) is flushed by the gradient
   // that overflows it, the MLP input weight's, and overlaps that backward.
-  const Task& ar = nccl.tasks[index_of(nccl, "all-reduce gradient bucket 0")];
+  const Task& ar = nccl.tasks[index_of(nccl, "flatten and scale all-reduce gradient bucket 0")];
   EXPECT_TRUE(waits_for(ar, kCompute, index_of(comp, "backward layer 1 ffn_out mb0")));
   const int overflowing = index_of(comp, "backward layer 1 ffn_in mb0");
   for (const auto& d : ar.deps) EXPECT_FALSE(d.stream == kCompute && d.index >= overflowing);
   const Task& step = comp.tasks.back();
   EXPECT_EQ(step.phase, Phase::optimizer);
-  EXPECT_TRUE(waits_for(step, kNccl, last));
+  EXPECT_TRUE(waits_for(step, kNccl, last + 1));  // the last copy back
 }
 
 TEST(DeepSpeedZero3Schedule, WithoutCheckpointingNoRecompute) {
