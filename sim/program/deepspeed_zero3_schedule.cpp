@@ -1,6 +1,7 @@
 #include "program/deepspeed_zero3_schedule.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -65,9 +66,16 @@ Model submodules_of(const ScheduleInputs& in) {
   };
   auto small = [&](std::string name, double numel) {
     // Biases and norm weights: each at most ffn_hidden elements, under the threshold for the
-    // models here; their sum per layer is not one tensor.
+    // models here.
     m.tensors.push_back({std::move(name), numel, true});
     return static_cast<int>(m.tensors.size()) - 1;
+  };
+  // A norm's tensors: its scale, and its shift for a layer norm (norm_parameters).
+  const bool shift = s.norm == model::NormKind::layernorm;
+  const double norm_numel = shift ? 2 * h : h;
+  auto norm = [&](Submodule& sm, const std::string& name) {
+    sm.tensors.push_back(small(name + (shift ? " weight" : ""), h));
+    if (shift) sm.tensors.push_back(small(name + " bias", h));
   };
 
   const double word_numel = static_cast<double>(s.vocab) * h;
@@ -90,11 +98,13 @@ Model submodules_of(const ScheduleInputs& in) {
     std::vector<std::vector<model::Operation>> parts;
     std::vector<std::string> names;
     std::vector<double> weights;
+    std::vector<double> biases;  // output features of each weight GEMM
     for (const auto& op : layer_ops) {
       if (is_weight_gemm(op)) {
         if (parts.empty() || weights.size() == parts.size()) parts.emplace_back();
         names.push_back(op.name);
         weights.push_back(op.n * op.k);
+        biases.push_back(op.n);
       } else if (parts.empty()) {
         parts.emplace_back();
       }
@@ -109,8 +119,20 @@ Model submodules_of(const ScheduleInputs& in) {
                    ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l,
                    model::ops_kernels(parts[k]), model::ops_kernels(model::backward_of(parts[k]))};
       if (k + 1 == parts.size()) {
-        const double rest = model::parameters_per_layer(s) - named;
-        if (rest > 0) sm.tensors.push_back(small(prefix + "biases and norms", rest));
+        // The layer's small tensors, each its own parameter (persistent_parameters lists them
+        // one by one): the linear biases and the two norms. Attached to the last submodule,
+        // whose backward completes the layer's gradients.
+        double small_numel = 0;
+        if (s.bias)
+          for (std::size_t j = 0; j < parts.size(); ++j) {
+            sm.tensors.push_back(small(prefix + names[j] + " bias", biases[j]));
+            small_numel += biases[j];
+          }
+        norm(sm, prefix + "input norm");
+        norm(sm, prefix + "post-attention norm");
+        small_numel += 2 * norm_numel;
+        TRAINSIM_CHECK(std::abs(named + small_numel - model::parameters_per_layer(s)) < 0.5,
+                       "a layer's weights, biases and norms make up its parameters");
       }
       m.modules.push_back(std::move(sm));
     }
@@ -123,6 +145,10 @@ Model submodules_of(const ScheduleInputs& in) {
       own -= word_numel;
     } else {
       hd.tensors.push_back(word);  // the logits read the tied table: gathered again
+    }
+    if (s.final_norm && !s.mlm_head) {
+      norm(hd, "final norm");
+      own -= norm_numel;
     }
     if (own > 0) hd.tensors.push_back(small("head norm", own));
     const auto ops = model::head_forward_ops(s, shape);
@@ -301,10 +327,22 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     wait_for(last_reduction);
     if (bucket <= 0) return;
     const std::string name = "all-reduce gradient bucket " + std::to_string(buckets++);
-    prog.collectives.push_back({name, collective::Op::all_reduce, bucket * p.gradient_wire_bytes, group});
-    last_reduction = issue(kNccl, {name, TaskKind::collective, Phase::gradient_sync, 0,
-                                   static_cast<int>(prog.collectives.size()) - 1, {}},
-                           {bucket_ready});
+    const Bytes bytes = bucket * p.gradient_wire_bytes;
+    // allreduce_bucket flattens the bucket's gradients into one buffer (torch.cat) and divides it
+    // by the group size before the all-reduce; allreduce_and_copy then copies each gradient back
+    // out of it: three memory-bound passes over the bucket on the reduction stream, which the
+    // all-reduce and the host's next synchronize wait for (here on the NCCL stream they share
+    // that order with).
+    issue(kNccl,
+          {"flatten and scale " + name, TaskKind::compute, Phase::gradient_sync,
+           ops_duration({model::make_elementwise("flatten", 2 * bytes), model::make_elementwise("scale", 2 * bytes)},
+                        in.device),
+           -1, {}},
+          {bucket_ready});
+    prog.collectives.push_back({name, collective::Op::all_reduce, bytes, group});
+    issue(kNccl, {name, TaskKind::collective, Phase::gradient_sync, 0, static_cast<int>(prog.collectives.size()) - 1, {}});
+    last_reduction = issue(kNccl, {"copy back " + name, TaskKind::compute, Phase::gradient_sync,
+                                   ops_duration({model::make_elementwise("copy", 2 * bytes)}, in.device), -1, {}});
     bucket = 0;
   };
 
@@ -392,7 +430,53 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
   device_synchronize();
   Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, {}};
   step.kernels = 1;
-  issue(kCompute, std::move(step));
+  const TaskRef stepped = issue(kCompute, std::move(step));
+  if (sharded) {
+    // The end of the backward partitions every gathered parameter, the persistent ones too
+    // (_partition_all_parameters -> release_and_reset_parameter, which does not check
+    // ds_persist), so the step gathers them all again (_post_step -> Init._allgather_params):
+    // the rank's shards copied one by one into a flat buffer narrowed into one view per rank,
+    // one all_gather into that list (PyTorch's copy_ per rank back into it), then for every
+    // persistent parameter a Python loop over the ranks whose slice holds part of it: two
+    // narrows, a view and a copy_ each. The host issues them back to back while the device
+    // runs the optimizer; the copies' device time is hidden behind the host's calls.
+    std::vector<double> persistent;
+    for (const auto& t : model.tensors)
+      if (t.persistent) persistent.push_back(t.numel);
+    double numel = 0;
+    double slices = 0;  // (parameter, rank) pairs of the copy loop
+    for (double e : persistent) {
+      const double part = std::ceil(e / n);  // ds_tensor numel (padded to the group)
+      numel += part * n;
+      slices += std::min(n, std::ceil(e / part));
+    }
+    const double count = static_cast<double>(persistent.size());
+    if (count > 0) {
+      const std::string what = "all-gather " + std::to_string(persistent.size()) + " persistent parameters (step)";
+      host("host: " + std::to_string(L.shard) + " views for " + what, n * view_call);
+      host("host: " + std::to_string(persistent.size()) + " shard copies for " + what,
+           count * (view_call + copy_call));
+      const Bytes gathered = numel * p.parameter_wire_bytes;
+      prog.collectives.push_back({what, collective::Op::all_gather, gathered, group});
+      issue(kNccl,
+            {what, TaskKind::collective, Phase::parameter_sync, 0, static_cast<int>(prog.collectives.size()) - 1, {}},
+            {stepped});
+      if (host_loops) {
+        issue(kNccl, {"copy-out " + what, TaskKind::compute, Phase::parameter_sync,
+                      (n - 1) * in.device.launch_overhead +
+                          ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+                      -1, {}});
+        host("host: " + std::to_string(L.shard) + " copy calls for " + what, n * copy_call);
+        host("host: " + std::to_string(static_cast<long>(slices)) + " slice copies into the persistent parameters",
+             slices * (3 * view_call + copy_call));
+        issue(kCompute,
+              {"copy slices into the persistent parameters", TaskKind::compute, Phase::parameter_sync,
+               in.device.launch_overhead + ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+               -1, {}},
+              {last_of(kNccl)});
+      }
+    }
+  }
 
   for (long d = 0; d < L.dp; ++d) {
     RankProgram r = rp;
