@@ -104,6 +104,9 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (root.has("eager_copy_call")) d.eager_copy_call = sourced(root, "eager_copy_call", Dimension::seconds);
   if (d.eager_view_call < 0) root.fail("eager_view_call", "expected a non-negative time");
   if (d.eager_copy_call < 0) root.fail("eager_copy_call", "expected a non-negative time");
+  if (root.has("eager_slice_copy_iteration"))
+    d.eager_slice_copy_iteration = sourced(root, "eager_slice_copy_iteration", Dimension::seconds);
+  if (d.eager_slice_copy_iteration < 0) root.fail("eager_slice_copy_iteration", "expected a non-negative time");
   if (root.has("eager_kernel_issue")) d.eager_kernel_issue = sourced(root, "eager_kernel_issue", Dimension::seconds);
   if (d.eager_kernel_issue < 0 || d.eager_kernel_issue > 1e-2)
     root.fail("eager_kernel_issue", "expected a host time per kernel launch between 0 and 10ms");

@@ -48,6 +48,10 @@ struct DeviceProfile {
   /// asynchronous device copy (Tensor.copy_). 0: not given, such host loops are not modelled.
   Seconds eager_view_call = 0;
   Seconds eager_copy_call = 0;
+  /// Host time of one iteration of a Python loop that narrows and views a small slice and
+  /// copies it (DeepSpeed 0.3's rebuild of the persistent parameters after the step), measured
+  /// as a whole; 0: not given, the loop is charged 3 views and a copy.
+  Seconds eager_slice_copy_iteration = 0;
   /// Host time an eager PyTorch training loop spends per kernel it launches (Python, autograd,
   /// the dispatcher; host_dispatch.hpp): the host thread issues every kernel, so short kernels
   /// wait for it. A property of the host CPU and framework version, measured on one host. 0: not

@@ -277,6 +277,10 @@ TEST(DeepSpeedZero3Schedule, TheStepGathersThePersistentParametersAgainWithAHost
   // Slices: 64-element tensors (12 of them) 64 each, 192 -> 2 per rank: 96, 256 -> 2: 128.
   const double slices = 2 * (64 + 64 + 96 + 128 + 4 * 64);
   EXPECT_DOUBLE_EQ(host128.tasks.back().duration, slices * (3 * 1e-3 + 2e-3));
+  // Where the profile has the loop's iteration measured whole, that is what each slice costs.
+  big.device.eager_slice_copy_iteration = 4e-3;
+  const Program measured = build_program(big);
+  EXPECT_DOUBLE_EQ(measured.ranks[0].streams[2].tasks.back().duration, slices * 4e-3);
 }
 
 TEST(DeepSpeedZero3Schedule, WithoutHostCallCostsNoHostStream) {
