@@ -111,7 +111,7 @@ std::string profiled_op_group(const ProfiledOp& p, const FrameworkLayer& layer) 
   if (n == "aten::_softmax") return "softmax";
   // softmax's backward for rows over 1024 runs grad x output as its own kernel first.
   if (n == "aten::_softmax_backward_data") return "softmax_bwd";
-  if (n == "aten::mul") return is_scores(dims(1)) ? "softmax_bwd" : "attention_scale";
+  if (n == "aten::mul") return is_scores(dims(1)) ? "softmax_bwd" : "scalar_multiply";
   if (n == "aten::native_dropout") return is_scores(dims(0)) ? "dropout" : "residual_add";
   if (n == "aten::native_dropout_backward") return is_scores(dims(0)) ? "dropout_bwd" : "residual_add_bwd";
   if (n == "aten::add") return "residual_add";

@@ -1,6 +1,7 @@
 #include "model/transformer.hpp"
 
 #include "model/eager_ops.hpp"
+#include "model/module_kernels.hpp"
 
 #include <algorithm>
 #include <string>
@@ -142,6 +143,25 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
       parts.push_back(op_part(make_elementwise(s.norm == NormKind::layernorm ? layernorm_name : rmsnorm_name,
                                                2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s))));
   };
+  const ModuleKernels mk = shape.module_kernels;
+  // A linear layer's GEMM; where the framework reduces its bias's gradient in a kernel of its
+  // own, that reduction over the layer's `bias_rows` tokens runs before the GEMM's gradients.
+  auto linear = [&](Operation gemm, double bias_rows) {
+    if (!s.bias || mk == ModuleKernels::fused) {
+      parts.push_back(op_part(std::move(gemm)));
+      return;
+    }
+    Part p;
+    p.backward = {bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n)};
+    for (auto& b : backward_of({gemm})) p.backward.push_back(std::move(b));
+    p.forward = {std::move(gemm)};
+    p.own_backward = true;
+    parts.push_back(std::move(p));
+  };
+  const double tH = x.t * x.h / x.tp;  // elements of q (or of the context) on this rank
+  // SDPA's tensors are [b, heads, s, d] views of [b, s, heads, d] storage: with one sequence,
+  // moving s ahead of b is still a view, with more it is a copy.
+  const bool sdpa_copies = mk == ModuleKernels::torch_layer && shape.flash_attention && shape.micro_batch > 1;
   norm("layernorm_1", "rmsnorm_1");
   const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
   if (shape.eager) {
@@ -149,9 +169,9 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // parallelism): autograd adds their three input gradients.
     parts.push_back({{}, {gradient_accumulation_add("qkv_grad_add_1", x.t * x.h),
                           gradient_accumulation_add("qkv_grad_add_2", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16)));
+    linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
     if (!s.learned_positions) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
@@ -162,36 +182,55 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
       parts.push_back(eager_part(eager_repeat_kv("repeat_v", x.t * kv_cols, n_rep)));
     }
   } else {
-    parts.push_back(op_part(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16)));
+    linear(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t);
+    const double qkv = x.t * (x.h + 2 * x.hkv) / x.tp;
+    if (mk != ModuleKernels::fused) {
+      Part split{{}, {chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
+      if (mk == ModuleKernels::torch_layer) split.backward.push_back(permute_copy("qkv_grad_layout_copy", qkv));
+      parts.push_back(std::move(split));
+    }
   }
   if (shape.flash_attention) {
     // One kernel: scores and probabilities never reach device memory.
+    if (sdpa_copies)
+      parts.push_back({{}, {permute_copy("sdpa_grad_layout_copy_1", tH), permute_copy("sdpa_grad_layout_copy_2", tH)}, true});
     parts.push_back(op_part(make_fused_attention(s, shape)));
   } else {
     parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
+    if (mk == ModuleKernels::torch_layer) {
+      const double score_elements = scores / kBf16;
+      parts.push_back({{scalar_multiply("attn_scale", score_elements)}, {scalar_multiply("attn_scale_bwd", score_elements)}, true});
+    }
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
     parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax")));
     if (s.dropout) parts.push_back(op_part(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout")));
     parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16)));
   }
-  parts.push_back(op_part(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16)));
+  // The context back from [batch x heads, s, d] to [s, b, h] before the output projection: a
+  // copy after the batched GEMM, after SDPA only with more than one sequence.
+  const bool bmm_context = !shape.flash_attention && (mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron);
+  if (bmm_context || sdpa_copies)
+    parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
+  // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
+  // parallelism, this rank's) tokens.
+  linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp);
   // bias + dropout + residual add.
   parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
-    parts.push_back(op_part(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16)));
+    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
   } else if (shape.eager) {
     parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16)));
-    parts.push_back(op_part(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16)));
+    linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(eager_part(eager_swiglu("swiglu", x.t * fr)));
   } else {
-    parts.push_back(op_part(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16)));
+    linear(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
-  parts.push_back(op_part(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16)));
+  linear(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), x.t / x.sp);
   parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add")));
   return parts;
 }

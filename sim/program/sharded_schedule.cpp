@@ -31,14 +31,14 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double tp = static_cast<double>(p.tp);
   const model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy, p.eager_kernels};
+                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
                    ops_duration(model::backward_of(emb), dev), false, false});
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
-  Seconds lb = ops_duration(model::backward_of(layer_f), dev);
+  Seconds lb = ops_duration(model::layer_backward_ops(s, shape), dev);
   if (p.activation_checkpointing)
     lb += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
               ? ops_duration(model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op), dev)
