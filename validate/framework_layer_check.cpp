@@ -2,17 +2,47 @@
 // measured on a GPU (the "layers" rows of validate/results/<gpu>-sustained-measured.json and
 // <gpu>-torch-ops-measured.json) against the simulator's layer op lists on the device profile at
 // its burst rate (the rows are timed in short bursts after warm-up). No GPU needed.
+// With --profile PROFILE.json (validate/profile_torch_layers.py's kernel breakdown of the same
+// layers), each torch layer's device time follows, group by group (layer_op_breakdown.hpp).
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 
 #include "core/error.hpp"
 #include "framework_layers.hpp"
+#include "layer_op_breakdown.hpp"
+
+namespace {
+
+void print_breakdown(const trainsim::validate::FrameworkLayer& l,
+                     const std::vector<trainsim::validate::ProfiledLayer>& profile,
+                     const trainsim::model::DeviceProfile& dev) {
+  using namespace trainsim::validate;
+  for (const auto& p : profile) {
+    if (l.label != p.model + " " + p.attention) continue;
+    std::printf("\n%s: device time per forward+backward, profiled (kernel sum %.0f us) vs predicted\n",
+                l.label.c_str(), p.device_us);
+    std::printf("  %-34s %10s %10s %9s %4s\n", "group", "profiled", "predicted", "diff", "ops");
+    double tp = 0, tq = 0;
+    for (const auto& g : layer_breakdown(l, p, dev)) {
+      tp += g.profiled_us;
+      tq += g.predicted_us;
+      std::printf("  %-34s %8.1fus %8.1fus %+8.1fus %4d\n", g.group.c_str(), g.profiled_us, g.predicted_us,
+                  g.predicted_us - g.profiled_us, g.predicted_ops);
+    }
+    std::printf("  %-34s %8.1fus %8.1fus %+8.1fus (aten ops the profile lists; memsets left out)\n", "total", tp,
+                tq, tq - tp);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace trainsim;
-  if (argc != 4) {
-    std::cerr << "usage: trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json\n";
+  const bool with_profile = argc == 6 && std::strcmp(argv[4], "--profile") == 0;
+  if (argc != 4 && !with_profile) {
+    std::cerr << "usage: trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json [--profile PROFILE.json]\n";
     return 2;
   }
   try {
@@ -35,7 +65,8 @@ int main(int argc, char** argv) {
       if (dev.eager_kernel_issue > 0) one_row(l, ops + " (device only)", 0);
       one_row(l, ops + (dev.eager_kernel_issue > 0 ? " (host dispatch)" : ""), dev.eager_kernel_issue);
     };
-    for (const auto& l : validate::read_framework_layers(argv[2], argv[3])) {
+    const auto layers = validate::read_framework_layers(argv[2], argv[3]);
+    for (const auto& l : layers) {
       if (l.shape.eager) {
         auto fused = l;
         fused.shape.eager = false;
@@ -44,6 +75,10 @@ int main(int argc, char** argv) {
       } else {
         row(l, "");
       }
+    }
+    if (with_profile) {
+      const auto profile = validate::read_layer_profile(argv[5]);
+      for (const auto& l : layers) print_breakdown(l, profile, dev);
     }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\n";

@@ -53,6 +53,7 @@ std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_f
       l.spec = named->spec;
       l.shape.micro_batch = named->micro_batch;
       l.shape.flash_attention = attention == "sdpa-flash";
+      l.shape.module_kernels = model::ModuleKernels::torch_layer;  // measure_torch_ops.py's Layer
       l.label = model + " " + attention;
       l.measured_forward = row.number("forward_us") * 1e-6;
       l.measured_backward = row.number("backward_us") * 1e-6;

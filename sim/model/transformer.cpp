@@ -1,6 +1,7 @@
 #include "model/transformer.hpp"
 
 #include "model/eager_ops.hpp"
+#include "model/module_kernels.hpp"
 
 #include <algorithm>
 #include <string>
@@ -157,19 +158,35 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
                                                2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)),
                               1, 2));
   };
+  const ModuleKernels mk = shape.module_kernels;
+  // A linear layer's GEMM; where the framework reduces its bias's gradient in a kernel of its
+  // own, that reduction over the layer's `bias_rows` tokens runs before the GEMM's gradients.
+  auto linear = [&](Operation gemm, double bias_rows) {
+    if (!s.bias || mk == ModuleKernels::fused) {
+      parts.push_back(op_part(std::move(gemm)));
+      return;
+    }
+    Part p;
+    p.backward = {bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n)};
+    for (auto& b : backward_of({gemm})) p.backward.push_back(std::move(b));
+    p.forward = {std::move(gemm)};
+    p.own_backward = true;
+    parts.push_back(std::move(p));
+  };
+  const double tH = x.t * x.h / x.tp;  // elements of q (or of the context) on this rank
+  // SDPA's tensors are [b, heads, s, d] views of [b, s, heads, d] storage: with one sequence,
+  // moving s ahead of b is still a view, with more it is a copy.
+  const bool sdpa_copies = mk == ModuleKernels::torch_layer && shape.flash_attention && shape.micro_batch > 1;
   norm("layernorm_1", "rmsnorm_1");
-  // nn.Linear: one GEMM (the bias in its epilogue); backward dgrad, wgrad and, with a bias, the
-  // bias gradient's row sum.
-  const int linear_bwd = s.bias ? 3 : 2;
   const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
   if (shape.eager) {
     // Three nn.Linear on the norm's output (gathered along the sequence under sequence
     // parallelism): autograd adds their three input gradients.
     parts.push_back({{}, {gradient_accumulation_add("qkv_grad_add_1", x.t * x.h),
                           gradient_accumulation_add("qkv_grad_add_2", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
-    parts.push_back(op_part(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
-    parts.push_back(op_part(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
     if (!s.learned_positions) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
@@ -180,45 +197,73 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
       parts.push_back(eager_part(eager_repeat_kv("repeat_v", x.t * kv_cols, n_rep)));
     }
   } else {
-    // Split into q, k, v by views: autograd joins their gradients (one cat kernel).
-    parts.push_back(op_part(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), 1, linear_bwd + 1));
+    // Split into q, k, v by views: autograd joins their gradients (one cat kernel, explicit
+    // below where the framework's module kernels are modelled).
+    linear(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t);
+    const double qkv = x.t * (x.h + 2 * x.hkv) / x.tp;
+    if (mk != ModuleKernels::fused) {
+      Part split{{}, {chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
+      if (mk == ModuleKernels::torch_layer) split.backward.push_back(permute_copy("qkv_grad_layout_copy", qkv));
+      parts.push_back(std::move(split));
+    }
   }
   if (shape.flash_attention) {
     // One kernel: scores and probabilities never reach device memory.
+    if (sdpa_copies)
+      // The output's gradient, a permuted view of the [s, b, h] gradient, made contiguous for the
+      // kernel (the profile's third direct copy with the context's and the QKV gradient's).
+      parts.push_back({{}, {permute_copy("sdpa_grad_layout_copy", tH)}, true});
     // The kernel and the copy of its output into the [s, b, h] layout; backward: the row dot
-    // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies.
-    parts.push_back(op_part(make_fused_attention(s, shape), 2, 5));
+    // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies (explicit
+    // above when they are modelled as ops).
+    parts.push_back(op_part(make_fused_attention(s, shape), sdpa_copies ? 1 : 2, sdpa_copies ? 3 : 5));
   } else {
-    // The batched GEMM and the 1/sqrt(d) scale (a separate kernel forward and backward).
-    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16), 2, 3));
+    // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).
+    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
+    if (mk == ModuleKernels::torch_layer) {
+      const double score_elements = scores / kBf16;
+      parts.push_back({{scalar_multiply("attn_scale", score_elements)}, {scalar_multiply("attn_scale_bwd", score_elements)}, true});
+    }
     // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
     // The profile's backward has one more scores-sized multiply, counted here.
     parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax"), 1, 2));
     if (s.dropout) parts.push_back(op_part(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout")));
-    // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways.
-    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16), 2, 3));
+    // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways (the
+    // copies are ops of their own where the module kernels are modelled: the context's below,
+    // the QKV gradient's with the split).
+    const bool context_copy_op = mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron;
+    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16),
+                            context_copy_op ? 1 : 2, context_copy_op ? 2 : 3));
   }
-  parts.push_back(op_part(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), 1, linear_bwd));
-  // bias + dropout + residual add: a dropout kernel and an add; backward the dropout's masked
-  // scale and autograd's add of the two gradients reaching the residual's input.
+  // The context back from [batch x heads, s, d] to [s, b, h] before the output projection: a
+  // copy after the batched GEMM, after SDPA only with more than one sequence.
+  const bool bmm_context = !shape.flash_attention && (mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron);
+  if (bmm_context || sdpa_copies)
+    parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
+  // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
+  // parallelism, this rank's) tokens.
+  linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp);
+  // bias + dropout + residual add.
+  // A dropout kernel and an add; backward the dropout's masked scale and autograd's add of the
+  // two gradients reaching the residual's input.
   const int residual_kernels = s.dropout ? 2 : 1;
   parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
                           residual_kernels, residual_kernels));
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
-    parts.push_back(op_part(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
   } else if (shape.eager) {
     parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
-    parts.push_back(op_part(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
-    parts.push_back(op_part(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(eager_part(eager_swiglu("swiglu", x.t * fr)));
   } else {
-    parts.push_back(op_part(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), 1, linear_bwd));
+    linear(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), x.t);
     parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
-  parts.push_back(op_part(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), 1, linear_bwd));
+  linear(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), x.t / x.sp);
   parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
                           residual_kernels, residual_kernels));
   return parts;

@@ -38,6 +38,31 @@ struct TransformerSpec {
   bool causal = true;             ///< decoder attention mask (BERT: false); a fused kernel skips masked blocks
 };
 
+/// The module code a framework runs around a biased, fused-QKV layer's GEMMs and fused kernels
+/// (module_kernels.hpp), as read in each framework's source.
+enum class ModuleKernels {
+  /// None of them: the bias gradients come out of the weight-gradient GEMM's epilogue and the
+  /// QKV projection feeds attention packed (flash-attn's training modules: FusedDense,
+  /// flash_attn_qkvpacked_func), or a compiler fuses them away; also what a model without biases
+  /// or a fused QKV projection runs.
+  fused,
+  /// Megatron-LM 2021 (6985e58 megatron/model/transformer.py, megatron/mpu): each linear's bias
+  /// gradient reduced by autograd (F.linear, or the bias handed to bias_gelu / bias_dropout_add,
+  /// whose broadcast autograd sums), the fused QKV output split into views by
+  /// mpu.split_tensor_along_last_dim (torch.split: a cat in backward), and the unfused
+  /// attention's context made contiguous (permute(2, 0, 1, 3).contiguous()); the scores are
+  /// scaled inside baddbmm (alpha), not by a kernel. Megatron-DeepSpeed (BLOOM) keeps this code.
+  megatron,
+  /// llm-foundry's MPT attention (llmfoundry/models/layers/attention.py): nn.Linear with bias,
+  /// Wqkv's output split by qkv.chunk(3, dim=2) (a cat in backward), heads as einops views.
+  mpt,
+  /// validate/measure_torch_ops.py's post-LN layer: nn.Linear with bias, the QKV output viewed,
+  /// permuted and chunked (backward: a cat, then a copy back to the projection's layout), the
+  /// context permuted and reshaped (a copy), unfused scores scaled by an eager multiply, SDPA's
+  /// flash backward given its layout by two copies.
+  torch_layer,
+};
+
 /// How a layer is computed on one rank: micro-batch, tensor-parallel split, attention kernel.
 struct LayerShape {
   long micro_batch = 1;
@@ -50,6 +75,7 @@ struct LayerShape {
   /// repeat and SwiGLU its own kernel (eager_ops.hpp). false: fused kernels (Megatron,
   /// torch.compile), one kernel per norm and activation, no rotary or repeat traffic.
   bool eager = false;
+  ModuleKernels module_kernels = ModuleKernels::fused;
 };
 
 [[nodiscard]] long kv_heads_of(const TransformerSpec& s);

@@ -70,6 +70,10 @@ enum class OptimizerImplementation {
                   ///< scalar all-reduces over the model-parallel group
 };
 
+/// Which framework's module code runs around a layer's GEMMs: model::ModuleKernels, whose
+/// comments say what each runs (the plan layer does not include the model layer).
+enum class ModuleKernels { fused, megatron, mpt, torch_layer };
+
 struct TrainingPlan {
   Sharding sharding = Sharding::none;
   /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
@@ -104,6 +108,9 @@ struct TrainingPlan {
   /// profile's eager_kernel_issue per kernel. false: CUDA graphs or torch.compile's
   /// reduce-overhead mode replay the kernels without the host (not modelled then).
   bool host_dispatch = true;
+  /// The framework's module code around the GEMMs (model::ModuleKernels, same names): bias-gradient
+  /// reductions, the QKV split's gradient, layout copies. "fused": none.
+  ModuleKernels module_kernels = ModuleKernels::fused;
   double bucket_elements = 0;        ///< gradient communication bucket (elements)
   /// PTD-P: reduce each model chunk's gradients in buckets during its last micro-batch's
   /// backward (Megatron's overlap_grad_reduce, SMP v1) instead of after the pipeline flush

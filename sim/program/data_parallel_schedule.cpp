@@ -1,4 +1,5 @@
 #include "program/data_parallel_schedule.hpp"
+#include "program/schedule_inputs.hpp"
 
 #include <numeric>
 
@@ -52,7 +53,7 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
     return accumulate ? t + model::op_duration(model::gradient_accumulation_op(params), dev) : t;
   };
   const Seconds layer_b =
-      ops_duration(model::backward_of(layer_f), dev) + (recompute ? ops_duration(layer_f, dev) : 0);
+      ops_duration(model::layer_backward_ops(s, shape), dev) + (recompute ? ops_duration(layer_f, dev) : 0);
   c.layer_backward.assign(static_cast<std::size_t>(s.layers), with_accumulation(layer_b, c.layer_params));
   c.head_backward = with_accumulation(ops_duration(model::backward_of(head_f), dev), c.head_params);
   c.embedding_backward =
@@ -63,7 +64,7 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   c.head_forward_kernels = model::ops_kernels(head_f);
   c.forward_kernels = c.embedding_forward_kernels + static_cast<int>(s.layers) * c.layer_forward_kernels +
                       c.head_forward_kernels;
-  c.layer_backward_kernels = model::ops_kernels(model::backward_of(layer_f)) +
+  c.layer_backward_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) +
                              (recompute ? c.layer_forward_kernels : 0) + accumulation_kernel;
   c.head_backward_kernels = model::ops_kernels(model::backward_of(head_f)) + accumulation_kernel;
   c.embedding_backward_kernels = model::ops_kernels(model::backward_of(emb)) + accumulation_kernel;
@@ -114,6 +115,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.flash_attention = plan.flash_attention;
   c.fused_cross_entropy = plan.fused_cross_entropy;
   c.eager_kernels = plan.eager_kernels;
+  c.module_kernels = module_kernels_of(plan.module_kernels);
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
   return c;
 }
@@ -124,7 +126,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
   const bool accumulate = cfg.accumulation > 1;
   const model::LayerShape shape{cfg.micro_batch, 1, false, cfg.flash_attention, cfg.fused_cross_entropy,
-                                cfg.eager_kernels};
+                                cfg.eager_kernels, cfg.module_kernels};
   const MicroBatchCost cost = micro_batch_cost(spec, dev, shape, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;

@@ -58,7 +58,8 @@ Model submodules_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double threshold = p.deepspeed_zero3.param_persistence_threshold;
   const double h = static_cast<double>(s.hidden);
-  const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy, p.eager_kernels};
+  const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy, p.eager_kernels,
+                                module_kernels_of(p.module_kernels)};
   Model m;
   auto tensor = [&](std::string name, double numel) {
     m.tensors.push_back({std::move(name), numel, numel < threshold});
@@ -92,6 +93,10 @@ Model submodules_of(const ScheduleInputs& in) {
     m.modules.push_back(std::move(e));
   }
   const auto layer_ops = model::layer_forward_ops(s, shape);
+  // The layer's backward kernels (layer_backward_ops: eager and module kernels included) shared
+  // among the parts in proportion to the generic backward of each part's forward ops.
+  const double backward_scale = ops_duration(model::layer_backward_ops(s, shape), dev) /
+                                ops_duration(model::backward_of(layer_ops), dev);
   for (long l = 0; l < s.layers; ++l) {
     // Split the layer's operations at each weight GEMM: the ops before the first one (the input
     // norm) and after a GEMM (attention core, activations) run with that submodule.
@@ -116,7 +121,7 @@ Model submodules_of(const ScheduleInputs& in) {
     const std::string prefix = "layer " + std::to_string(l) + " ";
     for (std::size_t k = 0; k < parts.size(); ++k) {
       Submodule sm{prefix + names[k], {tensor(prefix + names[k] + " weight", weights[k])},
-                   ops_duration(parts[k], dev), ops_duration(model::backward_of(parts[k]), dev), l,
+                   ops_duration(parts[k], dev), backward_scale * ops_duration(model::backward_of(parts[k]), dev), l,
                    model::ops_kernels(parts[k]), model::ops_kernels(model::backward_of(parts[k]))};
       if (k + 1 == parts.size()) {
         // The layer's small tensors, each its own parameter (persistent_parameters lists them

@@ -68,10 +68,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
     TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
   const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy, p.eager_kernels};
+                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
-  const Seconds lb = ops_duration(model::backward_of(layer_f), in.device) +
+  const Seconds lb = ops_duration(model::layer_backward_ops(s, shape), in.device) +
                      (p.activation_checkpointing ? lf : 0);
   const auto emb = model::embedding_forward_ops(s, shape);
   const auto head = model::head_forward_ops(s, shape);
@@ -79,7 +79,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
-  const int lb_kernels = model::ops_kernels(model::backward_of(layer_f)) + (p.activation_checkpointing ? lf_kernels : 0);
+  const int lb_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) + (p.activation_checkpointing ? lf_kernels : 0);
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);

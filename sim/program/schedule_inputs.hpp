@@ -25,6 +25,17 @@ struct ScheduleInputs {
   std::vector<StageMemory> stages;  ///< one per pipeline stage (pp entries)
 };
 
+/// The plan's framework module code as the layer op lists take it.
+[[nodiscard]] inline model::ModuleKernels module_kernels_of(plan::ModuleKernels k) {
+  switch (k) {
+    case plan::ModuleKernels::megatron: return model::ModuleKernels::megatron;
+    case plan::ModuleKernels::mpt: return model::ModuleKernels::mpt;
+    case plan::ModuleKernels::torch_layer: return model::ModuleKernels::torch_layer;
+    case plan::ModuleKernels::fused: break;
+  }
+  return model::ModuleKernels::fused;
+}
+
 /// Global rank of (pipeline stage, data-parallel index, tensor-parallel index) in Megatron's
 /// order: TP ranks consecutive (inside a node), then data parallelism, then pipeline stages.
 [[nodiscard]] inline int rank_of(const ScheduleInputs& in, long stage, long dp, long tp) {

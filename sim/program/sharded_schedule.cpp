@@ -33,7 +33,7 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double tp = static_cast<double>(p.tp);
   const model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy, p.eager_kernels};
+                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
@@ -41,9 +41,10 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
                    model::ops_kernels(model::backward_of(emb)), false, false});
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
-  Seconds lb = ops_duration(model::backward_of(layer_f), dev);
+  const auto layer_b = model::layer_backward_ops(s, shape);
+  Seconds lb = ops_duration(layer_b, dev);
   const int lfk = model::ops_kernels(layer_f);
-  int lbk = model::ops_kernels(model::backward_of(layer_f));
+  int lbk = model::ops_kernels(layer_b);
   if (p.activation_checkpointing) {
     const bool selective = p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
     const auto recomputed =

@@ -92,6 +92,13 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
   t.eager_kernels = o.boolean_or("eager_kernels", false);
   t.host_dispatch = o.boolean_or("host_dispatch", true);
+  {
+    const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "torch-layer"}, "fused");
+    t.module_kernels = mk == "megatron"      ? plan::ModuleKernels::megatron
+                       : mk == "mpt"         ? plan::ModuleKernels::mpt
+                       : mk == "torch-layer" ? plan::ModuleKernels::torch_layer
+                                             : plan::ModuleKernels::fused;
+  }
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");
   t.overlap_grad_reduce = o.boolean_or("overlap_grad_reduce", false);

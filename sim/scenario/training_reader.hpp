@@ -12,6 +12,7 @@
 //                       fsdp/zero3 without TP/PP, flash attention) [full]
 //   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false], eager_kernels [false]
+//   module_kernels      fused | megatron | mpt | torch-layer [fused] (model::ModuleKernels)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   zero3_implementation  schedule zero3: fsdp | deepspeed-0.3 [fsdp] (program/
 //                       deepspeed_zero3_schedule.hpp: DeepSpeed v0.3.12-v0.4.2 stage 3)

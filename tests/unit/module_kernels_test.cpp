@@ -1,0 +1,125 @@
+// The kernels a framework's module code runs around a biased, fused-QKV layer's GEMMs
+// (model/module_kernels.hpp, LayerShape::module_kernels): which run for each framework variant,
+// what each reads and writes, and that "fused" leaves the op lists as they were.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "model/module_kernels.hpp"
+#include "model/published_models.hpp"
+#include "model/transformer.hpp"
+
+namespace trainsim::model {
+namespace {
+
+// GPT-3 1.3B-like: h 2048, 16 heads, f 8192, seq 2048, biases.
+TransformerSpec gpt() { return {"GPT", 24, 2048, 16, 8192, 50257, 2048, false}; }
+
+std::vector<std::string> names(const std::vector<Operation>& ops) {
+  std::vector<std::string> out;
+  for (const auto& op : ops) out.push_back(op.name);
+  return out;
+}
+const Operation* find(const std::vector<Operation>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+long count_kernel(const std::vector<Operation>& ops, const std::string& kernel) {
+  return std::count_if(ops.begin(), ops.end(), [&](const Operation& op) { return op.kernel == kernel; });
+}
+
+LayerShape shape(ModuleKernels k, long micro_batch = 2, long tp = 1, bool flash = false) {
+  LayerShape s{micro_batch, tp, false, flash};
+  s.module_kernels = k;
+  return s;
+}
+
+TEST(ModuleKernels, TrafficPerKernel) {
+  const auto b = bias_grad_reduction("b", 4096, 1024);
+  EXPECT_DOUBLE_EQ(b.bytes, 2.0 * (4096 * 1024 + 1024));  // read the gradient, write one row
+  EXPECT_EQ(b.kernel, "bias_grad");
+  const auto c = chunk_grad_cat("c", 1e6);
+  EXPECT_DOUBLE_EQ(c.bytes, 4e6);
+  EXPECT_EQ(c.kernel, "chunk_grad_cat");
+  const auto p = permute_copy("p", 1e6);
+  EXPECT_DOUBLE_EQ(p.bytes, 4e6);
+  EXPECT_EQ(p.kernel, "permute_copy");
+  EXPECT_DOUBLE_EQ(scalar_multiply("m", 1e6).bytes, 4e6);
+}
+
+TEST(ModuleKernels, FusedLeavesTheOpListsAlone) {
+  const auto s = gpt();
+  LayerShape plain{2};
+  EXPECT_EQ(names(layer_forward_ops(s, plain)), names(layer_forward_ops(s, shape(ModuleKernels::fused))));
+  EXPECT_EQ(names(layer_backward_ops(s, plain)), names(layer_backward_ops(s, shape(ModuleKernels::fused))));
+}
+
+TEST(ModuleKernels, MegatronReducesFourBiasesSplitsQkvAndCopiesTheContext) {
+  const auto s = gpt();
+  const double t = 2.0 * 2048, h = 2048;
+  const auto fwd = layer_forward_ops(s, shape(ModuleKernels::megatron));
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::megatron));
+  EXPECT_EQ(count_kernel(bwd, "bias_grad"), 4);
+  EXPECT_DOUBLE_EQ(find(bwd, "qkv_bias_grad")->bytes, 2.0 * (t * 3 * h + 3 * h));
+  EXPECT_DOUBLE_EQ(find(bwd, "ffn_in_bias_grad")->bytes, 2.0 * (t * 4 * h + 4 * h));
+  ASSERT_NE(find(bwd, "qkv_split_grad_cat"), nullptr);
+  EXPECT_DOUBLE_EQ(find(bwd, "qkv_split_grad_cat")->bytes, 4.0 * t * 3 * h);
+  ASSERT_NE(find(fwd, "context_layout_copy"), nullptr);
+  EXPECT_DOUBLE_EQ(find(fwd, "context_layout_copy")->bytes, 4.0 * t * h);
+  // Scaled inside baddbmm, no layout copy of the QKV gradient.
+  EXPECT_EQ(find(fwd, "attn_scale"), nullptr);
+  EXPECT_EQ(find(bwd, "qkv_grad_layout_copy"), nullptr);
+  // The split's cat runs before the QKV GEMM's gradients, each bias's reduction before its GEMM's.
+  const auto n = names(bwd);
+  const auto at = [&](const std::string& x) { return std::find(n.begin(), n.end(), x) - n.begin(); };
+  EXPECT_LT(at("qkv_split_grad_cat"), at("qkv_bias_grad"));
+  EXPECT_LT(at("qkv_bias_grad"), at("qkv_dgrad"));
+}
+
+TEST(ModuleKernels, TensorParallelSplitsColumnsNotTheRowParallelBias) {
+  const auto s = gpt();
+  const double t = 2.0 * 2048, h = 2048;
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::megatron, 2, 4));
+  EXPECT_DOUBLE_EQ(find(bwd, "qkv_bias_grad")->bytes, 2.0 * (t * 3 * h / 4 + 3 * h / 4));
+  EXPECT_DOUBLE_EQ(find(bwd, "attn_out_bias_grad")->bytes, 2.0 * (t * h + h));  // added after the all-reduce
+  EXPECT_DOUBLE_EQ(find(bwd, "qkv_split_grad_cat")->bytes, 4.0 * t * 3 * h / 4);
+}
+
+TEST(ModuleKernels, MptHasNoCopiesAroundItsFlashKernel) {
+  const auto s = gpt();
+  const auto fwd = layer_forward_ops(s, shape(ModuleKernels::mpt, 2, 1, true));
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::mpt, 2, 1, true));
+  EXPECT_EQ(count_kernel(fwd, "permute_copy") + count_kernel(bwd, "permute_copy"), 0);
+  EXPECT_EQ(count_kernel(bwd, "chunk_grad_cat"), 1);
+  EXPECT_EQ(count_kernel(bwd, "bias_grad"), 4);
+}
+
+TEST(ModuleKernels, TorchLayerScalesScoresAndCopiesLayouts) {
+  const auto s = gpt();
+  const double t = 2.0 * 2048, h = 2048, scores = 2.0 * 16 * 2048 * 2048;
+  const auto fwd = layer_forward_ops(s, shape(ModuleKernels::torch_layer));
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::torch_layer));
+  EXPECT_DOUBLE_EQ(find(fwd, "attn_scale")->bytes, 2.0 * 2 * scores);
+  EXPECT_DOUBLE_EQ(find(bwd, "attn_scale_bwd")->bytes, 2.0 * 2 * scores);
+  EXPECT_DOUBLE_EQ(find(bwd, "qkv_grad_layout_copy")->bytes, 4.0 * t * 3 * h);
+  const auto flash_bwd = layer_backward_ops(s, shape(ModuleKernels::torch_layer, 2, 1, true));
+  EXPECT_EQ(find(flash_bwd, "attn_scale_bwd"), nullptr);
+  EXPECT_EQ(count_kernel(flash_bwd, "permute_copy"), 2);  // the QKV gradient and SDPA output gradient (profile: three direct copies with the context)
+  // One sequence: SDPA's layouts are views; the QKV gradient is still copied back.
+  const auto one_fwd = layer_forward_ops(s, shape(ModuleKernels::torch_layer, 1, 1, true));
+  const auto one_bwd = layer_backward_ops(s, shape(ModuleKernels::torch_layer, 1, 1, true));
+  EXPECT_EQ(count_kernel(one_fwd, "permute_copy"), 0);
+  EXPECT_EQ(count_kernel(one_bwd, "permute_copy"), 1);
+}
+
+TEST(ModuleKernels, NoBiasesNoReductions) {
+  auto s = llama3_8b(2048);
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::megatron, 1, 1, true));
+  EXPECT_EQ(count_kernel(bwd, "bias_grad"), 0);
+}
+
+}  // namespace
+}  // namespace trainsim::model
