@@ -10,10 +10,9 @@ derived from measurements rather than from the layer rows it would then be check
 Backward = forward+backward - forward. Run on a GPU machine:
   python3 validate/measure_attention_dropout.py --out validate/results/<gpu>-attention-dropout-measured.json"""
 import argparse
-import datetime
 import sys
 
-from torch_measurement import cuda_time_us, driver_version, write_json
+from torch_measurement import cuda_time_us, measured_provenance, write_json
 
 SHAPES = [  # name, batch, heads, seq, head_dim (measure_torch_ops.py MODELS)
     ("bert-large", 8, 16, 512, 64),
@@ -53,11 +52,7 @@ def main():
             rows.append({"shape": name, "batch": b, "heads": a, "seq": s, "head_dim": d, "dropout_p": p,
                          "forward_us": round(tf, 1), "backward_us": round(tb, 1)})
             print("%-14s p=%.1f fwd %9.1f us bwd %9.1f us" % (name, p, tf, tb), flush=True)
-    props = torch.cuda.get_device_properties(0)
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/measure_attention_dropout.py",
-                                         "date": datetime.date.today().isoformat(), "gpu": props.name,
-                                         "driver": driver_version(), "cuda": torch.version.cuda,
-                                         "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_attention_dropout.py"),
                           "rows": rows})
     return 0
 

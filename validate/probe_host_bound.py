@@ -7,11 +7,10 @@ by 3, is what Python, autograd and dispatch cost per step. Host time near the GP
 GPU waits for the host, which a kernel-level model does not see.
 Run on a GPU machine: python3 validate/probe_host_bound.py --out FILE"""
 import argparse
-import datetime
 import sys
 import time
 
-from torch_measurement import cuda_time_us, driver_version, write_json
+from torch_measurement import cuda_time_us, measured_provenance, write_json
 
 
 def main():
@@ -53,11 +52,7 @@ def main():
                   (name, rows[-1]["attention"], gpu, issue, 100 * issue / gpu), flush=True)
             del layer, x, g
             torch.cuda.empty_cache()
-    props = torch.cuda.get_device_properties(0)
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/probe_host_bound.py",
-                                         "date": datetime.date.today().isoformat(), "gpu": props.name,
-                                         "driver": driver_version(), "cuda": torch.version.cuda,
-                                         "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/probe_host_bound.py"),
                           "layers": rows})
     return 0
 

@@ -16,12 +16,11 @@ The layers are the same as those whose totals measure_torch_ops.py measured; the
 trainsim-framework-layers. Run on a GPU machine:
   python3 validate/profile_torch_layers.py --out FILE [--models gpt-7.5b,...]"""
 import argparse
-import datetime
 import re
 import sys
 import time
 
-from torch_measurement import driver_version, write_json
+from torch_measurement import measured_provenance, write_json
 
 STEPS = 3
 
@@ -63,19 +62,8 @@ def profile_layer(torch, layer, x, g):
         x.grad = None
         for p in layer.parameters():
             p.grad = None
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    host = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(STEPS):
-            step()
-        host.append((time.perf_counter() - t0) / STEPS * 1e6)
-    torch.cuda.synchronize()
-
     def issue_us(fn):
+        """Median over 5 rounds of the host time to issue fn() (STEPS calls after a synchronize)."""
         times = []
         for _ in range(5):
             torch.cuda.synchronize()
@@ -85,6 +73,9 @@ def profile_layer(torch, layer, x, g):
             times.append((time.perf_counter() - t0) / STEPS * 1e6)
             torch.cuda.synchronize()
         return sorted(times)[len(times) // 2]
+    for _ in range(3):
+        step()
+    issue = issue_us(step)
 
     def forward_with_grad():
         layer(x)
@@ -133,7 +124,6 @@ def profile_layer(torch, layer, x, g):
                     "self_device_us": round(self_us / STEPS, 1), "device_us": round(device_us(evt) / STEPS, 1)})
     ops.sort(key=lambda o: -o["self_device_us"])
     launches = sum(k["calls"] for k in klist)
-    issue = sorted(host)[len(host) // 2]
     return {"kernels_per_step": launches, "device_us_per_step": round(sum(k["us"] for k in klist), 1),
             "host_issue_us_per_step": round(issue, 1),
             "host_us_per_kernel": round(issue / launches, 2) if launches else None,
@@ -177,11 +167,7 @@ def main():
                 print("    %-28s %6.1f calls %10.1f us  %s" % (o["op"], o["calls"], o["self_device_us"], o["shapes"][:90]))
             del layer, x, g
             torch.cuda.empty_cache()
-    props = torch.cuda.get_device_properties(0)
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/profile_torch_layers.py",
-                                         "date": datetime.date.today().isoformat(), "gpu": props.name,
-                                         "driver": driver_version(), "cuda": torch.version.cuda,
-                                         "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/profile_torch_layers.py"),
                           "note": "per forward+backward step, mean over %d profiled steps" % STEPS,
                           "layers": rows})
     return 0

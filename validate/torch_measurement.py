@@ -1,6 +1,7 @@
 """What the PyTorch measurement scripts of validate/ share: timing a call on the GPU, reading the
 driver, and writing a result file. Imported by measure_attention.py, measure_torch_ops.py and
 measure_sustained.py (run from the repository root: python3 validate/<script>.py)."""
+import datetime
 import json
 import subprocess
 
@@ -43,3 +44,10 @@ def write_json(path, doc):
     with open(path, "w") as fh:
         json.dump(doc, fh, indent=1)
         fh.write("\n")
+
+
+def measured_provenance(torch, source):
+    """The provenance block of a result file measured on the current GPU by `source`."""
+    return {"method": "measured", "source": source, "date": datetime.date.today().isoformat(),
+            "gpu": torch.cuda.get_device_properties(0).name, "driver": driver_version(),
+            "cuda": torch.version.cuda, "torch": torch.__version__}
