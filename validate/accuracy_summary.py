@@ -14,11 +14,12 @@ import sys
 
 
 def row_error(point):
-    """(error %, what was compared) of one simulated point, or None without a reference."""
-    for pred, ref, what in (("samples_per_s", "reference_samples_per_s", "samples/s"),
-                            ("tflops_per_accelerator", "reference_tflops_per_accelerator", "TFLOP/s")):
-        if point.get(ref) and point.get(pred) is not None:
-            return 100.0 * (point[pred] - point[ref]) / point[ref], what
+    """(error %, what was compared) of one simulated point as trainsim's report computes it, or
+    None without a reference."""
+    if point.get("error_pct") is not None:
+        return point["error_pct"], "samples/s"
+    if point.get("tflops_error_pct") is not None:
+        return point["tflops_error_pct"], "TFLOP/s"
     return None
 
 

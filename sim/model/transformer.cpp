@@ -177,6 +177,9 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   // SDPA's tensors are [b, heads, s, d] views of [b, s, heads, d] storage: with one sequence,
   // moving s ahead of b is still a view, with more it is a copy.
   const bool sdpa_copies = mk == ModuleKernels::torch_layer && shape.flash_attention && shape.micro_batch > 1;
+  // The context back from [batch x heads, s, d] to [s, b, h] after the batched GEMM is a copy of
+  // its own in these frameworks' module code (below).
+  const bool bmm_context = !shape.flash_attention && (mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron);
   norm("layernorm_1", "rmsnorm_1");
   const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
   if (shape.eager) {
@@ -231,13 +234,11 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways (the
     // copies are ops of their own where the module kernels are modelled: the context's below,
     // the QKV gradient's with the split).
-    const bool context_copy_op = mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron;
     parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16),
-                            context_copy_op ? 1 : 2, context_copy_op ? 2 : 3));
+                            bmm_context ? 1 : 2, bmm_context ? 2 : 3));
   }
   // The context back from [batch x heads, s, d] to [s, b, h] before the output projection: a
   // copy after the batched GEMM, after SDPA only with more than one sequence.
-  const bool bmm_context = !shape.flash_attention && (mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron);
   if (bmm_context || sdpa_copies)
     parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
   // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
