@@ -82,4 +82,18 @@ Operation gradient_accumulation_op(double params) {
   return make_elementwise("grad_accumulate", 10.0 * params, params);
 }
 
+Operation deepspeed_bf16_grad_accumulation_op(double params) {
+  // DeepSpeed v0.6.2 deepspeed/runtime/bf16_optimizer.py update_hp_grads:
+  // hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype)): the cast reads the bf16 gradient (2) and
+  // writes an fp32 temporary (4); add_ reads it and the fp32 gradient (8) and writes the sum (4).
+  return make_elementwise("bf16 grad to fp32 accumulate", 18.0 * params, params);
+}
+
+Operation deepspeed_bf16_gradient_norm_op(double params) {
+  // DeepSpeed v0.6.2 deepspeed/runtime/utils.py get_global_norm_of_tensors: t.data.float()
+  // .norm(2) per fp32 gradient (a no-op cast), each read once (4). The clipping multiply that
+  // follows runs only when the norm exceeds clip_grad: data-dependent, left out.
+  return make_elementwise("optimizer gradient L2 norm", 4.0 * params, 2.0 * params);
+}
+
 }  // namespace trainsim::model

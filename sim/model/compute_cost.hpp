@@ -36,5 +36,11 @@ namespace trainsim::model {
 [[nodiscard]] std::vector<Operation> megatron_fp16_optimizer_ops(double params);
 /// Adding a micro-batch's bf16 gradients into the fp32 accumulation buffer.
 [[nodiscard]] Operation gradient_accumulation_op(double params);
+/// DeepSpeed's BF16_Optimizer.update_hp_grads after each micro-batch's backward under its
+/// pipeline engine: each bf16 gradient cast to an fp32 temporary, then added to the fp32 one.
+[[nodiscard]] Operation deepspeed_bf16_grad_accumulation_op(double params);
+/// DeepSpeed's BF16_Optimizer.step: the L2 norm of the fp32 gradients (every gradient the rank
+/// holds, not its 1/dp shard).
+[[nodiscard]] Operation deepspeed_bf16_gradient_norm_op(double params);
 
 }  // namespace trainsim::model

@@ -30,6 +30,10 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 [[nodiscard]] double optimizer_state_bytes(Optimizer o);
 
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+/// Whose code runs a pipeline stage's schedule: Megatron-LM's forward_backward_pipelining (its
+/// batched exchanges, program/pipeline_exchanges.hpp) or DeepSpeed's PipelineEngine running its
+/// TrainSchedule one blocking instruction at a time (BLOOM's Megatron-DeepSpeed).
+enum class PipelineEngine { megatron, deepspeed };
 
 /// How a pipeline's stages split the transformer layers.
 enum class PipelinePartition {
@@ -83,6 +87,7 @@ struct TrainingPlan {
   bool sequence_parallel = false;
   long pp = 1;                       ///< pipeline-parallel degree (stages)
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
+  PipelineEngine pipeline_engine = PipelineEngine::megatron;
   long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
   PipelinePartition partition = PipelinePartition::uniform;
   PrecisionRecipe precision;

@@ -151,13 +151,47 @@ std::vector<PipelineStep> interleaved(long pp, long stage, long m, long v) {
   return st.finish();
 }
 
+/// DeepSpeed's TrainSchedule.steps() for one stage, instruction for instruction (v0.6.2,
+/// deepspeed/runtime/pipe/schedule.py); its forwards and backwards come in 1F1B's order, which
+/// StageSteps checks.
+std::vector<PipelineStep> deepspeed_train_schedule(long pp, long stage, long m) {
+  const auto order = pipeline_order(plan::PipelineSchedule::one_f_one_b, pp, stage, m, 1);
+  StageSteps st(order, pp, stage);
+  const bool first = stage == 0, last = stage == pp - 1;
+  auto even = [](long x) { return x % 2 == 0; };
+  auto valid = [m](long b) { return b >= 0 && b < m; };
+  long previous = -1;  // prev_micro_batch_id
+  for (long step = 0; step < 2 * (m + pp - 1); ++step) {
+    // _step_to_micro_batch: a stage runs forwards on the steps of its own parity.
+    const bool forward = even(step) == even(stage);
+    const long b = forward ? (even(step) ? step / 2 : (step - 1) / 2) - stage / 2
+                           : (even(step) ? step / 2 - pp + (stage + 1) / 2 : (step - 1) / 2 - pp + 1 + stage / 2);
+    if (forward) {
+      if (valid(b) && !first) st.exchange({StageSteps::received(false)});  // RecvActivation
+      if (valid(previous) && !first) st.exchange({st.sent_backward()});     // SendGrad
+    } else {
+      if (valid(previous) && !last) st.exchange({st.sent_forward()});       // SendActivation
+      if (valid(b) && !last) st.exchange({StageSteps::received(true)});    // RecvGrad
+    }
+    if (valid(b)) st.compute(forward);  // ForwardPass / BackwardPass
+    previous = b;
+  }
+  return st.finish();
+}
+
 }  // namespace
 
 std::vector<std::vector<PipelineStep>> pipeline_exchanges(plan::PipelineSchedule schedule, long pp, long m,
-                                                          long chunks) {
+                                                          long chunks, plan::PipelineEngine engine) {
   std::vector<std::vector<PipelineStep>> stages;
   const bool interleave = schedule == plan::PipelineSchedule::interleaved && chunks > 1;
-  for (long s = 0; s < pp; ++s) stages.push_back(interleave ? interleaved(pp, s, m, chunks) : non_interleaved(schedule, pp, s, m));
+  const bool deepspeed = engine == plan::PipelineEngine::deepspeed;
+  TRAINSIM_CHECK(!deepspeed || (schedule == plan::PipelineSchedule::one_f_one_b && chunks == 1),
+                 "DeepSpeed's pipeline engine runs 1F1B only");
+  for (long s = 0; s < pp; ++s)
+    stages.push_back(deepspeed    ? deepspeed_train_schedule(pp, s, m)
+                     : interleave ? interleaved(pp, s, m, chunks)
+                                  : non_interleaved(schedule, pp, s, m));
   // NCCL pairs a rank's sends to a peer with the peer's receives from it in issue order: the
   // n-th receive from the previous stage completes the n-th send of that stage to its next.
   std::vector<std::vector<PipelineTransfer>> to_next(static_cast<std::size_t>(pp)), to_prev(static_cast<std::size_t>(pp));

@@ -38,10 +38,21 @@ struct PipelineStep {
   std::vector<PipelineTransfer> transfers;  ///< exchange: the batch (never empty)
 };
 
-/// Every stage's steps (index = stage). Receives are matched to the peer's sends in order, as
+/// Every stage's steps (index = stage), as `engine` issues them. Megatron: the batched exchanges
+/// above. DeepSpeed (PipelineEngine with TrainSchedule, deepspeed/runtime/pipe/schedule.py and
+/// pipe/p2p.py at v0.6.2, 32d9797, the 2022 code BLOOM ran): the schedule is a sequence of
+/// steps, on even (odd) steps even (odd) stages run a forward and the others a backward, and
+/// each step first exchanges with the one neighbour of that pass: a forward step receives its
+/// input (RecvActivation) then sends the previous backward's input gradient (SendGrad), a
+/// backward step sends the previous forward's output (SendActivation) then receives its
+/// gradient (RecvGrad). Each instruction is one blocking torch.distributed send or recv
+/// (p2p.send/recv with async_op=False: its wait() holds the compute stream until the peer's
+/// matching operation is done), so every transfer is its own exchange of one, and a stage's
+/// output leaves only when its next step starts. Receives are matched to the peer's sends in order, as
 /// NCCL matches point-to-point operations between two ranks, so a receive names the transfer it
 /// completes. Throws InvariantError if the stages' sends and receives do not pair up.
-[[nodiscard]] std::vector<std::vector<PipelineStep>> pipeline_exchanges(plan::PipelineSchedule schedule, long pp,
-                                                                        long micro_batches, long chunks);
+[[nodiscard]] std::vector<std::vector<PipelineStep>> pipeline_exchanges(
+    plan::PipelineSchedule schedule, long pp, long micro_batches, long chunks,
+    plan::PipelineEngine engine = plan::PipelineEngine::megatron);
 
 }  // namespace trainsim::program

@@ -91,7 +91,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   // over its TP group; without it every TP rank sends the whole tensor.
   const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
-  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v);
+  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine);
+  // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
+  // instruction order (pipeline_exchanges): with bf16 its BF16_Optimizer adds each micro-batch's
+  // bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
+  // optimizer.update_hp_grads; the last stage through optimizer.backward), on the compute stream
+  // before the next instruction; with TP its stage outputs are partitioned (is_pipe_partitioned
+  // = is_grad_partitioned = is_model_parallel), and a stage's backward first re-gathers its own
+  // output over the TP group (PartitionedTensor.full()) besides the received gradient.
+  const bool deepspeed = p.pipeline_engine == plan::PipelineEngine::deepspeed;
+  const bool hp_grad_accumulation = deepspeed && p.precision.name == "bf16_fp32_grads";
+  const bool restore_output = deepspeed && scatter_gather;
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
@@ -170,11 +180,19 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
   // Megatron's model-parallel group (every stage and TP rank of one data-parallel index: 2021
   // megatron/mpu/initialize.py) all-reduces the inf flag (MAX) and the squared gradient norm
   // (SUM), one fp32 each, by data-parallel index, in issue order.
-  const bool model_parallel_scalars = megatron_optimizer && pp * tp > 1;
+  const bool model_parallel_scalars = (megatron_optimizer || hp_grad_accumulation) && pp * tp > 1;
   std::vector<std::vector<int>> model_parallel_calls(static_cast<std::size_t>(L.dp));
   for (long stage = 0; stage < pp; ++stage) {
     // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
     const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
+    double stage_params = layer_params * static_cast<double>(layers_per_chunk * v);
+    if (stage == 0) stage_params += embedding_params;
+    if (stage == pp - 1) stage_params += head_params;
+    // Each pass over the stage's gradients runs one kernel per parameter tensor: a GPT layer has
+    // 12 (two norms' weight and bias, four linears' weight and bias), an end stage one more table.
+    const int stage_tensors = 12 * static_cast<int>(layers_per_chunk * v) + (stage == 0 || stage == pp - 1 ? 1 : 0);
+    const Seconds accumulate_seconds =
+        hp_grad_accumulation ? model::op_duration(model::deepspeed_bf16_grad_accumulation_op(stage_params), in.device) : 0;
     // What every rank of the stage shares: its slots and their task names.
     const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
     // A chunk's gradients are final once its last micro-batch's backward is done.
@@ -216,7 +234,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
     // Names are made once per slot and shared by every rank of the stage (interned).
     struct SlotNames {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
-      InternedName tp_gather, tp_reduce, tp_regather;
+      InternedName tp_gather, tp_reduce, tp_regather, tp_restore_output, accumulate;
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
@@ -231,6 +249,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         if (offload) names.copies.emplace_back((slot.forward ? "offload input" : "fetch input") + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
+      if (!slot.forward) {
+        names.tp_restore_output = "tp gather own output" + tag;
+        names.accumulate = "fp32 gradient accumulation" + tag;
+      }
       names.tp_reduce = (sequence_parallel ? "tp reduce-scatter" : "tp all-reduce") + tag;
       if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
       const long vs = slot.chunk * pp + stage;
@@ -465,6 +487,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
               ready = {previous};
             }
           }
+          if (!slot.forward && vs < virtual_stages - 1 && restore_output)
+            ready = {tensor(names.tp_restore_output, collective::Op::all_gather, activation, ready)};
           if (!slot.forward && last) {
             // The output projection's input gradient is summed over the TP group (2021:
             // parallel_lm_logits' copy_to_tensor_model_parallel_region; megatron/core: the
@@ -588,6 +612,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             comp[slot_start].alloc = stored;
           else
             comp.back().release = stored;
+          if (!slot.forward && hp_grad_accumulation) {
+            // update_hp_grads: two kernels (cast, add_) per parameter tensor.
+            previous = compute(names.accumulate, accumulate_seconds, 2 * stage_tensors, {previous});
+          }
           cursor = {previous};
         }
         // The step's last exchange (a stage's last input gradient going back) is waited for
@@ -599,26 +627,53 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         // optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
         // parameters: neither overlaps compute (source 002, DeepSpeed, Megatron's distributed
         // optimizer without overlap_param_gather).
-        double params = layer_params * static_cast<double>(layers_per_chunk * v);
-        if (stage == 0) params += embedding_params;
-        if (stage == pp - 1) params += head_params;
-        if (!overlap) sync_gradients(params, previous, true);
-        std::vector<TaskRef> step_deps{previous};
-        if (synced.stream >= 0) step_deps = overlap ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
-        if (tied_copy && (stage == 0 || stage == pp - 1)) {
-          // After the data-parallel reduction, before the optimizer: the whole vocab/tp x h
-          // gradient in the gradient dtype (2021 megatron/training.py train_step; megatron/core
-          // finalize_model_grads -> _allreduce_word_embedding_grads, after finish_grad_sync).
+        const double params = stage_params;
+        // The tied word embedding's gradient, the whole vocab/tp x h table in the gradient dtype,
+        // all-reduced between the first and last stage: Megatron after the data-parallel
+        // reduction, before the optimizer (2021 megatron/training.py train_step; megatron/core
+        // finalize_model_grads -> _allreduce_word_embedding_grads, after finish_grad_sync);
+        // DeepSpeed's TrainSchedule before it (its last step ends ReduceTiedGrads, ReduceGrads,
+        // OptimizerStep; _exec_reduce_tied_grads all-reduces the fp32 _hp_grad under bf16).
+        const bool ties = tied_copy && (stage == 0 || stage == pp - 1);
+        auto reduce_tied = [&](std::vector<TaskRef> deps) {
           int& call = embedding_calls[static_cast<std::size_t>(d * tp + t)];
           if (call < 0)
             call = add_call("word-embedding all-reduce", collective::Op::all_reduce, word_embedding * p.gradient_wire_bytes,
                             {rank_of(in, 0, d, t), rank_of(in, pp - 1, d, t)});
-          step_deps = {push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call,
-                                      step_deps})};
-        }
+          return push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call, std::move(deps)});
+        };
+        if (ties && deepspeed) previous = reduce_tied({previous});
+        if (!overlap) sync_gradients(params, previous, true);
+        std::vector<TaskRef> step_deps{previous};
+        if (synced.stream >= 0) step_deps = overlap ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
+        if (ties && !deepspeed) step_deps = {reduce_tied(step_deps)};
         Seconds optimizer_seconds = optimizer_per_param * (params / static_cast<double>(shard));
         int optimizer_kernels = 1;
         bool optimizer_host_sync = false;
+        std::size_t scalar_sequence = 0;
+        auto scalar_all_reduce = [&](const char* name, TaskRef after) {
+          auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
+          if (scalar_sequence == calls.size()) {
+            std::vector<int> group;
+            for (long st = 0; st < pp; ++st)
+              for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, st, d, k));
+            calls.push_back(add_call(name, collective::Op::all_reduce, 4.0, std::move(group)));
+          }
+          return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, calls[scalar_sequence++], {after}});
+        };
+        if (hp_grad_accumulation) {
+          // BF16_Optimizer.step (DeepSpeed v0.6.2): the global L2 norm over every fp32 gradient
+          // of the rank, one norm and .item() per tensor, the sum all-reduced over the
+          // model-parallel group and read on the host before Adam steps the rank's shard.
+          Task norm{"optimizer gradient norm", TaskKind::compute, Phase::optimizer,
+                    model::op_duration(model::deepspeed_bf16_gradient_norm_op(params), in.device), -1, step_deps};
+          norm.kernels = stage_tensors;
+          norm.host_sync = true;
+          TaskRef last = push(kCompute, std::move(norm));
+          if (model_parallel_scalars) last = scalar_all_reduce("gradient-norm all-reduce", last);
+          step_deps = {last};
+          optimizer_host_sync = true;
+        }
         if (megatron_optimizer) {
           // Float16OptimizerWithFloat16Params.step: gradients to fp32, unscaled and checked, the
           // inf flag all-reduced and read on the host (.item()); the L2 norm, all-reduced and read;
@@ -628,17 +683,6 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             Seconds sum = 0;
             for (std::size_t i = first; i <= last; ++i) sum += model::op_duration(passes[i], in.device);
             return sum;
-          };
-          std::size_t scalar_sequence = 0;
-          auto scalar_all_reduce = [&](const char* name, TaskRef after) {
-            auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
-            if (scalar_sequence == calls.size()) {
-              std::vector<int> group;
-              for (long st = 0; st < pp; ++st)
-                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, st, d, k));
-              calls.push_back(add_call(name, collective::Op::all_reduce, 4.0, std::move(group)));
-            }
-            return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, calls[scalar_sequence++], {after}});
           };
           Task unscale{"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer, seconds(0, 1), -1, step_deps};
           unscale.kernels = 2;

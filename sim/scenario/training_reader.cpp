@@ -119,6 +119,16 @@ plan::TrainingPlan read_training(JsonObject o) {
              "all_reduce (DeepSpeed's BF16_Optimizer under its pipeline engine) needs schedule zero1 and pipeline_parallel > 1");
     t.zero1_gradient_all_reduce = true;
   }
+  if (o.choice_or("pipeline_engine", {"megatron", "deepspeed"}, "megatron") == "deepspeed") {
+    // DeepSpeed's PipelineEngine runs only its TrainSchedule (1F1B, no model chunks) and reduces
+    // the gradients in its ReduceGrads instruction after the flush.
+    if (t.pp < 2) o.fail("pipeline_engine", "deepspeed runs a pipeline: needs pipeline_parallel > 1");
+    if (t.pipeline != plan::PipelineSchedule::one_f_one_b)
+      o.fail("pipeline_engine", "deepspeed's TrainSchedule is 1F1B: needs pipeline_schedule \"1f1b\"");
+    if (t.overlap_grad_reduce)
+      o.fail("pipeline_engine", "deepspeed reduces the gradients after the pipeline flush: needs overlap_grad_reduce false");
+    t.pipeline_engine = plan::PipelineEngine::deepspeed;
+  }
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.
   t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
@@ -129,6 +139,8 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("optimizer_implementation", "megatron-fp16 is modelled with schedule ddp or zero1");
     if (t.optimizer != plan::Optimizer::adam)
       o.fail("optimizer_implementation", "megatron-fp16 steps apex FusedAdam: needs optimizer adam or adamw");
+    if (t.pipeline_engine == plan::PipelineEngine::deepspeed)
+      o.fail("optimizer_implementation", "megatron-fp16 is Megatron's optimizer: DeepSpeed's pipeline engine steps its own");
     t.optimizer_implementation = plan::OptimizerImplementation::megatron_fp16;
   }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");

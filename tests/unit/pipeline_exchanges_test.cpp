@@ -13,8 +13,9 @@ namespace trainsim::program {
 namespace {
 
 /// Slots as F<mb>/B<mb> (c<chunk> when not 0), exchanges as [s|r A|G <boundary> m<mb> ...].
-std::string text(plan::PipelineSchedule schedule, long pp, long stage, long m, long v) {
-  const auto steps = pipeline_exchanges(schedule, pp, m, v)[static_cast<std::size_t>(stage)];
+std::string text(plan::PipelineSchedule schedule, long pp, long stage, long m, long v,
+                 plan::PipelineEngine engine = plan::PipelineEngine::megatron) {
+  const auto steps = pipeline_exchanges(schedule, pp, m, v, engine)[static_cast<std::size_t>(stage)];
   const auto order = pipeline_order(schedule, pp, stage, m, v);
   std::string s;
   for (const auto& step : steps) {
@@ -44,6 +45,32 @@ TEST(PipelineExchanges, OneFOneBPairsEachSendWithTheWaitForTheNextTensor) {
   // backward but the last, which is a plain send_backward.
   EXPECT_EQ(text(plan::PipelineSchedule::one_f_one_b, 2, 1, 3, 1),
             "[rA0m0] F0 B0 [sG0m0 rA0m1] F1 B1 [sG0m1 rA0m2] F2 B2 [sG0m2] ");
+}
+
+std::string deepspeed(long pp, long stage, long m) {
+  return text(plan::PipelineSchedule::one_f_one_b, pp, stage, m, 1, plan::PipelineEngine::deepspeed);
+}
+
+TEST(PipelineExchanges, DeepSpeedIssuesEveryTransferAloneInTrainScheduleOrder) {
+  // The sequences DeepSpeed v0.6.2's TrainSchedule(micro_batches, stages, stage_id).steps()
+  // yields (run from deepspeed/runtime/pipe/schedule.py, LoadMicroBatch and the step's tail left
+  // out). A stage's output leaves at the start of its next (backward) step, its input gradient at
+  // the start of its next (forward) step; each transfer blocks alone.
+  EXPECT_EQ(deepspeed(2, 0, 3), "F0 [sA0m0] F1 [sA0m1] [rG0m0] B0 F2 [sA0m2] [rG0m1] B1 [rG0m2] B2 ");
+  EXPECT_EQ(deepspeed(2, 1, 3), "[rA0m0] F0 B0 [rA0m1] [sG0m0] F1 B1 [rA0m2] [sG0m1] F2 B2 [sG0m2] ");
+  EXPECT_EQ(deepspeed(4, 0, 3), "F0 [sA0m0] F1 [sA0m1] F2 [sA0m2] [rG0m0] B0 [rG0m1] B1 [rG0m2] B2 ");
+  EXPECT_EQ(deepspeed(4, 1, 3),
+            "[rA0m0] F0 [sA1m0] [rA0m1] F1 [sA1m1] [rA0m2] F2 [sA1m2] [rG1m0] B0 [sG0m0] [rG1m1] B1 [sG0m1] "
+            "[rG1m2] B2 [sG0m2] ");
+  EXPECT_EQ(deepspeed(4, 3, 3), "[rA2m0] F0 B0 [rA2m1] [sG2m0] F1 B1 [rA2m2] [sG2m1] F2 B2 [sG2m2] ");
+}
+
+TEST(PipelineExchanges, DeepSpeedRunsOneFOneBSlotsAndPairsEverySendForAnyShape) {
+  // StageSteps checks each stage's slots against pipeline_order's 1F1B and pipeline_exchanges
+  // that every receive meets its peer's send and every input arrives before its slot.
+  for (long pp : {2, 3, 4, 5, 12})
+    for (long m : {1, 2, 3, 7, 24}) EXPECT_NO_THROW((void)pipeline_exchanges(plan::PipelineSchedule::one_f_one_b, pp, m, 1, plan::PipelineEngine::deepspeed)) << pp << " " << m;
+  EXPECT_ANY_THROW((void)pipeline_exchanges(plan::PipelineSchedule::interleaved, 4, 8, 2, plan::PipelineEngine::deepspeed));
 }
 
 TEST(PipelineExchanges, GpipeReceivesBeforeAndSendsAfterEverySlot) {

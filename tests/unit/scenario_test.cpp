@@ -332,6 +332,31 @@ TEST(ScenarioErrors, Zero1GradientAllReduceNeedsZero1UnderAPipeline) {
   EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
 }
 
+TEST(ScenarioErrors, DeepSpeedPipelineEngineNeedsA1F1BPipelineReducedAfterTheFlush) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["pipeline_engine"] = "deepspeed";
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("dspipe"))));
+  doc["training"]["pipeline_engine"] = "DeepSpeed";
+  ConfigError e = load_error(write(doc, temp_file("dspipe")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
+  EXPECT_TRUE(contains(e.what(), "megatron")) << e.what();
+  doc["training"]["pipeline_engine"] = "deepspeed";
+  doc["training"]["pipeline_schedule"] = "gpipe";
+  e = load_error(write(doc, temp_file("dspipe")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
+  EXPECT_TRUE(contains(e.what(), "1f1b")) << e.what();
+  doc["training"]["pipeline_schedule"] = "1f1b";
+  doc["training"]["overlap_grad_reduce"] = true;
+  e = load_error(write(doc, temp_file("dspipe")));
+  EXPECT_TRUE(contains(e.what(), "overlap_grad_reduce false")) << e.what();
+  doc["training"]["overlap_grad_reduce"] = false;
+  doc["training"]["pipeline_parallel"] = 1;
+  e = load_error(write(doc, temp_file("dspipe")));
+  EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
+  EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
+}
+
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
