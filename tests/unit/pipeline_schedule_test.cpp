@@ -117,6 +117,59 @@ TEST(PipelineProgram, Zero1ReduceScattersAfterTheFlushThenStepsTheShardThenGathe
   EXPECT_EQ(ddp.ranks[1].streams[kDataParallel].tasks.size(), 2u);  // DDP: all-reduce, embedding, no gather
 }
 
+// DeepSpeed's pipeline engine with its BF16_Optimizer (v0.6.2): after every backward the fp32
+// gradient accumulation on the compute stream, before it (off the last stage) the TP re-gather of
+// the stage's own output; after the flush the tied embedding's all-reduce before the data-parallel
+// one, then the gradient norm read on the host and all-reduced over the model-parallel group.
+TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReducesTiedFirst) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.zero1_gradient_all_reduce = true;
+  in.plan.pipeline_engine = plan::PipelineEngine::deepspeed;
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", in.plan.precision));
+  const Program prog = build_program(in);
+  validate(prog);
+  const long m = in.plan.accumulation;
+  for (int rank : {1, 3 + 2}) {  // stage 0 and stage 1 (the last)
+    const auto& r = prog.ranks[static_cast<std::size_t>(rank)];
+    const auto& comp = r.streams[kCompute];
+    const bool last_stage = rank == 5;
+    for (long b = 0; b < m; ++b) {
+      const std::string tag = " mb" + std::to_string(b) + " c0";
+      const int acc = index_of(comp, "fp32 gradient accumulation" + tag);
+      // Right after the slot's last compute; it waits for it, or on the last stage for the TP
+      // all-reduce that ends the last layer's backward.
+      const Task& accumulate = comp.tasks[static_cast<std::size_t>(acc)];
+      EXPECT_TRUE(last_stage ? accumulate.deps.size() == 1 && accumulate.deps.begin()->stream == kTensor
+                             : waits_for(accumulate, kCompute, acc - 1))
+          << rank << tag;
+      EXPECT_EQ(comp.tasks[static_cast<std::size_t>(acc - 1)].name.str(),
+                (last_stage ? "backward" + tag + " layer 1" : "embedding backward" + tag));
+      const auto& tensor = r.streams[kTensor].tasks;
+      const bool regathers = std::any_of(tensor.begin(), tensor.end(),
+                                         [&](const Task& t) { return t.name == "tp gather own output" + tag; });
+      EXPECT_EQ(regathers, !last_stage) << rank << tag;
+    }
+    const auto& dp = r.streams[kDataParallel].tasks;
+    ASSERT_EQ(dp.size(), 4u);
+    EXPECT_EQ(dp[0].name, "word-embedding all-reduce");
+    EXPECT_EQ(dp[1].name, "gradient all-reduce (shard group)");
+    EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
+    EXPECT_EQ(dp[2].name, "gradient-norm all-reduce");
+    EXPECT_EQ(prog.collectives[dp[2].collective].group.size(), 4u);  // pp 2 x tp 2
+    const Task& norm = find(comp, "optimizer gradient norm");
+    EXPECT_TRUE(norm.host_sync);
+    EXPECT_TRUE(waits_for(norm, kDataParallel, 1));
+  }
+  // Megatron's engine on the same plan: no accumulation pass, the tied all-reduce after.
+  in.plan.pipeline_engine = plan::PipelineEngine::megatron;
+  const Program megatron = build_program(in);
+  const auto& comp = megatron.ranks[1].streams[kCompute].tasks;
+  EXPECT_TRUE(std::none_of(comp.begin(), comp.end(), [](const Task& t) {
+    return t.name.str().find("fp32 gradient accumulation") != std::string::npos;
+  }));
+  EXPECT_EQ(megatron.ranks[1].streams[kDataParallel].tasks[1].name, "word-embedding all-reduce");
+}
+
 // DeepSpeed's BF16_Optimizer under its pipeline engine: an all-reduce of the whole gradient over
 // the shard group where ZeRO-1 reduce-scatters, then the same shard step and all-gather.
 TEST(PipelineProgram, Bf16OptimizerAllReducesTheGradientsWhereZero1ReduceScatters) {
