@@ -52,6 +52,20 @@ enum class Zero3Implementation {
   deepspeed_0_3,  ///< DeepSpeed v0.3.12 - v0.4.2 stage3.py (deepspeed_zero3_schedule.hpp)
 };
 
+/// How the FSDP runtime orders its collectives and which unit it keeps gathered.
+enum class FsdpImplementation {
+  /// Every unit (embedding, layers, head) gathered before its forward and again before its
+  /// backward; gathers and reduce-scatters on streams of their own, running concurrently.
+  generic,
+  /// PyTorch's FullyShardedDataParallel (FSDP1; read at 1.13, fully_sharded_data_parallel.py):
+  /// the embedding and head are the root unit, which forward() does not reshard (so it is
+  /// gathered once per micro-batch, before the embedding, and not again in backward); and one
+  /// process group's collectives run on ProcessGroupNCCL's one stream per device, in the order
+  /// the host issues them (the post-backward hook prefetches unit k-1's gather before it issues
+  /// unit k's reduce-scatter).
+  torch_fsdp1,
+};
+
 /// DeepSpeed ZeRO-3 knobs of the "zero_optimization" config, defaults as the code of v0.3.13
 /// (deepspeed/runtime/zero/constants.py; its config-json docs list other values, the code wins
 /// when a config leaves them out). Elements, not bytes.
@@ -133,6 +147,7 @@ struct TrainingPlan {
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only
+  FsdpImplementation fsdp_implementation = FsdpImplementation::generic;  ///< schedule fsdp only
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 

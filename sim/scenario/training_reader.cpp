@@ -144,6 +144,14 @@ plan::TrainingPlan read_training(JsonObject o) {
         o.fail("zero3_implementation", "deepspeed-0.3 is modelled with full checkpointing only (checkpoint_policy selective_op)");
     }
   }
+  if (o.has("fsdp_implementation")) {
+    if (t.sharding != Sharding::fsdp)
+      o.fail("fsdp_implementation", "describes PyTorch FSDP's runtime: needs schedule fsdp");
+    if (o.choice("fsdp_implementation", {"generic", "torch-fsdp1"}) == "torch-fsdp1") {
+      if (t.pp > 1) o.fail("fsdp_implementation", "torch-fsdp1 is modelled without pipeline_parallel");
+      t.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
+    }
+  }
   if (o.has("deepspeed_zero3")) {
     if (t.zero3_implementation != plan::Zero3Implementation::deepspeed_0_3)
       o.fail("deepspeed_zero3", "DeepSpeed's stage 3 settings need zero3_implementation \"deepspeed-0.3\"");
