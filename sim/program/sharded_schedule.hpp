@@ -29,8 +29,8 @@
 //    is not modelled);
 //  - the optimizer steps on the rank's shard once every gradient is reduced.
 //
-// With plan::FsdpImplementation::torch_fsdp1 (PyTorch's FullyShardedDataParallel, read at
-// v1.13.1 fully_sharded_data_parallel.py), two things change:
+// With plan::FsdpImplementation::torch_fsdp1 (PyTorch's FullyShardedDataParallel, read in the
+// 1.13 line's fully_sharded_data_parallel.py and ProcessGroupNCCL.cpp), two things change:
 //  - the embedding and head are FSDP's root unit, one flat parameter that forward() does not
 //    reshard: gathered once per micro-batch before the embedding (with the head's parameters),
 //    never again in backward, and reduce-scattered once after the embedding's backward;
