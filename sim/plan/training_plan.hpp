@@ -64,7 +64,20 @@ enum class FsdpImplementation {
   /// the host issues them (the post-backward hook prefetches unit k-1's gather before it issues
   /// unit k's reduce-scatter).
   torch_fsdp1,
+  /// PyTorch's fully_shard (FSDP2, torchtitan): the same two in the schedule. Its root state does
+  /// not reshard after forward either (_fsdp_state.py _lazy_init: "For the root, do not reshard
+  /// after forward"), all-gathers and reduce-scatters share the shard process group's NCCL
+  /// communicator (pytorch/pytorch#186335: "one NCCL communicator, which processes one
+  /// collective at a time and so serializes them"), and its pre-backward prefetch of unit k-1,
+  /// issued before unit k's reduce-scatter, lands in the same stream order. Memory: the generic
+  /// terms (FSDP2's reduce-scatter copy-in buffer is not FSDP1's cast and pad; not read).
+  torch_fsdp2,
 };
+
+/// Whether the FSDP runtime keeps the root unit and runs one NCCL stream (torch_fsdp1/2).
+[[nodiscard]] inline bool torch_fsdp(FsdpImplementation f) {
+  return f == FsdpImplementation::torch_fsdp1 || f == FsdpImplementation::torch_fsdp2;
+}
 
 /// DeepSpeed ZeRO-3 knobs of the "zero_optimization" config, defaults as the code of v0.3.13
 /// (deepspeed/runtime/zero/constants.py; its config-json docs list other values, the code wins

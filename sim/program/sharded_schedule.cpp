@@ -85,7 +85,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& u : units) t += u.params;
     return t;
   }();
-  const bool torch_fsdp1 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1;
+  const bool torch_fsdp1 = plan::torch_fsdp(p.fsdp_implementation);  // or FSDP2, alike here
   // PyTorch FSDP1's root unit (fully_sharded_data_parallel.py at 1.13, forward(): "Do not free
   // the root's parameters in the post-forward for FULL_SHARD"): the embedding and head are one
   // flat parameter, gathered before the embedding and kept through the backward.

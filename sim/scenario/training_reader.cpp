@@ -147,10 +147,10 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (o.has("fsdp_implementation")) {
     if (t.sharding != Sharding::fsdp)
       o.fail("fsdp_implementation", "describes PyTorch FSDP's runtime: needs schedule fsdp");
-    if (o.choice("fsdp_implementation", {"generic", "torch-fsdp1"}) == "torch-fsdp1") {
-      if (t.pp > 1) o.fail("fsdp_implementation", "torch-fsdp1 is modelled without pipeline_parallel");
-      t.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
-    }
+    const std::string impl = o.choice("fsdp_implementation", {"generic", "torch-fsdp1", "torch-fsdp2"});
+    t.fsdp_implementation = impl == "torch-fsdp1"   ? plan::FsdpImplementation::torch_fsdp1
+                            : impl == "torch-fsdp2" ? plan::FsdpImplementation::torch_fsdp2
+                                                    : plan::FsdpImplementation::generic;
   }
   if (o.has("deepspeed_zero3")) {
     if (t.zero3_implementation != plan::Zero3Implementation::deepspeed_0_3)

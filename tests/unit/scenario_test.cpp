@@ -384,7 +384,7 @@ TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
   EXPECT_EQ(e.json_path(), "/training/fsdp_implementation");
   EXPECT_TRUE(contains(e.what(), "needs schedule fsdp")) << e.what();
   doc["training"]["schedule"] = "fsdp";
-  doc["training"]["fsdp_implementation"] = "torch-fsdp2";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp3";
   EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_implementation");
 }
 

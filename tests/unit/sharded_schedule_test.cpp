@@ -165,6 +165,14 @@ TEST(ShardedSchedule, TorchFsdp1QueuesGathersAndReduceScattersOnOneStreamInIssue
   EXPECT_EQ(comp.tasks.back().deps.size(), 6u);
 }
 
+TEST(ShardedSchedule, TorchFsdp2SchedulesAsFsdp1) {
+  // fully_shard keeps its root gathered too and shares one communicator for both collectives.
+  ScheduleInputs in = torch_fsdp1(4, 4, 2);
+  const auto fsdp1 = names_on(build_program(in).ranks[0].streams[1]);
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
+  EXPECT_EQ(names_on(build_program(in).ranks[0].streams[1]), fsdp1);
+}
+
 TEST(ShardedSchedule, TorchFsdp1HybridShardingAllReducesOnTheReplicaStream) {
   const Program prog = build_program(torch_fsdp1(4, 2));
   validate(prog);
