@@ -112,10 +112,32 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
     if (first) unit = std::max(unit, model::embedding_parameters(s));
     if (last) unit = std::max(unit, model::head_parameters(s));
     unit /= tp;
-    add("gathered_parameters", 2 * unit * p.parameter_wire_bytes,
-        "2 units x " + num(unit) + " params x " + num(p.parameter_wire_bytes) + " B");
-    add("gathered_gradients", unit * p.gradient_wire_bytes,
-        "1 unit x " + num(unit) + " params x " + num(p.gradient_wire_bytes) + " B");
+    const bool torch_fsdp1 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1 && first && last;
+    if (torch_fsdp1) {
+      // FullyShardedDataParallel (1.13): the root unit, the embedding and head, is not
+      // resharded after forward and stays gathered beside the two layers in flight.
+      const double layer = model::parameters_per_layer(s) / tp;
+      const double root = (model::embedding_parameters(s) + model::head_parameters(s)) / tp;
+      add("gathered_parameters", (2 * layer + root) * p.parameter_wire_bytes,
+          "(2 layers x " + num(layer) + " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) +
+              " B");
+      // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
+      // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it
+      // (always) as the reduce-scatter's input, on the post_backward stream, and record_stream
+      // keeps all three until the reduce-scatter is done, while the next unit's gradient is
+      // being computed.
+      const double compute = p.parameter_wire_bytes, reduce = p.gradient_wire_bytes;
+      const double per_param = compute + compute + (reduce != compute ? reduce : 0.0) + reduce;
+      const double largest = std::max(layer, root);
+      add("gathered_gradients", largest * per_param,
+          "1 unit x " + num(largest) + " params x " + num(per_param) +
+              " B (its gradient; the unit before's, its reduce-dtype cast and F.pad copy)");
+    } else {
+      add("gathered_parameters", 2 * unit * p.parameter_wire_bytes,
+          "2 units x " + num(unit) + " params x " + num(p.parameter_wire_bytes) + " B");
+      add("gathered_gradients", unit * p.gradient_wire_bytes,
+          "1 unit x " + num(unit) + " params x " + num(p.gradient_wire_bytes) + " B");
+    }
   }
   if (p.sharding == Sharding::none) {
     add("communication_buffers", params * p.gradient_wire_bytes,

@@ -56,6 +56,33 @@ enum class Zero3Implementation {
   deepspeed_0_3,  ///< DeepSpeed v0.3.12 - v0.4.2 stage3.py (deepspeed_zero3_schedule.hpp)
 };
 
+/// How the FSDP runtime orders its collectives and which unit it keeps gathered.
+enum class FsdpImplementation {
+  /// Every unit (embedding, layers, head) gathered before its forward and again before its
+  /// backward; gathers and reduce-scatters on streams of their own, running concurrently.
+  generic,
+  /// PyTorch's FullyShardedDataParallel (FSDP1; read at 1.13, fully_sharded_data_parallel.py):
+  /// the embedding and head are the root unit, which forward() does not reshard (so it is
+  /// gathered once per micro-batch, before the embedding, and not again in backward); and one
+  /// process group's collectives run on ProcessGroupNCCL's one stream per device, in the order
+  /// the host issues them (the post-backward hook prefetches unit k-1's gather before it issues
+  /// unit k's reduce-scatter).
+  torch_fsdp1,
+  /// PyTorch's fully_shard (FSDP2, torchtitan): the same two in the schedule. Its root state does
+  /// not reshard after forward either (_fsdp_state.py _lazy_init: "For the root, do not reshard
+  /// after forward"), all-gathers and reduce-scatters share the shard process group's NCCL
+  /// communicator (pytorch/pytorch#186335: "one NCCL communicator, which processes one
+  /// collective at a time and so serializes them"), and its pre-backward prefetch of unit k-1,
+  /// issued before unit k's reduce-scatter, lands in the same stream order. Memory: the generic
+  /// terms (FSDP2's reduce-scatter copy-in buffer is not FSDP1's cast and pad; not read).
+  torch_fsdp2,
+};
+
+/// Whether the FSDP runtime keeps the root unit and runs one NCCL stream (torch_fsdp1/2).
+[[nodiscard]] inline bool torch_fsdp(FsdpImplementation f) {
+  return f == FsdpImplementation::torch_fsdp1 || f == FsdpImplementation::torch_fsdp2;
+}
+
 /// DeepSpeed ZeRO-3 knobs of the "zero_optimization" config, defaults as the code of v0.3.13
 /// (deepspeed/runtime/zero/constants.py; its config-json docs list other values, the code wins
 /// when a config leaves them out). Elements, not bytes.
@@ -138,6 +165,7 @@ struct TrainingPlan {
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only
+  FsdpImplementation fsdp_implementation = FsdpImplementation::generic;  ///< schedule fsdp only
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 

@@ -27,6 +27,14 @@ struct Unit {
   bool layer = false;            ///< a transformer layer (its input is checkpointed / offloaded)
 };
 
+/// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
+struct UnitCollectives {
+  bool forward_gather = true;   ///< all-gathered before its forward
+  bool backward_gather = true;  ///< gathered again before its backward
+  bool reduce = true;           ///< its gradients reduce-scattered after its backward
+  double params = 0;            ///< parameters each of them moves
+};
+
 std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto& s = in.model;
   const auto& p = in.plan;
@@ -77,6 +85,21 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& u : units) t += u.params;
     return t;
   }();
+  const bool torch_fsdp1 = plan::torch_fsdp(p.fsdp_implementation);  // or FSDP2, alike here
+  // PyTorch FSDP1's root unit (fully_sharded_data_parallel.py at 1.13, forward(): "Do not free
+  // the root's parameters in the post-forward for FULL_SHARD"): the embedding and head are one
+  // flat parameter, gathered before the embedding and kept through the backward.
+  // Its gradients are reduce-scattered once, after the embedding's backward (its AccumulateGrad
+  // hook fires when the whole flat parameter's gradient is complete).
+  std::vector<UnitCollectives> moved(n);
+  for (std::size_t u = 0; u < n; ++u) moved[u] = {true, true, true, units[u].params};
+  if (torch_fsdp1) {
+    moved.front() = {true, false, true, units.front().params + units.back().params};
+    moved.back() = {false, false, false, 0};
+  }
+  // One process group's collectives share ProcessGroupNCCL's stream (torch_fsdp1): the
+  // reduce-scatters then queue on the gather stream in the order the host issues them.
+  const int reduce_stream = torch_fsdp1 ? kGather : kReduce;
   const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
@@ -146,20 +169,23 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       for (long gid = 0; gid < shard_groups; ++gid) {
         const long t = gid % p.tp, replica = gid / p.tp;
         if (shard > 1) {
-          c.gather_fwd.push_back(add_call(name.gather, collective::Op::all_gather,
-                                          unit.params * p.parameter_wire_bytes, shard_group(t, replica)));
-          c.gather_bwd.push_back(add_call(name.gather_backward,
-                                          collective::Op::all_gather, unit.params * p.parameter_wire_bytes,
-                                          shard_group(t, replica)));
-          c.reduce.push_back(add_call(name.reduce_scatter, collective::Op::reduce_scatter,
-                                      unit.params * p.gradient_wire_bytes, shard_group(t, replica)));
+          if (moved[u].forward_gather)
+            c.gather_fwd.push_back(add_call(name.gather, collective::Op::all_gather,
+                                            moved[u].params * p.parameter_wire_bytes, shard_group(t, replica)));
+          if (moved[u].backward_gather)
+            c.gather_bwd.push_back(add_call(name.gather_backward,
+                                            collective::Op::all_gather, moved[u].params * p.parameter_wire_bytes,
+                                            shard_group(t, replica)));
+          if (moved[u].reduce)
+            c.reduce.push_back(add_call(name.reduce_scatter, collective::Op::reduce_scatter,
+                                        moved[u].params * p.gradient_wire_bytes, shard_group(t, replica)));
         }
       }
-      if (replicas > 1)
+      if (replicas > 1 && moved[u].reduce)
         for (long gid = 0; gid < replica_groups; ++gid) {
           const long t = gid % p.tp, position = gid / p.tp;
           c.replicate.push_back(add_call(name.replica_all_reduce, collective::Op::all_reduce,
-                                         unit.params / static_cast<double>(shard) * p.gradient_wire_bytes,
+                                         moved[u].params / static_cast<double>(shard) * p.gradient_wire_bytes,
                                          replica_group(t, position)));
         }
       if (unit.tensor_parallel) {
@@ -270,7 +296,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         TaskRef previous{-1, -1};
         for (std::size_t u = 0; u < n; ++u) {
           std::vector<TaskRef> ready;
-          if (shard > 1) {
+          if (shard > 1 && moved[u].forward_gather) {
             std::vector<TaskRef> gdeps;
             if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
             gather.push_back({name[u].gather, TaskKind::collective,
@@ -292,16 +318,25 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         }
         // Backward: head first, embedding last; gathers one unit ahead.
         std::vector<int> done;  // compute-stream index of each backward, in backward order
+        std::vector<TaskRef> gathered(n, TaskRef{-1, -1});  // each backward position's gather
+        auto gather_backward = [&](std::size_t k) {
+          const std::size_t u = n - 1 - k;
+          if (shard <= 1 || !moved[u].backward_gather) return;
+          std::vector<TaskRef> gdeps;
+          if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
+          gather.push_back({name[u].gather_backward, TaskKind::collective,
+                            Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
+          gathered[k] = last(gather, kGather);
+        };
+        // torch_fsdp1 issues position k+1's gather in position k's post-backward hook, before
+        // k's reduce-scatter (_post_backward_hook: _reshard, _prefetch_handles, then the
+        // reduce-scatter): on a shared stream the order matters, so it is made there.
+        if (torch_fsdp1) gather_backward(0);
         for (std::size_t k = 0; k < n; ++k) {
           const std::size_t u = n - 1 - k;
           std::vector<TaskRef> ready{previous};
-          if (shard > 1) {
-            std::vector<TaskRef> gdeps;
-            if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
-            gather.push_back({name[u].gather_backward, TaskKind::collective,
-                              Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
-            ready.push_back(last(gather, kGather));
-          }
+          if (!torch_fsdp1) gather_backward(k);
+          if (gathered[k].stream >= 0) ready.push_back(gathered[k]);
           if (offload && units[u].layer) {
             // Prefetched one layer ahead: starts once the backward two units back is done.
             std::vector<TaskRef> fdeps;
@@ -325,14 +360,16 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
-          if (shard > 1) {
-            reduce.push_back({name[u].reduce_scatter, TaskKind::collective,
-                              Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
-            reduced.push_back(last(reduce, kReduce));
+          if (torch_fsdp1 && k + 1 < n) gather_backward(k + 1);
+          if (shard > 1 && moved[u].reduce) {
+            auto& rs = rp.streams[static_cast<std::size_t>(reduce_stream)].tasks;
+            rs.push_back({name[u].reduce_scatter, TaskKind::collective,
+                          Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
+            reduced.push_back(last(rs, reduce_stream));
           }
-          if (replicas > 1) {
+          if (replicas > 1 && moved[u].reduce) {
             std::vector<TaskRef> rdeps{{kCompute, done.back()}};
-            if (shard > 1) rdeps = {last(reduce, kReduce)};
+            if (shard > 1) rdeps = {reduced.back()};
             reduce.push_back({name[u].replica_all_reduce, TaskKind::collective,
                               Phase::gradient_sync, 0, c[u].replicate[replica_gid], rdeps});
             reduced.push_back(last(reduce, kReduce));

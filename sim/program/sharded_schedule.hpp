@@ -28,6 +28,17 @@
 //    re-gather of the input for the weight gradient, overlapped with the input-gradient GEMM,
 //    is not modelled);
 //  - the optimizer steps on the rank's shard once every gradient is reduced.
+//
+// With plan::FsdpImplementation::torch_fsdp1 (PyTorch's FullyShardedDataParallel, read in the
+// 1.13 line's fully_sharded_data_parallel.py and ProcessGroupNCCL.cpp), two things change:
+//  - the embedding and head are FSDP's root unit, one flat parameter that forward() does not
+//    reshard: gathered once per micro-batch before the embedding (with the head's parameters),
+//    never again in backward, and reduce-scattered once after the embedding's backward;
+//  - gathers and reduce-scatters go to one process group, whose collectives ProcessGroupNCCL runs
+//    on one stream per device in host issue order; FSDP's "all_gather" and "post_backward"
+//    streams only say what each waits for. The order is the post-backward hook's: reshard unit k,
+//    prefetch k-1's gather, then k's reduce-scatter. A replica all-reduce (hybrid sharding) is on
+//    another process group, so on a stream of its own.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

@@ -156,6 +156,14 @@ plan::TrainingPlan read_training(JsonObject o) {
         o.fail("zero3_implementation", "deepspeed-0.3 is modelled with full checkpointing only (checkpoint_policy selective_op)");
     }
   }
+  if (o.has("fsdp_implementation")) {
+    if (t.sharding != Sharding::fsdp)
+      o.fail("fsdp_implementation", "describes PyTorch FSDP's runtime: needs schedule fsdp");
+    const std::string impl = o.choice("fsdp_implementation", {"generic", "torch-fsdp1", "torch-fsdp2"});
+    t.fsdp_implementation = impl == "torch-fsdp1"   ? plan::FsdpImplementation::torch_fsdp1
+                            : impl == "torch-fsdp2" ? plan::FsdpImplementation::torch_fsdp2
+                                                    : plan::FsdpImplementation::generic;
+  }
   if (o.has("deepspeed_zero3")) {
     if (t.zero3_implementation != plan::Zero3Implementation::deepspeed_0_3)
       o.fail("deepspeed_zero3", "DeepSpeed's stage 3 settings need zero3_implementation \"deepspeed-0.3\"");

@@ -79,6 +79,28 @@ TEST(RankMemory, FsdpMixedPrecisionKeepsOnlyShardedFp32State) {
                    (4 + 4 + 8) * P / 4);
 }
 
+TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
+  ASSERT_TRUE(plan::precision_recipe("fsdp_mixed", p.precision));
+  const double layer = model::parameters_per_layer(gpt());
+  const double root = model::embedding_parameters(gpt()) + model::head_parameters(gpt());
+  ASSERT_GT(root, layer);
+  // Generic: two of the largest unit (here the embedding) in flight, one gradient.
+  auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gathered_parameters"), 2 * model::embedding_parameters(gpt()) * 2);
+  EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), model::embedding_parameters(gpt()) * 2);
+  p.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
+  // Two layers in flight and the root kept; bf16 reduce (mixed_precision PURE): the largest
+  // unit's gradient, the one before's and its pad copy.
+  r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gathered_parameters"), (2 * layer + root) * 2);
+  EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), root * (2 + 2 + 2));
+  // fp32 reduce (DEFAULT): the one before's bf16 gradient, its fp32 cast and the fp32 pad copy.
+  p.gradient_wire_bytes = 4;
+  r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), root * (2 + 2 + 4 + 4));
+}
+
 TEST(RankMemory, TensorParallelismDividesTheParameters) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.tp = 4;

@@ -401,6 +401,18 @@ TEST(ScenarioErrors, OtherBadValues) {
   EXPECT_EQ(path_of_error(doc), "/model/layers");
 }
 
+TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
+  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_implementation");
+  EXPECT_TRUE(contains(e.what(), "needs schedule fsdp")) << e.what();
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp3";
+  EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_implementation");
+}
+
 TEST(ScenarioErrors, DeepSpeedZero3SettingsNameTheirPath) {
   auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
   json doc = bert_large_doc();  // schedule zero1

@@ -103,6 +103,84 @@ TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch)
   for (const auto& d : find(gather, "all-gather layer 1 (backward) mb0").deps) EXPECT_NE(d.stream, 0);
 }
 
+ScheduleInputs torch_fsdp1(long world, long shard, long accumulation = 1) {
+  ScheduleInputs in = inputs(world, shard, 1, accumulation);
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
+  return in;
+}
+
+std::vector<std::string> names_on(const Stream& s) {
+  std::vector<std::string> names;
+  for (const auto& t : s.tasks) names.push_back(t.name);
+  return names;
+}
+
+TEST(ShardedSchedule, TorchFsdp1GathersTheRootUnitOnceAndKeepsItThroughTheBackward) {
+  // PyTorch FSDP1 (1.13 fully_sharded_data_parallel.py, forward()): the root's flat parameter,
+  // the embedding and the head, is not freed after the forward: gathered once before the
+  // embedding, reduce-scattered once after the embedding's backward.
+  const Program prog = build_program(torch_fsdp1(4, 4));
+  validate(prog);
+  const auto& r = prog.ranks[1];
+  const auto& gather = r.streams[1];
+  const auto& model = torch_fsdp1(4, 4).model;
+  const double root = model::embedding_parameters(model) + model::head_parameters(model);
+  const Task& g = find(gather, "all-gather embedding mb0");
+  EXPECT_DOUBLE_EQ(prog.collectives[g.collective].size, root * 2);  // bf16
+  const Task& rs = find(gather, "reduce-scatter embedding mb0");
+  EXPECT_DOUBLE_EQ(prog.collectives[rs.collective].size, root * 2);
+  for (const auto& t : gather.tasks) {
+    EXPECT_EQ(t.name.str().find("head"), std::string::npos) << t.name.str();
+    EXPECT_NE(t.name.str(), "all-gather embedding (backward) mb0");
+  }
+  // The head's forward and backward wait for no gather of their own.
+  for (const auto& d : find(r.streams[0], "forward head mb0").deps) EXPECT_EQ(d.stream, 0);
+  for (const auto& d : find(r.streams[0], "backward head mb0").deps) EXPECT_EQ(d.stream, 0);
+}
+
+TEST(ShardedSchedule, TorchFsdp1QueuesGathersAndReduceScattersOnOneStreamInIssueOrder) {
+  // ProcessGroupNCCL runs a process group's collectives on one stream per device, in the order
+  // the host issues them; the post-backward hook of unit k prefetches k-1's gather, then issues
+  // k's reduce-scatter.
+  const Program prog = build_program(torch_fsdp1(4, 4, 2));
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  EXPECT_TRUE(r.streams[2].tasks.empty());
+  const std::vector<std::string> mb0 = {
+      "all-gather embedding mb0",          "all-gather layer 0 mb0",           "all-gather layer 1 mb0",
+      "all-gather layer 1 (backward) mb0", "all-gather layer 0 (backward) mb0", "reduce-scatter layer 1 mb0",
+      "reduce-scatter layer 0 mb0",        "reduce-scatter embedding mb0"};
+  const auto names = names_on(r.streams[1]);
+  ASSERT_EQ(names.size(), 2 * mb0.size());
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 8), mb0);
+  // Every micro-batch reduce-scatters (Composer runs FSDP without no_sync), the next one's
+  // gathers queue behind them.
+  EXPECT_EQ(names[8], "all-gather embedding mb1");
+  const auto& comp = r.streams[0];
+  const auto& gather = r.streams[1];
+  EXPECT_TRUE(waits_for(find(gather, "reduce-scatter layer 1 mb0"), 0, index_of(comp, "backward layer 1 mb0")));
+  // The rate limiter's wait: the gather of layer 0 for its backward waits for the head's.
+  EXPECT_TRUE(waits_for(find(gather, "all-gather layer 0 (backward) mb0"), 0, index_of(comp, "backward head mb0")));
+  // The optimizer waits for every reduce-scatter of both micro-batches.
+  EXPECT_EQ(comp.tasks.back().deps.size(), 6u);
+}
+
+TEST(ShardedSchedule, TorchFsdp2SchedulesAsFsdp1) {
+  // fully_shard keeps its root gathered too and shares one communicator for both collectives.
+  ScheduleInputs in = torch_fsdp1(4, 4, 2);
+  const auto fsdp1 = names_on(build_program(in).ranks[0].streams[1]);
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
+  EXPECT_EQ(names_on(build_program(in).ranks[0].streams[1]), fsdp1);
+}
+
+TEST(ShardedSchedule, TorchFsdp1HybridShardingAllReducesOnTheReplicaStream) {
+  const Program prog = build_program(torch_fsdp1(4, 2));
+  validate(prog);
+  const auto& r = prog.ranks[1];
+  const Task& ar = find(r.streams[2], "replica all-reduce embedding mb0");
+  EXPECT_TRUE(waits_for(ar, 1, index_of(r.streams[1], "reduce-scatter embedding mb0")));
+}
+
 TEST(ShardedSchedule, HybridShardingReducesWithinAShardGroupThenAcrossReplicas) {
   // 4 ranks, shard groups {0,1} and {2,3}, replica groups {0,2} and {1,3}.
   const Program prog = build_program(inputs(4, 2, 1));
