@@ -23,6 +23,25 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
   return {group * pp + k % pp, chunk, forward};
 }
 
+/// A rank's tasks turned out different from those of the rank whose body it was to share.
+struct BodyDiffers {};
+
+/// Whether a task a rank would push equals the task of the shared body at that place: every
+/// field but the memory marks set after the push (checked where they are set) and the call,
+/// whose shape only must match (each rank has calls of its own).
+bool same_task(const Task& a, const Task& b, const std::vector<CollectiveCall>& calls) {
+  if (a.name != b.name || a.kind != b.kind || a.phase != b.phase || a.duration != b.duration || !(a.deps == b.deps) ||
+      a.workspace != b.workspace || a.copy_bytes != b.copy_bytes || a.copy_direction != b.copy_direction ||
+      a.kernels != b.kernels || a.host_sync != b.host_sync)
+    return false;
+  if (a.kind != TaskKind::collective) return a.collective == b.collective;
+  const auto& x = calls[static_cast<std::size_t>(a.collective)];
+  const auto& y = calls[static_cast<std::size_t>(b.collective)];
+  return x.op == y.op && x.size == y.size && x.group.size() == y.group.size();
+}
+
+Program build_pipeline(const ScheduleInputs& in, bool share);
+
 }  // namespace
 
 std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long pp, long stage,
@@ -56,6 +75,19 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
 }
 
 Program build_pipeline_parallel(const ScheduleInputs& in) {
+  if (in.share_task_bodies) try {
+      return build_pipeline(in, true);
+    } catch (const BodyDiffers&) {
+      // Some rank of a stage differs from the stage's first: every rank gets its own tasks.
+    }
+  return build_pipeline(in, false);
+}
+
+namespace {
+
+/// Every rank's program; with `share`, each rank of a stage but the first shares the first's
+/// body (RankProgram::body), the tasks it would have pushed compared with the body's as it goes.
+Program build_pipeline(const ScheduleInputs& in, bool share) {
   const auto& s = in.model;
   const auto& p = in.plan;
   const auto& L = in.layout;
@@ -268,9 +300,17 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         for (const auto& x : steps[e].transfers)
           if (!x.send) exchange_names[e].emplace_back("tp gather " + describe(x));
     }
+    const std::size_t stage_first = prog.ranks.size();  // the stage's lowest rank: (d, t) = (0, 0)
+    int stage_memory_marks = 0;                            // activation allocs and releases it sets
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
+        // The body this rank shares (valid until the rank is stored below), and what it has met of
+        // it: tasks per stream, its own call at each collective task, the memory marks checked.
+        const RankProgram* body = share && (d > 0 || t > 0) ? &prog.ranks[stage_first] : nullptr;
+        std::vector<int> met;
+        std::vector<std::vector<int>> own_calls;
+        int memory_marks = 0;
         RankProgram rp;
         rp.rank = rank_of(in, stage, d, t);
         rp.resident = mem.resident;
@@ -287,13 +327,24 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         const int kCopy = static_cast<int>(rp.streams.size());
         if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
         auto& comp = rp.streams[kCompute].tasks;
+        met.assign(rp.streams.size(), 0);
+        own_calls.resize(rp.streams.size());
         auto push = [&](int stream, Task task) {
+          const auto st = static_cast<std::size_t>(stream);
+          if (body) {
+            const auto& theirs = body->streams[st].tasks;
+            const auto i = static_cast<std::size_t>(met[st]++);
+            if (i >= theirs.size() || !same_task(theirs[i], task, prog.collectives)) throw BodyDiffers{};
+            if (task.kind == TaskKind::collective) own_calls[st].push_back(task.collective);
+            return TaskRef{stream, static_cast<int>(i)};
+          }
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
           return TaskRef{stream, static_cast<int>(rp.streams[static_cast<std::size_t>(stream)].tasks.size()) - 1};
         };
         // Room for every slot's layers, the embedding and head passes of the end stages and the
         // step's tail, so the stream is never copied while it grows.
-        comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk + 2) + 16);
+        if (!body) comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk + 2) + 16);
+        auto computed = [&] { return body ? static_cast<std::size_t>(met[kCompute]) : comp.size(); };
         const long replica = d / shard, position = d % shard;
         auto& my_shard_calls = shard_calls[static_cast<std::size_t>((stage * tp + t) * replicas + replica)];
         auto& my_replica_calls = replica_calls[static_cast<std::size_t>((stage * tp + t) * shard + position)];
@@ -372,11 +423,14 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
         // Per slot: each layer's collectives (three under sequence parallelism), the embedding's,
         // the loss's three and the head's at the end stages.
-        if (tp > 1)
-          rp.streams[kTensor].tasks.reserve(order.size() *
-                                            static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 3 : 1) + 5));
+        // A layer pass makes up to four reductions (two with recompute's two again), under sequence
+        // parallelism as many gathers and a re-gather; the ends, a slot's exchanges' gathers.
+        if (tp > 1 && !body)
+          rp.streams[kTensor].tasks.reserve(
+              order.size() * static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 9 : 4) + 8));
         // Each point-to-point stream carries at most one task per micro-batch and chunk.
-        for (int st = kRecvPrev; st <= kSendPrev; ++st) rp.streams[static_cast<std::size_t>(st)].tasks.reserve(static_cast<std::size_t>(m * v));
+        if (!body)
+          for (int st = kRecvPrev; st <= kSendPrev; ++st) rp.streams[static_cast<std::size_t>(st)].tasks.reserve(static_cast<std::size_t>(m * v));
         TaskRef previous{-1, -1};
         // What the host waits for before issuing the next step: the last compute (and TP
         // collective) of a slot, or every operation of an exchange (Megatron waits for each
@@ -426,7 +480,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const bool first = vs == 0, last = vs == virtual_stages - 1;
           const SlotNames& names = slot_names[o];
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
-          const std::size_t slot_start = comp.size();
+          const std::size_t slot_start = computed();
           std::vector<TaskRef> ready = cursor;
           // Dependencies as TaskDeps: up to three inline, no allocation per task.
           auto compute = [&](InternedName name, Seconds duration, int kernels, TaskDeps deps) {
@@ -516,7 +570,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             if (offload && !slot.forward) {
               // Prefetched one layer ahead: starts once the compute task two before this pass is done.
               std::vector<TaskRef> fdeps;
-              if (comp.size() >= 2) fdeps.push_back({kCompute, static_cast<int>(comp.size()) - 2});
+              if (computed() >= 2) fdeps.push_back({kCompute, static_cast<int>(computed()) - 2});
               Task fetch{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
                          Phase::offload, 0, -1, std::move(fdeps)};
               fetch.copy_bytes = layer_input;
@@ -584,10 +638,15 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           }
           // A forward's stored activations are allocated when it starts and freed by its backward.
           const Bytes stored = mem.activations_per_micro_batch / static_cast<double>(v);
-          if (slot.forward)
+          ++memory_marks;
+          if (body) {
+            const auto& theirs = body->streams[kCompute].tasks;
+            if ((slot.forward ? theirs[slot_start].alloc : theirs[computed() - 1].release) != stored) throw BodyDiffers{};
+          } else if (slot.forward) {
             comp[slot_start].alloc = stored;
-          else
+          } else {
             comp.back().release = stored;
+          }
           cursor = {previous};
         }
         // The step's last exchange (a stage's last input gradient going back) is waited for
@@ -665,6 +724,16 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);
           push(kReduce, {"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped}});
         }
+        if (body) {
+          for (std::size_t st = 0; st < rp.streams.size(); ++st)
+            if (static_cast<std::size_t>(met[st]) != body->streams[st].tasks.size()) throw BodyDiffers{};
+          if (memory_marks != stage_memory_marks) throw BodyDiffers{};
+          rp.body = body->rank;
+          rp.streams.clear();
+          for (const auto& calls : own_calls) rp.calls.insert(rp.calls.end(), calls.begin(), calls.end());
+        } else {
+          stage_memory_marks = memory_marks;
+        }
         prog.ranks.push_back(std::move(rp));
       }
   }
@@ -672,5 +741,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
   return prog;
 }
+
+}  // namespace
 
 }  // namespace trainsim::program
