@@ -61,10 +61,11 @@ struct RankProgram {
   std::vector<Stream> streams;
   Bytes resident = 0;  ///< device memory held for the whole step (model states, buffers, runtime)
   /// A shared task body: -1 when `streams` holds this rank's tasks. Otherwise a lower rank with a
-  /// body of its own whose tasks this rank runs (its schedule checked them equal, call shapes
-  /// included, when it built them), `streams` is empty and `calls` holds this rank's collective
-  /// index at each collective task of that body, streams in order. A 1,024-GPU job has a handful
-  /// of distinct programs: sharing them spares building and comparing a thousand copies.
+  /// body of its own whose tasks this rank runs (a schedule shares a body only where it would
+  /// have pushed the same tasks, the calls aside), `streams` is empty and `calls` holds this
+  /// rank's collective index at each collective task of that body, streams in order; validate()
+  /// and folding check each call's shape against the body's. A 1,024-GPU job has a handful of
+  /// distinct programs: sharing them spares building and comparing a thousand copies.
   int body = -1;
   std::vector<int> calls;
 };

@@ -33,7 +33,7 @@ struct RankFolding {
 /// host copies of the same bytes and direction, and collective calls of the same op, size and
 /// group size) and merges the calls they make at
 /// the same places. A rank sharing a lower rank's body (RankProgram::body) joins that rank's
-/// class without comparing tasks (its schedule did), once its calls' shapes match. Falls back to
+/// class without comparing tasks (they are that rank's), once its calls' shapes match. Falls back to
 /// identity_folding when the merge is not consistent (a merged call met twice by one class) or a
 /// shared body's calls do not match, so the result is always safe to execute on the program with
 /// its bodies materialised; every representative it picks otherwise has tasks of its own.
