@@ -754,10 +754,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           for (std::size_t j = 0; j < requested.size(); ++j) request_of_call.emplace(requested[j], j);
           for (const auto& st : rp.streams)
             for (const auto& task : st.tasks)
-              if (task.kind == TaskKind::collective) request_of_task.push_back(request_of_call.at(task.collective));
+              if (task.kind == TaskKind::collective) {
+                const auto it = request_of_call.find(task.collective);
+                TRAINSIM_CHECK(it != request_of_call.end(), "task " + task.name + "'s call was not requested");
+                request_of_task.push_back(it->second);
+              }
         }
         prog.ranks.push_back(std::move(rp));
       }
+    // The stages make about as many calls each: room for the rest at once (a 1,024-GPU job makes
+    // hundreds of thousands).
+    if (stage == 0) prog.collectives.reserve(prog.collectives.size() * static_cast<std::size_t>(pp) + 16);
   }
   std::sort(prog.ranks.begin(), prog.ranks.end(),
             [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
