@@ -47,13 +47,14 @@ class Executor {
 public:
   Executor(const program::Program& prog, const Platform& platform,
            const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
-           const ExecuteOptions& options)
+           const ExecuteOptions& options, program::RankFolding folding, double fold_wall_s)
       : prog_(prog),
         platform_(platform),
         record_(options.record),
         sm_count_(options.sm_count),
         prepare_start_(std::chrono::steady_clock::now()),
-        fold_(timed_folding(prog, options.fold, result_.fold_wall_s)) {
+        fold_(std::move(folding)) {
+    result_.fold_wall_s = fold_wall_s;
     if (!platform_.has_cpu())
       for (const auto& rp : prog_.ranks)
         for (const auto& s : rp.streams)
@@ -83,7 +84,7 @@ public:
       compute_stream_.push_back(only_compute_stream(rp));
       host_free_.push_back(0);
     }
-    result_.prepare_wall_s = seconds_since(prepare_start_) - result_.fold_wall_s;
+    result_.prepare_wall_s = seconds_since(prepare_start_);
   }
 
   ExecutionResult run() {
@@ -535,7 +536,7 @@ private:
   const Platform& platform_;
   bool record_;
   int sm_count_;
-  ExecutionResult result_;  // before fold_: its constructor records the folding's wall time
+  ExecutionResult result_;
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
@@ -563,7 +564,16 @@ ExecutionResult execute_program(
     const program::Program& prog, const Platform& platform,
     const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
     const ExecuteOptions& options) {
-  Executor ex(prog, platform, plan, options);
+  double fold_wall_s = 0;
+  auto folding = timed_folding(prog, options.fold, fold_wall_s);
+  // Shared bodies (program::RankProgram::body) run as they are when each class's representative
+  // has tasks of its own; unfolded, or when folding fell back, every rank runs its own copy.
+  for (const int r : folding.representative)
+    if (prog.ranks[static_cast<std::size_t>(r)].body >= 0) {
+      const auto full = program::materialise(prog);
+      return execute_program(full, platform, plan, options);
+    }
+  Executor ex(prog, platform, plan, options, std::move(folding), fold_wall_s);
   return ex.run();
 }
 

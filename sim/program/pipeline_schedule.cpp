@@ -1,8 +1,10 @@
 #include "program/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
@@ -22,6 +24,28 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
   if (!forward) chunk = chunks - 1 - chunk;
   return {group * pp + k % pp, chunk, forward};
 }
+
+/// Where a rank finds its call at one collective task: which of its groups, and what the call is
+/// if the rank is the first member to get there. A stage's first rank records these in the order
+/// it asks; the stage's other ranks, which share its body, replay them for their own groups.
+struct CallRequest {
+  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel };
+  Group group = Group::tensor;
+  InternedName name;
+  collective::Op op = collective::Op::all_reduce;
+  Bytes size = 0;
+  int backward = 0;          ///< point to point: a gradient (1) or an activation (0)
+  long boundary = 0;         ///< point to point: virtual stage boundary
+  long micro_batch = 0;      ///< point to point
+};
+
+/// One rank's place in the sequences of calls its groups make.
+struct RankCalls {
+  long d = 0, t = 0;
+  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0;
+};
+
+Program build_pipeline(const ScheduleInputs& in, bool share);
 
 }  // namespace
 
@@ -55,7 +79,15 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
   return order;
 }
 
-Program build_pipeline_parallel(const ScheduleInputs& in) {
+Program build_pipeline_parallel(const ScheduleInputs& in) { return build_pipeline(in, in.share_task_bodies); }
+
+namespace {
+
+/// Every rank's program. With `share`, each rank of a stage but the first shares the first's body
+/// (RankProgram::body) and only gets its calls: a rank's tasks are built without its data- or
+/// tensor-parallel index, which only call_for reads (the shared-body tests also compare the
+/// result with every rank built, and `--no-fold` builds them all).
+Program build_pipeline(const ScheduleInputs& in, bool share) {
   const auto& s = in.model;
   const auto& p = in.plan;
   const auto& L = in.layout;
@@ -290,12 +322,89 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         for (const auto& x : steps[e].transfers)
           if (!x.send) exchange_names[e].emplace_back("tp gather " + describe(x));
     }
+    // The call a rank gets for a request: made by the first member of the group to ask.
+    auto call_for = [&](RankCalls& rc, const CallRequest& q) -> int {
+      using G = CallRequest::Group;
+      const long d = rc.d, t = rc.t, replica = d / shard, position = d % shard;
+      switch (q.group) {
+        case G::point_to_point: return p2p_call(q.backward, q.boundary, q.micro_batch, d, t);
+        case G::embedding: {
+          int& call = embedding_calls[static_cast<std::size_t>(d * tp + t)];
+          if (call < 0) call = add_call(q.name, q.op, q.size, {rank_of(in, 0, d, t), rank_of(in, pp - 1, d, t)});
+          return call;
+        }
+        case G::tensor: {
+          // The TP group's members issue their all-reduces in the same order.
+          auto& calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
+          if (rc.tensor == calls.size()) {
+            std::vector<int> group;
+            group.reserve(static_cast<std::size_t>(tp));
+            for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.tensor++];
+        }
+        case G::shard:
+        case G::replica: {
+          // The call at this rank's position in its group's sequence.
+          const bool across_replicas = q.group == G::replica;
+          auto& calls = across_replicas ? replica_calls[static_cast<std::size_t>((stage * tp + t) * shard + position)]
+                                        : shard_calls[static_cast<std::size_t>((stage * tp + t) * replicas + replica)];
+          std::size_t& sequence = across_replicas ? rc.replica : rc.shard;
+          if (sequence == calls.size()) {
+            std::vector<int> group;
+            if (across_replicas)
+              for (long r = 0; r < replicas; ++r) group.push_back(rank_of(in, stage, r * shard + position, t));
+            else
+              for (long k = 0; k < shard; ++k) group.push_back(rank_of(in, stage, replica * shard + k, t));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[sequence++];
+        }
+        case G::model_parallel: {
+          auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
+          if (rc.model_parallel == calls.size()) {
+            std::vector<int> group;
+            for (long st = 0; st < pp; ++st)
+              for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, st, d, k));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.model_parallel++];
+        }
+      }
+      return -1;
+    };
+    // Shared bodies: the stage's first rank's requests, the call each got, and for each collective
+    // task of its body (streams in order) the request that got its call.
+    std::vector<CallRequest> requests;
+    std::vector<int> requested;
+    std::vector<std::size_t> request_of_task;
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
         RankProgram rp;
         rp.rank = rank_of(in, stage, d, t);
         rp.resident = mem.resident;
+        RankCalls rank_calls{d, t};
+        if (share && (d > 0 || t > 0)) {
+          std::vector<int> got;
+          got.reserve(requests.size());
+          for (const auto& q : requests) got.push_back(call_for(rank_calls, q));
+          rp.body = rank_of(in, stage, 0, 0);
+          rp.calls.reserve(request_of_task.size());
+          for (const std::size_t j : request_of_task) rp.calls.push_back(got[j]);
+          prog.ranks.push_back(std::move(rp));
+          continue;
+        }
+        const bool records = share;  // the stage's first rank, whose body the others share
+        auto request = [&](const CallRequest& q) {
+          const int c = call_for(rank_calls, q);
+          if (records) {
+            requests.push_back(q);
+            requested.push_back(c);
+          }
+          return c;
+        };
         // One stream per kind of point-to-point operation: the (up to four) operations of an
         // exchange run concurrently, and a stream's tasks come in exchange order.
         enum { kCompute = 0, kTensor = 1, kReduce = 2, kRecvPrev = 3, kSendNext = 4, kRecvNext = 5, kSendPrev = 6 };
@@ -316,22 +425,10 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         // Room for every slot's layers, the embedding and head passes of the end stages and the
         // step's tail, so the stream is never copied while it grows.
         comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk + 2) + 16);
-        const long replica = d / shard, position = d % shard;
-        auto& my_shard_calls = shard_calls[static_cast<std::size_t>((stage * tp + t) * replicas + replica)];
-        auto& my_replica_calls = replica_calls[static_cast<std::size_t>((stage * tp + t) * shard + position)];
-        std::size_t shard_sequence = 0, replica_sequence = 0;
-        // The call at this rank's position in its group's sequence, made by the first member.
-        auto group_call = [&](std::vector<int>& calls, std::size_t& sequence, bool across_replicas,
-                              std::string name, collective::Op op, Bytes size) {
-          if (sequence == calls.size()) {
-            std::vector<int> group;
-            if (across_replicas)
-              for (long r = 0; r < replicas; ++r) group.push_back(rank_of(in, stage, r * shard + position, t));
-            else
-              for (long k = 0; k < shard; ++k) group.push_back(rank_of(in, stage, replica * shard + k, t));
-            calls.push_back(add_call(std::move(name), op, size, std::move(group)));
-          }
-          return calls[sequence++];
+        // The call at this rank's place in its shard group's (or replica group's) sequence.
+        auto group_call = [&](bool across_replicas, const std::string& name, collective::Op op, Bytes size) {
+          using G = CallRequest::Group;
+          return request({across_replicas ? G::replica : G::shard, name, op, size});
         };
         const std::string stage_tag = " stage " + std::to_string(stage);
         int buckets = 0;
@@ -345,14 +442,14 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             // DeepSpeed's BF16_Optimizer all-reduces where ZeRO-1 would reduce-scatter.
             const bool all = p.zero1_gradient_all_reduce;
             const std::string what = all ? "gradient all-reduce (shard group)" : "gradient reduce-scatter";
-            const int c = group_call(my_shard_calls, shard_sequence, false, what + stage_tag + bucket,
+            const int c = group_call(false, what + stage_tag + bucket,
                                      all ? collective::Op::all_reduce : collective::Op::reduce_scatter,
                                      params * p.gradient_wire_bytes);
             ready = synced = push(kReduce, {what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}});
           }
           if (replicas > 1 && last_micro_batch) {  // the accumulated shard, once
             const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";
-            const int c = group_call(my_replica_calls, replica_sequence, true, what + stage_tag + bucket,
+            const int c = group_call(true, what + stage_tag + bucket,
                                      collective::Op::all_reduce,
                                      params / static_cast<double>(shard) * p.gradient_wire_bytes);
             synced = push(kReduce, {what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}});
@@ -374,7 +471,7 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           const auto& pb = param_buckets[static_cast<std::size_t>(c)];
           while (issued.size() <= bucket && issued.size() < pb.params.size()) {
             const std::string what = "parameter all-gather c" + std::to_string(c) + " bucket " + std::to_string(issued.size());
-            const int call = group_call(my_shard_calls, shard_sequence, false, what + stage_tag, collective::Op::all_gather,
+            const int call = group_call(false, what + stage_tag, collective::Op::all_gather,
                                         pb.params[issued.size()] * p.parameter_wire_bytes);
             issued.push_back(push(kReduce, {what, TaskKind::collective, Phase::parameter_sync, 0, call, deps}));
           }
@@ -394,9 +491,11 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
           for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
         // Per slot: each layer's collectives (three under sequence parallelism), the embedding's,
         // the loss's three and the head's at the end stages.
+        // A layer pass makes up to four reductions (two with recompute's two again), under sequence
+        // parallelism as many gathers and a re-gather; the ends, a slot's exchanges' gathers.
         if (tp > 1)
-          rp.streams[kTensor].tasks.reserve(order.size() *
-                                            static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 3 : 1) + 5));
+          rp.streams[kTensor].tasks.reserve(
+              order.size() * static_cast<std::size_t>(layers_per_chunk * (sequence_parallel ? 9 : 4) + 8));
         // Each point-to-point stream carries at most one task per micro-batch and chunk.
         for (int st = kRecvPrev; st <= kSendPrev; ++st) rp.streams[static_cast<std::size_t>(st)].tasks.reserve(static_cast<std::size_t>(m * v));
         TaskRef previous{-1, -1};
@@ -405,16 +504,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         // request, then torch.cuda.synchronize()), and under scatter/gather the all-gathers that
         // rebuild the received tensors.
         std::vector<TaskRef> cursor;
-        std::size_t tp_sequence = 0;  // the TP group's members issue their all-reduces in the same order
-        auto& group_calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
         auto tp_call = [&](InternedName name, collective::Op op, Bytes size) {
-          if (tp_sequence == group_calls.size()) {
-            std::vector<int> group;
-            group.reserve(static_cast<std::size_t>(tp));
-            for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-            group_calls.push_back(add_call(name, op, size, std::move(group)));
-          }
-          return group_calls[tp_sequence++];
+          return request({CallRequest::Group::tensor, name, op, size});
         };
         bool after_exchange = false;  // the next compute task follows a blocking exchange
         for (std::size_t e = 0; e < steps.size(); ++e) {
@@ -425,7 +516,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
             for (std::size_t k = 0; k < step.transfers.size(); ++k) {
               const PipelineTransfer& x = step.transfers[k];
               const int stream = x.send ? (x.gradient ? kSendPrev : kSendNext) : (x.gradient ? kRecvNext : kRecvPrev);
-              const int call = p2p_call(x.gradient ? 1 : 0, x.boundary, x.micro_batch, d, t);
+              const int call = request({CallRequest::Group::point_to_point, {}, collective::Op::send_recv, boundary,
+                                        x.gradient ? 1 : 0, x.boundary, x.micro_batch});
               done.push_back(push(stream, {names[k], TaskKind::collective, x.gradient ? Phase::backward : Phase::forward,
                                            0, call, cursor}));
             }
@@ -636,10 +728,8 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         // OptimizerStep; _exec_reduce_tied_grads all-reduces the fp32 _hp_grad under bf16).
         const bool ties = tied_copy && (stage == 0 || stage == pp - 1);
         auto reduce_tied = [&](std::vector<TaskRef> deps) {
-          int& call = embedding_calls[static_cast<std::size_t>(d * tp + t)];
-          if (call < 0)
-            call = add_call("word-embedding all-reduce", collective::Op::all_reduce, word_embedding * p.gradient_wire_bytes,
-                            {rank_of(in, 0, d, t), rank_of(in, pp - 1, d, t)});
+          const int call = request({CallRequest::Group::embedding, "word-embedding all-reduce", collective::Op::all_reduce,
+                                    word_embedding * p.gradient_wire_bytes});
           return push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call, std::move(deps)});
         };
         if (ties && deepspeed) previous = reduce_tied({previous});
@@ -650,16 +740,9 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         Seconds optimizer_seconds = optimizer_per_param * (params / static_cast<double>(shard));
         int optimizer_kernels = 1;
         bool optimizer_host_sync = false;
-        std::size_t scalar_sequence = 0;
         auto scalar_all_reduce = [&](const char* name, TaskRef after) {
-          auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
-          if (scalar_sequence == calls.size()) {
-            std::vector<int> group;
-            for (long st = 0; st < pp; ++st)
-              for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, st, d, k));
-            calls.push_back(add_call(name, collective::Op::all_reduce, 4.0, std::move(group)));
-          }
-          return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, calls[scalar_sequence++], {after}});
+          const int call = request({CallRequest::Group::model_parallel, name, collective::Op::all_reduce, 4.0});
+          return push(kReduce, {name, TaskKind::collective, Phase::optimizer, 0, call, {after}});
         };
         if (hp_grad_accumulation) {
           // BF16_Optimizer.step (DeepSpeed v0.6.2): the global L2 norm over every fp32 gradient
@@ -705,16 +788,33 @@ Program build_pipeline_parallel(const ScheduleInputs& in) {
         step_task.host_sync = optimizer_host_sync;
         const TaskRef stepped = push(kCompute, std::move(step_task));
         if (shard > 1 && !overlap_param_gather) {
-          const int c = group_call(my_shard_calls, shard_sequence, false, "parameter all-gather" + stage_tag,
+          const int c = group_call(false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);
           push(kReduce, {"parameter all-gather", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped}});
         }
+        if (records) {
+          // Each collective task's call came from one request of this rank.
+          std::unordered_map<int, std::size_t> request_of_call;
+          for (std::size_t j = 0; j < requested.size(); ++j) request_of_call.emplace(requested[j], j);
+          for (const auto& st : rp.streams)
+            for (const auto& task : st.tasks)
+              if (task.kind == TaskKind::collective) {
+                const auto it = request_of_call.find(task.collective);
+                TRAINSIM_CHECK(it != request_of_call.end(), "task " + task.name + "'s call was not requested");
+                request_of_task.push_back(it->second);
+              }
+        }
         prog.ranks.push_back(std::move(rp));
       }
+    // The stages make about as many calls each: room for the rest at once (a 1,024-GPU job makes
+    // hundreds of thousands).
+    if (stage == 0) prog.collectives.reserve(prog.collectives.size() * static_cast<std::size_t>(pp) + 16);
   }
   std::sort(prog.ranks.begin(), prog.ranks.end(),
             [](const RankProgram& a, const RankProgram& b) { return a.rank < b.rank; });
   return prog;
 }
+
+}  // namespace
 
 }  // namespace trainsim::program

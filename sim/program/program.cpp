@@ -1,5 +1,6 @@
 #include "program/program.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.hpp"
@@ -19,13 +20,73 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
+const RankProgram& tasks_of(const Program& p, int rank) {
+  const auto& rp = p.ranks[static_cast<std::size_t>(rank)];
+  return rp.body < 0 ? rp : p.ranks[static_cast<std::size_t>(rp.body)];
+}
+
+std::vector<int> calls_of(const Program& p, int rank) {
+  const auto& rp = p.ranks[static_cast<std::size_t>(rank)];
+  if (rp.body >= 0) return rp.calls;
+  std::vector<int> calls;
+  for (const auto& s : rp.streams)
+    for (const auto& t : s.tasks)
+      if (t.kind == TaskKind::collective) calls.push_back(t.collective);
+  return calls;
+}
+
+bool shares_bodies(const Program& p) {
+  return std::any_of(p.ranks.begin(), p.ranks.end(), [](const RankProgram& rp) { return rp.body >= 0; });
+}
+
+Program materialise(const Program& p) {
+  Program full = p;
+  for (auto& rp : full.ranks) {
+    if (rp.body < 0) continue;
+    rp.streams = p.ranks[static_cast<std::size_t>(rp.body)].streams;
+    std::size_t k = 0;
+    for (auto& s : rp.streams)
+      for (auto& t : s.tasks)
+        if (t.kind == TaskKind::collective) t.collective = rp.calls[k++];
+    rp.body = -1;
+    rp.calls.clear();
+  }
+  return full;
+}
+
 void validate(const Program& p) {
   std::vector<std::map<int, int>> seen(p.collectives.size());  // rank -> count
   // Where each rank issues each collective: (stream, position on that stream).
   std::vector<std::map<int, std::pair<int, int>>> where(p.ranks.size());
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
-    const auto& rp = p.ranks[r];
-    TRAINSIM_CHECK(rp.rank == static_cast<int>(r), "rank programs must be in rank order");
+    TRAINSIM_CHECK(p.ranks[r].rank == static_cast<int>(r), "rank programs must be in rank order");
+    const int body = p.ranks[r].body;
+    std::vector<int> calls;  // a shared body's: this rank's call at each of its collective tasks
+    if (body >= 0) {
+      TRAINSIM_CHECK(body < static_cast<int>(r) && p.ranks[static_cast<std::size_t>(body)].body < 0,
+                     "rank " + std::to_string(r) + " shares the body of rank " + std::to_string(body) +
+                         ", which is not a lower rank with tasks of its own");
+      TRAINSIM_CHECK(p.ranks[r].streams.empty(), "rank " + std::to_string(r) + " shares a body but has streams");
+      TRAINSIM_CHECK(p.ranks[r].resident == p.ranks[static_cast<std::size_t>(body)].resident,
+                     "rank " + std::to_string(r) + " shares a body but not its resident memory");
+      calls = calls_of(p, body);
+      TRAINSIM_CHECK(calls.size() == p.ranks[r].calls.size(),
+                     "rank " + std::to_string(r) + " has " + std::to_string(p.ranks[r].calls.size()) +
+                         " calls for the " + std::to_string(calls.size()) + " collective tasks of its body");
+      for (std::size_t k = 0; k < calls.size(); ++k) {
+        const int c = p.ranks[r].calls[k];
+        TRAINSIM_CHECK(c >= 0 && c < static_cast<int>(p.collectives.size()),
+                       "unknown collective for rank " + std::to_string(r));
+        const auto& mine = p.collectives[static_cast<std::size_t>(c)];
+        const auto& owner = p.collectives[static_cast<std::size_t>(calls[k])];
+        TRAINSIM_CHECK(mine.op == owner.op && mine.size == owner.size && mine.group.size() == owner.group.size(),
+                       "rank " + std::to_string(r) + "'s call " + mine.name + " differs from call " + owner.name +
+                           " of the body it shares (op, size or group size)");
+        calls[k] = c;
+      }
+    }
+    const auto& rp = tasks_of(p, static_cast<int>(r));
+    std::size_t call = 0;
     for (std::size_t si = 0; si < rp.streams.size(); ++si) {
       const auto& s = rp.streams[si];
       int position = 0;
@@ -40,11 +101,12 @@ void validate(const Program& p) {
         if (t.kind == TaskKind::host_copy)
           TRAINSIM_CHECK(t.copy_bytes > 0, "host copy " + t.name + " moves no bytes");
         if (t.kind == TaskKind::collective) {
-          TRAINSIM_CHECK(t.collective >= 0 &&
-                             t.collective < static_cast<int>(p.collectives.size()),
+          // A shared body's task stands for this rank's own call at that place.
+          const int c = body >= 0 ? calls[call++] : t.collective;
+          TRAINSIM_CHECK(c >= 0 && c < static_cast<int>(p.collectives.size()),
                          "unknown collective in task " + t.name);
-          seen[t.collective][rp.rank]++;
-          where[r][t.collective] = {static_cast<int>(si), position++};
+          seen[static_cast<std::size_t>(c)][static_cast<int>(r)]++;
+          where[r][c] = {static_cast<int>(si), position++};
         }
       }
     }

@@ -60,6 +60,14 @@ struct RankProgram {
   int rank = 0;
   std::vector<Stream> streams;
   Bytes resident = 0;  ///< device memory held for the whole step (model states, buffers, runtime)
+  /// A shared task body: -1 when `streams` holds this rank's tasks. Otherwise a lower rank with a
+  /// body of its own whose tasks this rank runs (a schedule shares a body only where it would
+  /// have pushed the same tasks, the calls aside), `streams` is empty and `calls` holds this
+  /// rank's collective index at each collective task of that body, streams in order; validate()
+  /// and folding check each call's shape against the body's. A 1,024-GPU job has a handful of
+  /// distinct programs: sharing them spares building and comparing a thousand copies.
+  int body = -1;
+  std::vector<int> calls;
 };
 
 struct CollectiveCall {
@@ -79,9 +87,23 @@ struct Program {
   Seconds host_per_kernel = 0;
 };
 
+/// The rank whose streams `rank` runs: itself, or the rank whose body it shares.
+[[nodiscard]] const RankProgram& tasks_of(const Program& p, int rank);
+
+/// The collective index of each collective task `rank` runs, streams in order.
+[[nodiscard]] std::vector<int> calls_of(const Program& p, int rank);
+
+/// Whether some rank shares another's body (RankProgram::body).
+[[nodiscard]] bool shares_bodies(const Program& p);
+
+/// The same program with every rank's tasks its own (for executing every rank: `--no-fold`).
+[[nodiscard]] Program materialise(const Program& p);
+
 /// Checks structural invariants: dependency and collective indices in range, each collective's
 /// task present exactly once on the communication stream of each group member, collectives
-/// appearing in the same relative order on every member (otherwise the job would deadlock).
+/// appearing in the same relative order on every member (otherwise the job would deadlock), and
+/// a shared body's owner holding its own tasks, with one call per collective task of the body,
+/// each of the same op, size and group size as the owner's call there.
 /// Throws InvariantError with the first problem.
 void validate(const Program& p);
 

@@ -137,7 +137,7 @@ void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
   }
 }
 
-/// Each class's representative must meet each merged call once, and every call a member makes
+/// Each class's representative (a rank with its own tasks) must meet each merged call once, and every call a member makes
 /// must be merged into the call its representative makes at that place.
 bool consistent(const RankFolding& f, const Program& p) {
   std::vector<int> last_class(f.calls.size(), -1);
@@ -183,8 +183,24 @@ RankFolding fold_ranks(const Program& p) {
   auto representative_of = [&](int k) -> const RankProgram& {
     return p.ranks[static_cast<std::size_t>(f.representative[static_cast<std::size_t>(k)])];
   };
+  std::vector<std::vector<int>> rep_calls;  // class -> its representative's calls, streams in order
   for (std::size_t r = 0; r < p.ranks.size(); ++r) {
     const auto& program = p.ranks[r];
+    if (program.body >= 0) {
+      // A shared body: its schedule built it equal to a lower rank's, so the rank joins that
+      // rank's class, provided its calls have the shapes of the class's calls at every place.
+      const int k = f.class_of_rank[static_cast<std::size_t>(program.body)];
+      const auto& theirs = rep_calls[static_cast<std::size_t>(k)];
+      if (theirs.size() != program.calls.size()) return identity_folding(p);
+      for (std::size_t i = 0; i < theirs.size(); ++i) {
+        if (shape[static_cast<std::size_t>(theirs[i])] != shape[static_cast<std::size_t>(program.calls[i])])
+          return identity_folding(p);
+        uf.join(theirs[i], program.calls[i]);
+      }
+      f.class_of_rank[r] = k;
+      f.members[static_cast<std::size_t>(k)].push_back(static_cast<int>(r));
+      continue;
+    }
     // Neighbouring ranks are usually alike (TP peers, DP replicas of a stage): try the previous
     // rank's class first, which spares hashing the program. Classes hold equal programs only, so
     // whichever class matches is the one the signature would have found.
@@ -202,6 +218,7 @@ RankFolding fold_ranks(const Program& p) {
         cls = f.classes();
         f.representative.push_back(static_cast<int>(r));
         f.members.emplace_back();
+        rep_calls.push_back(calls_of(p, static_cast<int>(r)));
         candidates.push_back(cls);
       }
     }

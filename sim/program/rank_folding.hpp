@@ -32,8 +32,11 @@ struct RankFolding {
 /// Groups ranks with identical programs (same streams, tasks, durations, memory, dependencies,
 /// host copies of the same bytes and direction, and collective calls of the same op, size and
 /// group size) and merges the calls they make at
-/// the same places. Falls back to identity_folding when the merge is not consistent (a merged
-/// call met twice by one class), so the result is always safe to execute.
+/// the same places. A rank sharing a lower rank's body (RankProgram::body) joins that rank's
+/// class without comparing tasks (they are that rank's), once its calls' shapes match. Falls back to
+/// identity_folding when the merge is not consistent (a merged call met twice by one class) or a
+/// shared body's calls do not match, so the result is always safe to execute on the program with
+/// its bodies materialised; every representative it picks otherwise has tasks of its own.
 [[nodiscard]] RankFolding fold_ranks(const Program& p);
 
 }  // namespace trainsim::program

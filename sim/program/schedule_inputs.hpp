@@ -23,6 +23,9 @@ struct ScheduleInputs {
   plan::Layout layout;
   model::DeviceProfile device;
   std::vector<StageMemory> stages;  ///< one per pipeline stage (pp entries)
+  /// Ranks whose tasks come out equal to a lower rank's may share that rank's body
+  /// (RankProgram::body) instead of holding a copy; schedules that cannot tell ignore it.
+  bool share_task_bodies = false;
 };
 
 /// The plan's framework module code as the layer op lists take it.

@@ -60,7 +60,10 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(p.machine->topology, p.nodes);
   const auto program_start = std::chrono::steady_clock::now();
-  const auto prog = program::build_program(schedule_inputs(s, p));
+  auto in = schedule_inputs(s, p);
+  // Unfolded, every rank runs a program built for it alone: `--no-fold` checks the sharing too.
+  in.share_task_bodies = s.fold_symmetric_ranks;
+  const auto prog = program::build_program(in);
   const auto program_end = std::chrono::steady_clock::now();
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
   const auto rates = engine::fabric_rates(p.machine->topology);
@@ -78,7 +81,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   r.step_time = result.makespan;
   r.samples_per_s = result.makespan > 0 ? static_cast<double>(prog.samples_per_step) / result.makespan : 0;
   for (const auto& rec : result.records) {
-    const auto& st = prog.ranks[rec.rank].streams[rec.stream];
+    const auto& st = program::tasks_of(prog, rec.rank).streams[rec.stream];
     const auto& t = st.tasks[rec.index];
     r.spans.push_back({rec.rank, rec.stream, t.name, program::phase_name(t.phase), st.name,
                        rec.start, rec.end});

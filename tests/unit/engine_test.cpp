@@ -392,6 +392,34 @@ TEST_F(EngineTest, TwoCopiesThroughOnePcieSwitchShareItsUplinkUnfolded) {
   EXPECT_NEAR(r.makespan, 2 * b / kPcie + kCpuLatency, 1e-9);
 }
 
+/// copies_by({0, 1}, b) with rank 1 sharing rank 0's body (RankProgram::body).
+Program shared_copies(Bytes b) {
+  Program p = copies_by({0, 1}, b);
+  p.ranks[1].streams.clear();
+  p.ranks[1].body = 0;
+  return p;
+}
+
+TEST_F(EngineTest, ASharedBodyRunsAsTheRanksOwnTasks) {
+  const Bytes b = 1.575e9;
+  const ExecutionResult r = run(shared_copies(b), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 2);
+  EXPECT_NEAR(r.makespan, 2 * b / kPcie + kCpuLatency, 1e-9);
+  ASSERT_EQ(r.records.size(), 2u);  // rank 1 credited with rank 0's task
+}
+
+TEST_F(EngineTest, ASharedBodyRunsAsTheRanksOwnTasksUnfolded) {
+  // Every rank runs its own copy of the body: the same as TwoCopiesThroughOnePcieSwitchShareItsUplinkUnfolded.
+  fold_ = false;
+  const Bytes b = 1.575e9;
+  const ExecutionResult r = run(shared_copies(b), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.classes, 3);
+  EXPECT_NEAR(r.makespan, 2 * b / kPcie + kCpuLatency, 1e-9);
+  ASSERT_EQ(r.records.size(), 2u);
+}
+
 TEST_F(EngineTest, CopiesThroughDifferentPcieSwitchesDoNotShare) {
   const Bytes b = 1.575e9;
   const ExecutionResult r = run(copies_by({0, 2}, b), no_plan);
