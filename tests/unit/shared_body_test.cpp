@@ -91,6 +91,19 @@ TEST(SharedBody, HoldsWithZero1SequenceParallelismOffloadingAndTheMegatronOptimi
   expect_sharing_changes_nothing(in);
 }
 
+// DeepSpeed's pipeline engine adds calls of its own (the TP re-gather of a stage's output before
+// each backward, the tied all-reduce before the data-parallel one, the norm over the
+// model-parallel group): the stage's other ranks must replay them in the same order.
+TEST(SharedBody, HoldsWithDeepSpeedsPipelineEngineAndItsBf16Optimizer) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.sharding = plan::Sharding::zero1;
+  in.plan.zero1_gradient_all_reduce = true;
+  in.plan.pipeline_engine = plan::PipelineEngine::deepspeed;
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", in.plan.precision));
+  in.layout = plan::layout_of(in.plan, 16, 4);
+  expect_sharing_changes_nothing(in);
+}
+
 TEST(SharedBody, ValidateRejectsCallsThatDoNotFitTheBody) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.share_task_bodies = true;
