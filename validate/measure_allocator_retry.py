@@ -16,7 +16,7 @@ import argparse
 import sys
 import time
 
-from torch_measurement import measured_provenance, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 
 def main():
@@ -28,11 +28,10 @@ def main():
     ap.add_argument("--headroom-gb", type=float, nargs="+", default=[40, 12, 9, 8, 7, 6.5, 6, 5.5, 5],
                     help="memory left above the ballast, GB, from ample to tight")
     args = ap.parse_args()
-    import torch
-    import torch.nn.functional as F
-    if not torch.cuda.is_available():
-        print("measure_allocator_retry: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("measure_allocator_retry")
+    if torch is None:
         return 1
+    import torch.nn.functional as F
     dev = torch.device("cuda")
     total = torch.cuda.get_device_properties(dev).total_memory
     n = int(args.unit_mb * 1e6 / 2)

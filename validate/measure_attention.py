@@ -18,7 +18,7 @@ import argparse
 import datetime
 import sys
 
-from torch_measurement import cuda_time_us, driver_version, write_json
+from torch_measurement import cuda_torch, cuda_time_us, driver_version, write_json
 
 SEQ = [512, 1024, 2048, 4096, 8192, 16384]
 HEAD_DIMS = [64, 128]
@@ -62,12 +62,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="seq 1024 and 4096 only (smoke test; never commit)")
     args = ap.parse_args()
-    import torch
+    torch = cuda_torch("measure_attention")
+    if torch is None:
+        return 1
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
-    if not torch.cuda.is_available():
-        print("measure_attention: no CUDA device", file=sys.stderr)
-        return 1
     seqs = [1024, 4096] if args.quick else SEQ
     props = torch.cuda.get_device_properties(0)
     driver = driver_version()

@@ -12,7 +12,7 @@ Backward = forward+backward - forward. Run on a GPU machine:
 import argparse
 import sys
 
-from torch_measurement import cuda_time_us, measured_provenance, write_json
+from torch_measurement import cuda_torch, cuda_time_us, measured_provenance, write_json
 
 SHAPES = [  # name, batch, heads, seq, head_dim (measure_torch_ops.py MODELS)
     ("bert-large", 8, 16, 512, 64),
@@ -27,12 +27,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import torch
+    torch = cuda_torch("measure_attention_dropout")
+    if torch is None:
+        return 1
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    if not torch.cuda.is_available():
-        print("measure_attention_dropout: no CUDA device", file=sys.stderr)
-        return 1
     torch.manual_seed(0)
     rows = []
     for name, b, a, s, d in SHAPES:

@@ -12,7 +12,7 @@ import datetime
 import sys
 import time
 
-from torch_measurement import driver_version, write_json
+from torch_measurement import cuda_torch, driver_version, write_json
 
 SIZES = (151_000_000, 453_000_000)  # fp16 elements: 302 MB and 906 MB flat buffers
 GROUPS = (64, 384, 768, 1120)       # ranks of Megatron Table 2's ZeRO-3 runs and below
@@ -67,9 +67,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("measure_gather_host_costs: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("measure_gather_host_costs")
+    if torch is None:
         return 1
     rows = [measure(torch, s, n) for s in SIZES for n in GROUPS]
     write_json(args.out, {"provenance": {"method": "measured", "source": "validate/measure_gather_host_costs.py",

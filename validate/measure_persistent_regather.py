@@ -18,7 +18,7 @@ import math
 import sys
 import time
 
-from torch_measurement import driver_version, write_json
+from torch_measurement import cuda_torch, driver_version, write_json
 
 CASES = (("GPT 174.6B", 96, 12288, 384), ("GPT 174.6B", 96, 12288, 768),
          ("GPT 529.6B", 105, 20480, 640), ("GPT 529.6B", 105, 20480, 1120))
@@ -84,9 +84,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import torch
-    if not torch.cuda.is_available():
-        print("measure_persistent_regather: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("measure_persistent_regather")
+    if torch is None:
         return 1
     rebuild(torch, persistent_sizes(2, 1024), 64)  # warm-up: allocator, kernels
     view_s, copy_s = call_costs(torch)

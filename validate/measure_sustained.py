@@ -16,7 +16,7 @@ import datetime
 import sys
 import time
 
-from torch_measurement import cuda_time_us, nvidia_smi, write_json
+from torch_measurement import cuda_torch, cuda_time_us, nvidia_smi, write_json
 
 
 def sustained_gemm(torch, m, n, k, seconds):
@@ -169,11 +169,10 @@ def main():
     ap.add_argument("--attention-only", action="store_true",
                     help="only the sustained fused-attention run (is its clock the GEMMs'?)")
     args = ap.parse_args()
-    import torch
-    import torch.nn.functional as F
-    if not torch.cuda.is_available():
-        print("measure_sustained: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("measure_sustained")
+    if torch is None:
         return 1
+    import torch.nn.functional as F
     props = torch.cuda.get_device_properties(0)
     name, driver, power_limit, max_clock = (nvidia_smi("name,driver_version,power.limit,clocks.max.sm") + [""] * 4)[:4]
     out = {"provenance": {"method": "measured", "source": "validate/measure_sustained.py",

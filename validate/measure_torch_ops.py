@@ -20,7 +20,7 @@ import argparse
 import datetime
 import sys
 
-from torch_measurement import cuda_time_us, driver_version, write_json
+from torch_measurement import cuda_torch, cuda_time_us, driver_version, write_json
 
 MODELS = {  # name: hidden, heads, seq, micro-batch (validate/named_models.cpp)
     "bert-large": (1024, 16, 512, 8),
@@ -138,11 +138,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import torch
-    import torch.nn.functional as F
-    if not torch.cuda.is_available():
-        print("measure_torch_ops: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("measure_torch_ops")
+    if torch is None:
         return 1
+    import torch.nn.functional as F
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
     driver = driver_version()

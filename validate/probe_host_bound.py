@@ -10,18 +10,17 @@ import argparse
 import sys
 import time
 
-from torch_measurement import cuda_time_us, measured_provenance, write_json
+from torch_measurement import cuda_torch, cuda_time_us, measured_provenance, write_json
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    import torch
-    import measure_torch_ops as ops
-    if not torch.cuda.is_available():
-        print("probe_host_bound: no CUDA device", file=sys.stderr)
+    torch = cuda_torch("probe_host_bound")
+    if torch is None:
         return 1
+    import measure_torch_ops as ops
     Layer = ops.layer_class(torch, torch.nn.functional)
     rows = []
     for name, (h, a, s, bsz) in ops.MODELS.items():

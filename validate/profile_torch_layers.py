@@ -20,7 +20,7 @@ import re
 import sys
 import time
 
-from torch_measurement import measured_provenance, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 STEPS = 3
 
@@ -139,12 +139,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="")
     args = ap.parse_args()
-    import torch
+    torch = cuda_torch("profile_torch_layers")
+    if torch is None:
+        return 1
     import torch.nn.functional as F
     import measure_torch_ops as ops
-    if not torch.cuda.is_available():
-        print("profile_torch_layers: no CUDA device", file=sys.stderr)
-        return 1
     torch.manual_seed(0)
     Layer = ops.layer_class(torch, F)
     wanted = [m for m in args.models.split(",") if m] or list(ops.MODELS)

@@ -1,6 +1,7 @@
-"""What the PyTorch measurement scripts of validate/ share: timing a call on the GPU, reading the
-driver, and writing a result file. Imported by measure_attention.py, measure_torch_ops.py and
-measure_sustained.py (run from the repository root: python3 validate/<script>.py)."""
+"""What the PyTorch measurement scripts of validate/ share: finding a CUDA device, timing a call on
+the GPU, reading the driver, and writing a result file. Imported by every measure_*.py,
+probe_host_bound.py and profile_torch_layers.py (run from the repository root:
+python3 validate/<script>.py)."""
 import datetime
 import json
 import subprocess
@@ -51,3 +52,13 @@ def measured_provenance(torch, source):
     return {"method": "measured", "source": source, "date": datetime.date.today().isoformat(),
             "gpu": torch.cuda.get_device_properties(0).name, "driver": driver_version(),
             "cuda": torch.version.cuda, "torch": torch.__version__}
+
+
+def cuda_torch(script):
+    """PyTorch, where a CUDA device is present; else None, having said so on stderr as `script`."""
+    import sys
+    import torch
+    if not torch.cuda.is_available():
+        print("%s: no CUDA device" % script, file=sys.stderr)
+        return None
+    return torch
