@@ -85,7 +85,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& u : units) t += u.params;
     return t;
   }();
-  const bool torch_fsdp1 = plan::torch_fsdp(p.fsdp_implementation);  // or FSDP2, alike here
+  const bool torch_fsdp = plan::torch_fsdp(p.fsdp_implementation);  // FSDP1 or FSDP2, alike here
   // PyTorch FSDP1's root unit (fully_sharded_data_parallel.py at 1.13, forward(): "Do not free
   // the root's parameters in the post-forward for FULL_SHARD"): the embedding and head are one
   // flat parameter, gathered before the embedding and kept through the backward.
@@ -93,13 +93,13 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // hook fires when the whole flat parameter's gradient is complete).
   std::vector<UnitCollectives> moved(n);
   for (std::size_t u = 0; u < n; ++u) moved[u] = {true, true, true, units[u].params};
-  if (torch_fsdp1) {
+  if (torch_fsdp) {
     moved.front() = {true, false, true, units.front().params + units.back().params};
     moved.back() = {false, false, false, 0};
   }
-  // One process group's collectives share ProcessGroupNCCL's stream (torch_fsdp1): the
+  // One process group's collectives share ProcessGroupNCCL's stream (PyTorch FSDP): the
   // reduce-scatters then queue on the gather stream in the order the host issues them.
-  const int reduce_stream = torch_fsdp1 ? kGather : kReduce;
+  const int reduce_stream = torch_fsdp ? kGather : kReduce;
   const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
@@ -328,14 +328,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gathered[k] = last(gather, kGather);
         };
-        // torch_fsdp1 issues position k+1's gather in position k's post-backward hook, before
+        // PyTorch FSDP issues position k+1's gather in position k's post-backward hook, before
         // k's reduce-scatter (_post_backward_hook: _reshard, _prefetch_handles, then the
         // reduce-scatter): on a shared stream the order matters, so it is made there.
-        if (torch_fsdp1) gather_backward(0);
+        if (torch_fsdp) gather_backward(0);
         for (std::size_t k = 0; k < n; ++k) {
           const std::size_t u = n - 1 - k;
           std::vector<TaskRef> ready{previous};
-          if (!torch_fsdp1) gather_backward(k);
+          if (!torch_fsdp) gather_backward(k);
           if (gathered[k].stream >= 0) ready.push_back(gathered[k]);
           if (offload && units[u].layer) {
             // Prefetched one layer ahead: starts once the backward two units back is done.
@@ -360,7 +360,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
-          if (torch_fsdp1 && k + 1 < n) gather_backward(k + 1);
+          if (torch_fsdp && k + 1 < n) gather_backward(k + 1);
           if (shard > 1 && moved[u].reduce) {
             auto& rs = rp.streams[static_cast<std::size_t>(reduce_stream)].tasks;
             rs.push_back({name[u].reduce_scatter, TaskKind::collective,
