@@ -32,7 +32,7 @@ def main():
     if torch is None:
         return 1
     import torch.nn.functional as F
-    dev = torch.device("cuda")
+    dev = torch.device("cuda", 0)  # set_per_process_memory_fraction needs an index
     total = torch.cuda.get_device_properties(dev).total_memory
     n = int(args.unit_mb * 1e6 / 2)
     h = min(8192, int(n ** 0.5) // 64 * 64)  # the compute reads an h x h view of the unit

@@ -161,7 +161,7 @@ void GpuLayer::build_forward() {
        B.probs_dropped.get(), B.context.get());
   gemm("attn_out", problem(h, t, h, true, false, h, h, h), B.w_o.get(), B.context.get(),
        B.attn_proj.get());
-  steps_.push_back({"residual_dropout_1", [=, &B] {
+  steps_.push_back({"residual_1", [=, &B] {
                       kernels::bias_dropout_residual(B.attn_proj.get(), B.bias_o.get(), B.x.get(),
                                                      B.residual1.get(), B.mask1.get(), t * h, h,
                                                      kDropout, LayerConstants::residual1_seed, st);
@@ -176,7 +176,7 @@ void GpuLayer::build_forward() {
       {"gelu", [=, &B] { kernels::gelu_forward(B.ffn_pre.get(), B.ffn_act.get(), t * f, st); }});
   gemm("ffn_out", problem(h, t, f, true, false, f, f, h), B.w_2.get(), B.ffn_act.get(),
        B.ffn_proj.get());
-  steps_.push_back({"residual_dropout_2", [=, &B] {
+  steps_.push_back({"residual_2", [=, &B] {
                       kernels::bias_dropout_residual(B.ffn_proj.get(), B.bias_2.get(), B.ln1.get(),
                                                      B.residual2.get(), B.mask2.get(), t * h, h,
                                                      kDropout, LayerConstants::residual2_seed, st);
@@ -211,7 +211,7 @@ void GpuLayer::build_backward() {
                                                    B.d_residual2.get(), B.d_gamma2.get(),
                                                    B.d_beta2.get(), t, h, st);
                     }});
-  steps_.push_back({"residual_dropout_2_bwd", [=, &B] {
+  steps_.push_back({"residual_2_bwd", [=, &B] {
                       kernels::dropout_backward(B.d_residual2.get(), B.mask2.get(),
                                                 B.d_ffn_proj.get(), t * h, kDropout, st);
                     }});
@@ -233,7 +233,7 @@ void GpuLayer::build_backward() {
                                                    B.d_residual1.get(), B.d_gamma1.get(),
                                                    B.d_beta1.get(), t, h, st);
                     }});
-  steps_.push_back({"residual_dropout_1_bwd", [=, &B] {
+  steps_.push_back({"residual_1_bwd", [=, &B] {
                       kernels::dropout_backward(B.d_residual1.get(), B.mask1.get(),
                                                 B.d_attn_proj.get(), t * h, kDropout, st);
                     }});

@@ -1,7 +1,8 @@
 #pragma once
-// One transformer layer (post-layer-norm, as model/transformer.cpp lists it) run on the GPU from
-// the calibration kernels, forward then backward, every kernel named like the simulator's
-// operation it corresponds to. Attention is cuBLASLt strided-batched GEMMs (Q K^T, then P V) with
+// One transformer layer (post-layer-norm, BERT's order) run on the GPU from the calibration
+// kernels, forward then backward, every kernel named like the simulator's operation it corresponds
+// to. model/transformer.cpp lists the same operations in pre-layer-norm order (GPT's); each
+// kernel's work does not depend on where the norm sits, and the layer check pairs them by name. Attention is cuBLASLt strided-batched GEMMs (Q K^T, then P V) with
 // a separate softmax and dropout pass, which is how the simulator costs it (no fused attention).
 //
 // Layout (Megatron's): activations are row-major [s, b, h] (token = seq * b + batch), the QKV
@@ -36,7 +37,7 @@ class GpuLayer {
   /// same inputs downloaded): reference::worst_mismatch with rtol = atol = 2^-5 (a few bf16
   /// roundings of every intermediate); <= 1 passes. Affordable for small layers only.
   [[nodiscard]] double verify_forward() const;
-  /// Names of the kernels in run order (the simulator's operation names).
+  /// Names of the kernels in run order (the simulator's operation names, in post-norm order).
   [[nodiscard]] std::vector<std::string> kernel_names() const;
   /// Seconds per kernel, averaged over `iters` passes with an event between kernels, in run order.
   [[nodiscard]] std::vector<std::pair<std::string, Seconds>> time_per_kernel(int iters) const;
