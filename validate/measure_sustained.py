@@ -16,6 +16,7 @@ import datetime
 import sys
 import time
 
+import llama_layer as llama_layer_module
 from torch_measurement import cuda_torch, cuda_time_us, nvidia_smi, write_json
 
 
@@ -84,59 +85,9 @@ def sustained_attention(torch, F, seq, head_dim, seconds, hidden=2048, tokens=16
             "burst_tflops": round(flops / (burst_us / 1e6) / 1e12, 1), "windows": windows}
 
 
-def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=14336):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    hd = hidden // heads
-
-    class RMSNorm(torch.nn.Module):
-        def __init__(self, dim, eps=1e-5):
-            super().__init__()
-            self.eps, self.weight = eps, torch.nn.Parameter(torch.ones(dim))
-
-        def forward(self, x):  # torchtitan's: in fp32, then back
-            xf = x.float()
-            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
-
-    def rope(x, cos, sin):  # x: [b, s, h, d]; rotate pairs (torchtitan uses complex; same traffic)
-        x1, x2 = x[..., ::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-
-    class Layer(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wq = torch.nn.Linear(hidden, heads * hd, bias=False)
-            self.wk = torch.nn.Linear(hidden, kv_heads * hd, bias=False)
-            self.wv = torch.nn.Linear(hidden, kv_heads * hd, bias=False)
-            self.wo = torch.nn.Linear(heads * hd, hidden, bias=False)
-            self.w1 = torch.nn.Linear(hidden, ffn, bias=False)
-            self.w3 = torch.nn.Linear(hidden, ffn, bias=False)
-            self.w2 = torch.nn.Linear(ffn, hidden, bias=False)
-            self.attn_norm, self.ffn_norm = RMSNorm(hidden), RMSNorm(hidden)
-
-        def forward(self, x, cos, sin):
-            b, s, _ = x.shape
-            h = self.attn_norm(x)
-            q = rope(self.wq(h).view(b, s, heads, hd), cos, sin)
-            k = rope(self.wk(h).view(b, s, kv_heads, hd), cos, sin)
-            v = self.wv(h).view(b, s, kv_heads, hd)
-            rep = heads // kv_heads  # torchtitan repeats KV heads before SDPA
-            k = k.repeat_interleave(rep, dim=2)
-            v = v.repeat_interleave(rep, dim=2)
-            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                   is_causal=True)
-            x = x + self.wo(o.transpose(1, 2).reshape(b, s, hidden))
-            h = self.ffn_norm(x)
-            return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
-
-    layer = Layer().cuda().to(torch.bfloat16)
-    x = torch.randn((batch, seq, hidden), device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    pos = torch.arange(seq, device="cuda", dtype=torch.float32)
-    inv = 1.0 / (500000.0 ** (torch.arange(0, hd, 2, device="cuda", dtype=torch.float32) / hd))
-    ang = torch.outer(pos, inv)
-    cos = ang.cos().to(torch.bfloat16)[None, :, None, :]
-    sin = ang.sin().to(torch.bfloat16)[None, :, None, :]
-    g = torch.randn_like(x)
+def llama_layer(torch, F, seq, batch=1):
+    layer = llama_layer_module.build(torch, F, lambda i, o: torch.nn.Linear(i, o, bias=False))
+    x, cos, sin, g = llama_layer_module.inputs(torch, seq, batch)
 
     def fwd():
         with torch.no_grad():
@@ -149,11 +100,7 @@ def llama_layer(torch, F, seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=1
             p.grad = None
 
     tf, tfb = cuda_time_us(fwd, torch), cuda_time_us(fwd_bwd, torch)
-    # Model FLOPs of the layer (torchtitan's count: 6 x params x tokens + 12 x hidden x seq per
-    # token for attention, forward+backward; causal attention counted in full as torchtitan does)
-    params = hidden * (heads * hd) * 2 + hidden * (kv_heads * hd) * 2 + 3 * hidden * ffn
-    tokens = batch * seq
-    model_flops = 6.0 * params * tokens + 12.0 * hidden * seq * tokens
+    model_flops = llama_layer_module.model_flops(seq, batch)
     row = {"model": "llama3-8b layer", "seq": seq, "batch": batch, "forward_us": round(tf, 1),
            "backward_us": round(tfb - tf, 1), "total_us": round(tfb, 1),
            "model_tflops": round(model_flops / (tfb / 1e6) / 1e12, 1)}
