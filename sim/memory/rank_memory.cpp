@@ -155,13 +155,23 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   Bytes per_micro_batch = 0;
   std::string how;
   const bool selective = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+  const bool attention_only = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_attention;
   // Selective: the layer input and the outputs the policy saves; the rest is recomputed.
   const Bytes layer_selective =
       selective ? model::total_bytes(model::checkpointed_layer_activations(s, shape, model::Checkpointing::selective_op))
                 : 0;
+  // Megatron's selective recomputation: all but the core attention's s x s tensors.
+  const Bytes layer_attention_only =
+      attention_only
+          ? model::total_bytes(model::checkpointed_layer_activations(s, shape, model::Checkpointing::selective_attention))
+          : 0;
   if (!p.activation_checkpointing) {
     per_micro_batch = static_cast<double>(layers) * layer_full;
     how = std::to_string(layers) + " layers x " + bytes(layer_full);
+  } else if (attention_only) {
+    per_micro_batch = static_cast<double>(layers) * layer_attention_only;
+    how = std::to_string(layers) + " layers x " + bytes(layer_attention_only) +
+          " (selective recomputation: all but the core attention's scores)";
   } else if (selective) {
     per_micro_batch = static_cast<double>(layers) * layer_selective;
     how = std::to_string(layers) + " layers x " + bytes(layer_selective) +
@@ -185,7 +195,12 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
   for (const auto& t : layer_tensors) largest = std::max(largest, t.bytes);
   Bytes workspace = 2 * largest;
   std::string ws_how = "gradients of the largest layer tensor in and out: 2 x " + bytes(largest);
-  if (selective) {
+  if (attention_only) {
+    // One layer's core attention recomputed: its scores, probabilities and dropout output.
+    const Bytes recomputed = layer_full - layer_attention_only;
+    workspace += recomputed;
+    ws_how = "one layer's recomputed core attention " + bytes(recomputed) + " + " + ws_how;
+  } else if (selective) {
     // The recomputed tensors: what the layer would keep less what the policy already holds.
     const Bytes recomputed = std::max(0.0, layer_full - (layer_selective - layer_input));
     workspace += recomputed;

@@ -43,6 +43,16 @@ void require_fused_attention(const LayerShape& shape) {
                  "selective_op checkpointing saves the fused attention kernel's output; it needs flash attention");
 }
 
+void require_unfused_attention(const LayerShape& shape) {
+  TRAINSIM_CHECK(!shape.flash_attention,
+                 "selective_attention recomputes the unfused core attention; with flash attention there are no scores to drop");
+}
+
+/// What only the unfused core attention keeps: the s x s tensors.
+bool inside_core_attention(const StoredTensor& t) {
+  return t.name == "softmax_output" || t.name == "attention_dropout_mask" || t.name == "attention_dropout_output";
+}
+
 }  // namespace
 
 std::vector<StoredTensor> checkpointed_layer_activations(const TransformerSpec& s, const LayerShape& shape,
@@ -52,6 +62,13 @@ std::vector<StoredTensor> checkpointed_layer_activations(const TransformerSpec& 
       return layer_stored_activations(s, shape);
     case Checkpointing::full:
       return {{"layer_input", layer_input_bytes(s, shape)}};
+    case Checkpointing::selective_attention: {
+      require_unfused_attention(shape);
+      std::vector<StoredTensor> out;
+      for (auto& t : layer_stored_activations(s, shape))
+        if (!inside_core_attention(t)) out.push_back(std::move(t));
+      return out;
+    }
     case Checkpointing::selective_op:
       break;
   }
@@ -76,6 +93,9 @@ std::vector<Operation> recomputed_forward_ops(const TransformerSpec& s, const La
       return {};
     case Checkpointing::full:
       return layer_forward_ops(s, shape);
+    case Checkpointing::selective_attention:
+      require_unfused_attention(shape);
+      return core_attention_forward_ops(s, shape);
     case Checkpointing::selective_op:
       break;
   }

@@ -15,6 +15,17 @@
 //    q, v, gate and down and recomputes k, the output projection and up, plus the norms,
 //    activations and residual adds. The attention kernel must be fused (SDPA's flash kernel is
 //    what the policy saves).
+//  - selective_attention: Megatron-LM's selective recomputation (Korthikanti et al. 2022,
+//    section 5; `--recompute-granularity selective`, 2022's `--checkpoint-granularity selective`:
+//    megatron/model/transformer.py ParallelAttention wraps CoreAttention in
+//    tensor_parallel.checkpoint when checkpoint_core_attention). Everything the layer stores
+//    without checkpointing is kept except what lives inside the unfused core attention: the
+//    softmax output, the dropout mask and the dropout output (the paper's 5as^2b), so a layer
+//    keeps sbh(10 + 24/t) bytes, 34sbh/t under sequence parallelism. Q, K and V are the
+//    checkpoint's inputs and are kept anyway (QK^T and softmax x V read them). On the backward
+//    the core attention's forward (QK^T, scale + mask + softmax, dropout, softmax x V, the
+//    context's layout copy) runs again first. Unfused attention only: a fused kernel stores no
+//    scores to drop.
 #include <vector>
 
 #include "model/operation.hpp"
@@ -22,7 +33,7 @@
 
 namespace trainsim::model {
 
-enum class Checkpointing { none, full, selective_op };
+enum class Checkpointing { none, full, selective_op, selective_attention };
 
 /// What one layer keeps for its backward under the policy, on one rank.
 [[nodiscard]] std::vector<StoredTensor> checkpointed_layer_activations(const TransformerSpec& s,

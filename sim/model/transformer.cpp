@@ -129,6 +129,9 @@ struct Part {
   std::vector<Operation> forward;
   std::vector<Operation> backward;
   bool own_backward = false;
+  /// Inside the unfused core attention (scores, softmax, dropout, context): what Megatron's
+  /// selective recomputation runs again.
+  bool core_attention = false;
 };
 
 Part op_part(Operation op) { return {{std::move(op)}, {}, false}; }
@@ -221,6 +224,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // above when they are modelled as ops).
     parts.push_back(op_part(make_fused_attention(s, shape), sdpa_copies ? 1 : 2, sdpa_copies ? 3 : 5));
   } else {
+    const std::size_t core_begin = parts.size();
     // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).
     parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
     if (mk == ModuleKernels::torch_layer) {
@@ -236,11 +240,13 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // the QKV gradient's with the split).
     parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16),
                             bmm_context ? 1 : 2, bmm_context ? 2 : 3));
+    // The context back from [batch x heads, s, d] to [s, b, h] before the output projection:
+    // a copy after the batched GEMM, the last step of Megatron's CoreAttention.forward.
+    if (bmm_context) parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
+    for (std::size_t i = core_begin; i < parts.size(); ++i) parts[i].core_attention = true;
   }
-  // The context back from [batch x heads, s, d] to [s, b, h] before the output projection: a
-  // copy after the batched GEMM, after SDPA only with more than one sequence.
-  if (bmm_context || sdpa_copies)
-    parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
+  // After SDPA the context is copied into [s, b, h] only with more than one sequence.
+  if (sdpa_copies) parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
   // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
   // parallelism, this rank's) tokens.
   linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp);
@@ -281,6 +287,14 @@ std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerSh
 
 std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch) {
   return layer_forward_ops(s, LayerShape{micro_batch});
+}
+
+std::vector<Operation> core_attention_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  std::vector<Operation> ops;
+  for (auto& p : layer_parts(s, shape))
+    if (p.core_attention)
+      for (auto& op : p.forward) ops.push_back(std::move(op));
+  return ops;
 }
 
 Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape) {

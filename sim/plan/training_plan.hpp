@@ -48,6 +48,9 @@ enum class PipelinePartition {
 enum class CheckpointPolicy {
   full,          ///< the layer input only; the backward re-runs the whole forward
   selective_op,  ///< torchtitan's op policy: also the attention output and every other matmul's
+  /// Megatron's selective recomputation: everything but the core attention's s x s tensors; the
+  /// backward re-runs the core attention only
+  selective_attention,
 };
 
 /// How a ZeRO-3 schedule gathers parameters and reduces gradients.

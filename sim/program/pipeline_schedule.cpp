@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
 #include "program/pipeline_exchanges.hpp"
 
@@ -103,15 +104,25 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                                 p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
-  const Seconds lb = ops_duration(model::layer_backward_ops(s, shape), in.device) +
-                     (p.activation_checkpointing ? lf : 0);
+  // Full recompute re-runs the layer's forward inside its backward task; Megatron's selective
+  // recomputation re-runs only the core attention, as a task of its own before each backward.
+  const bool full_recompute =
+      p.activation_checkpointing && p.checkpoint_policy != plan::CheckpointPolicy::selective_attention;
+  const bool attention_recompute =
+      p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_attention;
+  const auto recomputed = attention_recompute
+                              ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_attention)
+                              : std::vector<model::Operation>{};
+  const Seconds lr = ops_duration(recomputed, in.device);
+  const int lr_kernels = model::ops_kernels(recomputed);
+  const Seconds lb = ops_duration(model::layer_backward_ops(s, shape), in.device) + (full_recompute ? lf : 0);
   const auto emb = model::embedding_forward_ops(s, shape);
   const auto head = model::head_forward_ops(s, shape);
   const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
-  const int lb_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) + (p.activation_checkpointing ? lf_kernels : 0);
+  const int lb_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) + (full_recompute ? lf_kernels : 0);
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
@@ -266,6 +277,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     // Names are made once per slot and shared by every rank of the stage (interned).
     struct SlotNames {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
+      std::vector<InternedName> recomputes;      // backward: each layer's core attention again
       InternedName tp_gather, tp_reduce, tp_regather, tp_restore_output, accumulate;
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
@@ -279,6 +291,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         const std::string layer = tag + " layer " + std::to_string(l);
         names.layers.emplace_back((slot.forward ? "forward" : "backward") + layer);
         if (offload) names.copies.emplace_back((slot.forward ? "offload input" : "fetch input") + layer);
+        if (attention_recompute && !slot.forward) names.recomputes.emplace_back("recompute core attention" + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
       if (!slot.forward) {
@@ -424,7 +437,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         };
         // Room for every slot's layers, the embedding and head passes of the end stages and the
         // step's tail, so the stream is never copied while it grows.
-        comp.reserve(order.size() * static_cast<std::size_t>(layers_per_chunk + 2) + 16);
+        comp.reserve(order.size() * static_cast<std::size_t>((attention_recompute ? 2 : 1) * layers_per_chunk + 2) + 16);
         // The call at this rank's place in its shard group's (or replica group's) sequence.
         auto group_call = [&](bool across_replicas, const std::string& name, collective::Op op, Bytes size) {
           using G = CallRequest::Group;
@@ -607,7 +620,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // fabric than the 168-336 MB of the calls summed), and each pays its latency. They
             // follow the layer's compute here, which changes nothing on the critical path: in
             // Megatron every one of them blocks the compute after it.
-            const int tp_calls_per_pass = 2 * (p.activation_checkpointing && !slot.forward ? 2 : 1);
+            const int tp_calls_per_pass = 2 * (full_recompute && !slot.forward ? 2 : 1);
             if (sequence_parallel) {
               // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
               // shards (in backward: the output gradients), the same bytes as the all-reduce's
@@ -640,6 +653,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               ready.push_back(push(kCopy, std::move(fetch)));
             }
             if (gathers_here) await_parameters(slot.chunk, l, ready);
+            if (attention_recompute && !slot.forward) {
+              // In Megatron autograd re-runs the checkpointed core attention when the backward
+              // reaches it (after the MLP's and the output projection's gradients); on the one
+              // compute stream only the sum matters, and it needs no collective of its own.
+              previous = compute(names.recomputes[static_cast<std::size_t>(l)], lr, lr_kernels, ready);
+              ready = {previous};
+            }
             previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
                                slot.forward ? lf_kernels : lb_kernels, ready);
             ready = {previous};

@@ -29,7 +29,9 @@ std::string describe(const scenario::Point& p) {
        std::to_string(p.model.seq_len) + ", " + t.precision.name;
   if (t.activation_checkpointing)
     d += t.checkpoint_policy == plan::CheckpointPolicy::selective_op ? ", selective checkpointing (op policy)"
-                                                                     : ", checkpointing";
+         : t.checkpoint_policy == plan::CheckpointPolicy::selective_attention
+             ? ", selective recomputation (core attention)"
+             : ", checkpointing";
   if (t.activation_offloading) d += ", offloading";
   if (t.flash_attention)
     d += ", flash attention" + (t.attention_kernel.empty() ? std::string() : " (" + t.attention_kernel + ")");

@@ -21,7 +21,8 @@ struct Row {
   bool has_reference = false;
   /// FLOP/s per accelerator, TFLOP/s: the model's (6 x parameters x tokens + attention) plus what
   /// checkpointing recomputes (full: the layers' forward, as Megatron-LM counts; selective_op: the
-  /// recomputed matmuls).
+  /// recomputed matmuls; selective_attention: the core attention's two batched matmuls, 4 s^2 h
+  /// per layer and sequence, where Korthikanti et al.'s HFU formula counts 12 s^2 h).
   double tflops_per_accelerator = 0;
   double tflops_error_pct = 0;  ///< against reference_tflops_per_accelerator
   bool has_tflops_reference = false;

@@ -73,7 +73,23 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (o.has("checkpoint_policy")) {
     if (!t.activation_checkpointing)
       o.fail("checkpoint_policy", "says what checkpointed layers keep: enable activation_checkpointing");
-    if (o.choice("checkpoint_policy", {"full", "selective_op"}) == "selective_op") {
+    const std::string policy = o.choice("checkpoint_policy", {"full", "selective_op", "selective_attention"});
+    if (policy == "selective_attention") {
+      t.checkpoint_policy = plan::CheckpointPolicy::selective_attention;
+      // Modelled where Megatron-LM 2022 runs it: the PTD-P schedule, unfused core attention.
+      if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
+        o.fail("checkpoint_policy", "selective_attention is modelled in the PTD-P schedule only (schedule ddp or zero1)");
+      if (t.tp == 1 && t.pp == 1)
+        o.fail("checkpoint_policy",
+               "selective_attention is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
+      if (t.flash_attention)
+        o.fail("checkpoint_policy",
+               "selective_attention recomputes the unfused core attention (Megatron 2022); with flash_attention "
+               "no attention scores are stored, so there is nothing to recompute");
+      if (t.activation_offloading)
+        o.fail("checkpoint_policy", "activation_offloading moves full checkpoints' layer inputs; not modelled with selective_attention");
+    }
+    if (policy == "selective_op") {
       t.checkpoint_policy = plan::CheckpointPolicy::selective_op;
       // Modelled where torchtitan runs it: FSDP without TP or PP, SDPA's flash kernel.
       if (t.sharding != Sharding::fsdp && t.sharding != Sharding::zero3)
@@ -128,6 +144,8 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.overlap_grad_reduce)
       o.fail("pipeline_engine", "deepspeed reduces the gradients after the pipeline flush: needs overlap_grad_reduce false");
     t.pipeline_engine = plan::PipelineEngine::deepspeed;
+    if (t.activation_checkpointing && t.checkpoint_policy == plan::CheckpointPolicy::selective_attention)
+      o.fail("pipeline_engine", "selective_attention is Megatron's recomputation: modelled with pipeline_engine \"megatron\"");
   }
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.

@@ -9,7 +9,9 @@
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
 //   checkpoint_policy   with checkpointing: full | selective_op (torchtitan's op policy;
-//                       fsdp/zero3 without TP/PP, flash attention) [full]
+//                       fsdp/zero3 without TP/PP, flash attention) | selective_attention
+//                       (Megatron's selective recomputation of the core attention; PTD-P:
+//                       ddp/zero1 with TP or PP, unfused attention) [full]
 //   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false], eager_kernels [false]
 //   module_kernels      fused | megatron | mpt | torch-layer [fused] (model::ModuleKernels)

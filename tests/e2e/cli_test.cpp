@@ -376,6 +376,45 @@ std::vector<std::string> scenarios_without_golden(const std::string& root = ".")
   return names;
 }
 
+// Megatron's selective recomputation against none and full on the Korthikanti 22B layout (TP 8
+// with sequence parallelism on one DGX A100, one micro-batch of 1 so that none fits too): it keeps
+// more than full recompute's layer inputs and less than everything, and its step lies between.
+TEST(CliSelectiveRecompute, MemoryAndStepTimeLieBetweenNoneAndFull) {
+  json doc = json::parse(read_text("scenarios/megatron-korthikanti.json"));
+  doc["topology"] = fs::absolute("topologies/dgx-a100-80g-ib.json").string();
+  doc["training"].erase("checkpoint_policy");
+  doc["training"]["activation_checkpointing"] = false;
+  json point = doc["points"][0];
+  point.erase("reference_samples_per_s");
+  point["training"]["micro_batch"] = 1;
+  doc["points"] = json::array();
+  for (const char* policy : {"none", "selective_attention", "full"}) {
+    json p = point;
+    p["label"] = policy;
+    if (std::string(policy) != "none") {
+      p["training"]["activation_checkpointing"] = true;
+      p["training"]["checkpoint_policy"] = policy;
+    }
+    doc["points"].push_back(p);
+  }
+  const std::string file = temp_path(".json");
+  std::ofstream(file) << doc.dump(2);
+  const CliRun r = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["points"].size(), 3u);
+  std::vector<double> step, memory;
+  for (const auto& p : out["points"]) {
+    ASSERT_EQ(p["status"], "simulated") << p["label"];
+    step.push_back(p["step_time_s"].get<double>());
+    memory.push_back(p["memory"]["peak_bytes"].get<double>());
+  }
+  EXPECT_LT(step[0], step[1]);
+  EXPECT_LT(step[1], step[2]);
+  EXPECT_GT(memory[0], memory[1]);
+  EXPECT_GT(memory[1], memory[2]);
+}
+
 TEST(Golden, SlowScenariosLoadAndHaveNoGolden) {
   for (const auto& name : scenarios_without_golden()) {
     EXPECT_TRUE(fs::exists("scenarios/" + name + ".json")) << name << " in tests/golden/no-golden.txt";

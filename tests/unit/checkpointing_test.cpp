@@ -96,5 +96,62 @@ TEST(Checkpointing, SelectiveOpOnAGeluLayerSavesQVAndTheMlpInput) {
                    2 * t * (h * h + h * h + f * h));
 }
 
+// Megatron's selective recomputation (Korthikanti et al. 2022, section 5) on a small GPT layer:
+// s 256, b 2, h 512, a 8, f 4h, TP 4, unfused attention.
+TransformerSpec small_gpt() { return {"gpt", 4, 512, 8, 2048, 1000, 256, false}; }
+LayerShape unfused(bool sequence_parallel, ModuleKernels mk = ModuleKernels::megatron) {
+  return {2, 4, sequence_parallel, false, false, false, mk};
+}
+
+std::vector<std::string> names_of(const std::vector<Operation>& ops) {
+  std::vector<std::string> out;
+  for (const auto& op : ops) out.push_back(op.name);
+  return out;
+}
+
+TEST(Checkpointing, SelectiveAttentionRecomputesTheCoreAttentionOnly) {
+  const TransformerSpec s = small_gpt();
+  // Megatron's CoreAttention.forward: baddbmm (scale in alpha), fused scale-mask-softmax,
+  // dropout, bmm with V, the context's permute(...).contiguous().
+  EXPECT_EQ(names_of(recomputed_forward_ops(s, unfused(true), Checkpointing::selective_attention)),
+            (std::vector<std::string>{"attn_scores", "softmax", "attn_dropout", "attn_context", "context_layout_copy"}));
+  // Without the module kernels modelled there is no separate layout copy.
+  EXPECT_EQ(names_of(recomputed_forward_ops(s, unfused(true, ModuleKernels::fused), Checkpointing::selective_attention)),
+            (std::vector<std::string>{"attn_scores", "softmax", "attn_dropout", "attn_context"}));
+  // Its matmuls: QK^T and softmax x V, 2 b s^2 h / t each, the paper's 4 b s^2 h per layer / t.
+  const double b = 2, sq = 256, h = 512, t = 4;
+  EXPECT_DOUBLE_EQ(gemm_flops(recomputed_forward_ops(s, unfused(false), Checkpointing::selective_attention)),
+                   4 * b * sq * sq * h / t);
+}
+
+TEST(Checkpointing, SelectiveAttentionStoresThePapers34sbhOverT) {
+  const TransformerSpec s = small_gpt();
+  const double sbh = 256.0 * 2 * 512, t = 4, as_over_h = 8.0 * 256 / 512;
+  // Section 4: without recomputation sbh(10 + 24/t + 5as/(ht)) under TP, sbh/t (34 + 5as/h) with
+  // sequence parallelism; section 5: selective recomputation drops the 5as/h term.
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, unfused(false), Checkpointing::none)),
+                   sbh * (10 + 24 / t + 5 * as_over_h / t));
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, unfused(true), Checkpointing::none)),
+                   sbh / t * (34 + 5 * as_over_h));
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, unfused(false), Checkpointing::selective_attention)),
+                   sbh * (10 + 24 / t));
+  EXPECT_DOUBLE_EQ(total_bytes(checkpointed_layer_activations(s, unfused(true), Checkpointing::selective_attention)),
+                   34 * sbh / t);
+  // Q, K and V stay (the checkpoint's inputs); nothing s x s does.
+  for (const auto& k : checkpointed_layer_activations(s, unfused(true), Checkpointing::selective_attention))
+    EXPECT_TRUE(k.name != "softmax_output" && k.name != "attention_dropout_mask" && k.name != "attention_dropout_output")
+        << k.name;
+  // Between full recomputation (the layer input, 2sbh/t) and none.
+  EXPECT_GT(34 * sbh / t, total_bytes(checkpointed_layer_activations(s, unfused(true), Checkpointing::full)));
+}
+
+TEST(Checkpointing, SelectiveAttentionNeedsUnfusedAttention) {
+  LayerShape shape = unfused(true);
+  shape.flash_attention = true;
+  EXPECT_THROW((void)recomputed_forward_ops(small_gpt(), shape, Checkpointing::selective_attention), std::exception);
+  EXPECT_THROW((void)checkpointed_layer_activations(small_gpt(), shape, Checkpointing::selective_attention),
+               std::exception);
+}
+
 }  // namespace
 }  // namespace trainsim::model

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/compute_cost.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "program/pipeline_schedule.hpp"
@@ -661,6 +662,56 @@ TEST(PipelineProgram, MegatronFp16OptimizerAllReducesTwoScalarsOverTheModelParal
   const double seconds = comp.tasks.back().duration + comp.tasks[static_cast<std::size_t>(unscale)].duration +
                         comp.tasks[static_cast<std::size_t>(l2)].duration;
   EXPECT_GT(seconds, fused.ranks[1].streams[kCompute].tasks.back().duration * 52.0 / 30.0 * 0.99);
+}
+
+// Megatron's selective recomputation: each layer's backward is preceded by the core attention's
+// forward again, on the compute stream, with no collective of its own; the backward itself is the
+// plain one. Full recompute folds the whole forward into the backward and doubles its TP calls.
+TEST(PipelineProgram, SelectiveAttentionRecomputesTheCoreAttentionBeforeEachBackward) {
+  ScheduleInputs none = testing_support::tiny_tp2_pp2_dp2();
+  none.plan.sequence_parallel = true;
+  ScheduleInputs selective = none, full = none;
+  selective.plan.activation_checkpointing = true;
+  selective.plan.checkpoint_policy = plan::CheckpointPolicy::selective_attention;
+  full.plan.activation_checkpointing = true;
+  const Program ps = build_program(selective), pn = build_program(none), pf = build_program(full);
+  validate(ps);
+  const model::LayerShape shape{1, 2, true, false};
+  const auto core = model::core_attention_forward_ops(selective.model, shape);
+  ASSERT_FALSE(core.empty());
+  const Seconds recompute = model::ops_duration(core, selective.device);
+  for (int rank : {1, 5}) {  // stage 0 and stage 1
+    const auto& comp = ps.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+    const auto& plain = pn.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+    for (long b = 0; b < selective.plan.accumulation; ++b)
+      for (long l = 0; l < 2; ++l) {
+        const std::string tag = " mb" + std::to_string(b) + " c0 layer " + std::to_string(l);
+        const int bwd = index_of(comp, "backward" + tag);
+        const Task& before = comp.tasks[static_cast<std::size_t>(bwd - 1)];
+        EXPECT_EQ(before.name.str(), "recompute core attention" + tag) << rank;
+        EXPECT_DOUBLE_EQ(before.duration, recompute);
+        EXPECT_EQ(before.kernels, model::ops_kernels(core));
+        EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(bwd)], kCompute, bwd - 1)) << rank << tag;
+        EXPECT_DOUBLE_EQ(comp.tasks[static_cast<std::size_t>(bwd)].duration, find(plain, "backward" + tag).duration);
+      }
+    // One recompute per layer backward, none in forwards.
+    const auto recomputes = std::count_if(comp.tasks.begin(), comp.tasks.end(), [](const Task& t) {
+      return t.name.str().rfind("recompute core attention", 0) == 0;
+    });
+    EXPECT_EQ(recomputes, selective.plan.accumulation * 2);
+    // The tensor-parallel stream carries what the plain schedule's does; full recompute's more.
+    const auto& tensor = ps.ranks[static_cast<std::size_t>(rank)].streams[kTensor].tasks;
+    EXPECT_EQ(tensor.size(), pn.ranks[static_cast<std::size_t>(rank)].streams[kTensor].tasks.size());
+    EXPECT_GT(pf.ranks[static_cast<std::size_t>(rank)].streams[kTensor].tasks.size(), tensor.size());
+    // Compute time per step: none < selective < full.
+    auto total = [](const Stream& st) {
+      Seconds sum = 0;
+      for (const auto& t : st.tasks) sum += t.duration;
+      return sum;
+    };
+    EXPECT_LT(total(plain), total(comp));
+    EXPECT_LT(total(comp), total(pf.ranks[static_cast<std::size_t>(rank)].streams[kCompute]));
+  }
 }
 
 }  // namespace

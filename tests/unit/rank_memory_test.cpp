@@ -174,6 +174,32 @@ TEST(Activations, SelectiveOpCheckpointingKeepsWhatThePolicySaves) {
   EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(recomputed + 2 * largest, 6 * t * 32000));
 }
 
+TEST(Activations, SelectiveAttentionKeepsThePapers34sbhOverTPerLayer) {
+  // Megatron's selective recomputation with TP 2 and sequence parallelism (Korthikanti et al.
+  // 2022, section 5): 34 s b h / t per layer; the recompute rebuilds the scores, 5 a s^2 b / t.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.activation_checkpointing = true;
+  p.checkpoint_policy = plan::CheckpointPolicy::selective_attention;
+  const auto r = stage_memory(inputs(p), 0);
+  const double sq = 512, b = 2, h = 1024, a = 16, t = 2;
+  const model::LayerShape shape{2, 2, true, false};
+  const double head = model::total_bytes(model::head_stored_activations(gpt(), shape));
+  const double emb = model::total_bytes(model::embedding_stored_activations(gpt(), shape));
+  EXPECT_DOUBLE_EQ(r.term("activations"), 8 * 34 * sq * b * h / t + head + emb);
+  double largest = 0;
+  for (const auto& x : model::layer_stored_activations(gpt(), shape)) largest = std::max(largest, x.bytes);
+  EXPECT_DOUBLE_EQ(r.term("activation_workspace"),
+                   std::max(5 * a * sq * sq * b / t + 2 * largest, 6 * sq * b * 32000 / t));
+  // Between full recompute (layer inputs) and none (everything).
+  plan::TrainingPlan full = p, none = p;
+  full.checkpoint_policy = plan::CheckpointPolicy::full;
+  none.activation_checkpointing = false;
+  EXPECT_GT(r.term("activations"), stage_memory(inputs(full), 0).term("activations"));
+  EXPECT_LT(r.term("activations"), stage_memory(inputs(none), 0).term("activations"));
+}
+
 TEST(Activations, OffloadingLeavesTwoLayerInputsOnDevice) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.activation_checkpointing = true;

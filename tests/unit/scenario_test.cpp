@@ -620,5 +620,42 @@ TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchti
   }
 }
 
+TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
+  const std::string file = "scenarios/megatron-korthikanti.json";
+  auto korthikanti = [&] {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/dgx-a100-80g-ib.json");
+    return doc;
+  };
+  const Scenario s = load_scenario(file);
+  for (const auto& p : s.points)
+    EXPECT_EQ(p.training.checkpoint_policy, plan::CheckpointPolicy::selective_attention) << p.label;
+  struct Case {
+    const char* key;
+    json value;
+    const char* path;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"flash_attention", true, "/training/checkpoint_policy", "unfused core attention"},
+      {"schedule", "zero3", "/training/checkpoint_policy", "PTD-P schedule only"},
+      {"activation_checkpointing", false, "/training/checkpoint_policy", "enable activation_checkpointing"},
+  };
+  for (const auto& c : cases) {
+    json doc = korthikanti();
+    doc["training"][c.key] = c.value;
+    const ConfigError e = load_error(write(doc, temp_file(c.key)));
+    EXPECT_EQ(e.json_path(), c.path) << c.key << ": " << e.what();
+    EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
+  }
+  // Without tensor or pipeline parallelism it is the data-parallel schedule: not modelled there.
+  json doc = korthikanti();
+  doc["training"]["sequence_parallel"] = false;
+  doc["training"]["tensor_parallel"] = 1;
+  const ConfigError e = load_error(write(doc, temp_file("tp1")));
+  EXPECT_EQ(e.json_path(), "/training/checkpoint_policy") << e.what();
+  EXPECT_TRUE(contains(e.what(), "tensor_parallel or pipeline_parallel > 1")) << e.what();
+}
+
 }  // namespace
 }  // namespace trainsim::scenario
