@@ -30,7 +30,11 @@ bool shards_gradients(Sharding s) { return s == Sharding::zero2 || s == Sharding
 bool shards_weights(Sharding s) { return s == Sharding::zero3 || s == Sharding::fsdp; }
 
 model::LayerShape shape_of(const plan::TrainingPlan& p) {
-  return {p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy, p.eager_kernels};
+  model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy,
+                          p.eager_kernels};
+  // What an FP8 layer stores depends only on FP8 being on (the casts' costs are the schedules').
+  shape.fp8.enabled = p.linear_precision == plan::LinearPrecision::fp8;
+  return shape;
 }
 
 }  // namespace
@@ -138,6 +142,15 @@ RankMemory stage_memory(const MemoryInputs& in, long stage) {
       add("gathered_gradients", unit * p.gradient_wire_bytes,
           "1 unit x " + num(unit) + " params x " + num(p.gradient_wire_bytes) + " B");
     }
+  }
+  if (p.linear_precision == plan::LinearPrecision::fp8) {
+    const double linear = static_cast<double>(layers) * model::linear_weight_parameters(s) / tp;
+    const double per_param = plan::fp8_weight_copy_bytes(p.fp8_implementation);
+    add("fp8_weight_copies", per_param * linear,
+        num(per_param) + " B x " + num(linear) + " linear-layer params (" +
+            (p.fp8_implementation == plan::Fp8Implementation::transformer_engine
+                 ? "Transformer Engine's FP8 weight and its transpose)"
+                 : "torchao's FP8 weights saved for backward)"));
   }
   if (p.sharding == Sharding::none) {
     add("communication_buffers", params * p.gradient_wire_bytes,

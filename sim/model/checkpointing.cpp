@@ -1,6 +1,7 @@
 #include "model/checkpointing.hpp"
 
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -107,8 +108,17 @@ std::vector<Operation> recomputed_forward_ops(const TransformerSpec& s, const La
     if (op.kind == OpKind::elementwise) ops.push_back(op);
   const double t = static_cast<double>(shape.micro_batch) * static_cast<double>(s.seq_len);
   const auto mm = matmuls_in_order(s, shape);
-  for (std::size_t i = 0; i < mm.size(); ++i)
-    if (!saved_by_op_policy(i)) ops.push_back(make_gemm(mm[i].name, t, mm[i].n, mm[i].k, 1, Dtype::bf16));
+  for (std::size_t i = 0; i < mm.size(); ++i) {
+    if (saved_by_op_policy(i)) continue;
+    if (!shape.fp8.enabled) {
+      ops.push_back(make_gemm(mm[i].name, t, mm[i].n, mm[i].k, 1, Dtype::bf16));
+      continue;
+    }
+    // An FP8 linear's forward again: its casts (the weight's too where every forward casts it)
+    // and the FP8 GEMM.
+    for (auto& c : fp8_forward_casts(mm[i].name, t * mm[i].k, mm[i].k * mm[i].n, shape.fp8)) ops.push_back(std::move(c));
+    ops.push_back(make_fp8_gemm(mm[i].name, t, mm[i].n, mm[i].k, 1));
+  }
   return ops;
 }
 

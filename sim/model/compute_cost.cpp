@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace trainsim::model {
 
@@ -15,6 +18,9 @@ double tile_utilisation(double m, double n, double tile) {
 FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
   if (const auto* curve = gemm_curve(dev, op.dtype))
     return curve->achieved(op.m, op.n, op.k, op.batch) * dev.sustained_compute;
+  // No peak x efficiency guess for FP8: a device without measured FP8 GEMMs may have no FP8
+  // tensor cores at all (scenario loading rejects such a pairing with a ConfigError first).
+  TRAINSIM_CHECK(op.dtype != Dtype::fp8, "an FP8 GEMM needs the device's measured fp8 GEMM samples (" + dev.file + ")");
   const FlopsPerSecond peak = op.dtype == Dtype::fp32 ? dev.peak_fp32 : dev.peak_bf16;
   return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile) * dev.sustained_compute;
 }

@@ -142,6 +142,27 @@ DeviceProfile load_device_profile(const std::string& path) {
     k.allow("note");
     k.finish();
   }
+  if (root.has("gemm_calibrations")) {
+    // More GEMM samples, each file adding dtypes the others lack (an FP8 calibration beside the
+    // bf16 one): their provenance stays with each file.
+    if (!d.kernels) root.fail("gemm_calibrations", "adds GEMM samples to a kernel_calibration: name one first");
+    KernelCalibration merged = *d.kernels;
+    for (auto& k : root.object_array("gemm_calibrations")) {
+      const std::string file = relative_to(path, k.string("file"));
+      const KernelCalibration extra = load_kernel_calibration(file);
+      if (extra.gemm.empty()) k.fail("file", "expected a calibration with gemm samples: " + file + " has none");
+      for (const auto& g : extra.gemm)
+        for (const auto& have : merged.gemm)
+          if (have.dtype == g.dtype)
+            k.fail("file", std::string("expected GEMM dtypes no other calibration of the profile samples: ") +
+                               dtype_name(g.dtype) + " is already sampled");
+      merged.gemm.insert(merged.gemm.end(), extra.gemm.begin(), extra.gemm.end());
+      d.extra_gemm_calibrations.push_back(file);
+      k.allow("note");
+      k.finish();
+    }
+    attach_kernel_calibration(d, std::move(merged));
+  }
   if (root.has("memory_bound_kernels")) {
     JsonObject k = root.object("memory_bound_kernels");
     d.memory_bound_kernels = load_memory_bound_kernels(relative_to(path, k.string("file")));

@@ -68,6 +68,9 @@ struct DeviceProfile {
   /// memory_efficiency by its achieved bandwidth.
   std::optional<KernelCalibration> kernels;
   std::vector<std::pair<Dtype, GemmThroughputCurve>> gemm_curves;  ///< one per sampled dtype
+  /// Further calibration files whose GEMM samples were merged into `kernels` ("gemm_calibrations":
+  /// files relative to the profile, each adding dtypes the others lack, e.g. fp8).
+  std::vector<std::string> extra_gemm_calibrations;
   /// The memory-bound kernels a training framework runs on this device ("memory_bound_kernels":
   /// file relative to the profile). Where present, its rates are the only per-class ones: the
   /// calibration's "elementwise" samples time the project's own kernels, which a job does not run.

@@ -27,7 +27,9 @@ GemmThroughputCurve::GemmThroughputCurve(const std::vector<GemmSample>& samples,
     TRAINSIM_CHECK(s.dtype == samples.front().dtype, "GEMM samples of one curve share a dtype");
     const double flops = 2.0 * s.m * s.n * s.k * s.batch;
     if (memory_bandwidth > 0) {
-      const double traffic = dtype_bytes(s.dtype) * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
+      // An FP8 GEMM writes a bf16 output (torch._scaled_mm, Transformer Engine).
+      const double out_bytes = s.dtype == Dtype::fp8 ? dtype_bytes(Dtype::bf16) : dtype_bytes(s.dtype);
+      const double traffic = s.batch * (dtype_bytes(s.dtype) * (s.m * s.k + s.k * s.n) + out_bytes * s.m * s.n);
       if (traffic / memory_bandwidth >= kMemoryBoundShare * flops / s.achieved) {
         memory_bound_.push_back(s);
         continue;

@@ -165,14 +165,24 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   // A linear layer's GEMM; where the framework reduces its bias's gradient in a kernel of its
   // own, that reduction over the layer's `bias_rows` tokens runs before the GEMM's gradients.
   auto linear = [&](Operation gemm, double bias_rows) {
-    if (!s.bias || mk == ModuleKernels::fused) {
+    const bool biased = s.bias && mk != ModuleKernels::fused;
+    if (!biased && !shape.fp8.enabled) {
       parts.push_back(op_part(std::move(gemm)));
       return;
     }
     Part p;
-    p.backward = {bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n)};
+    if (shape.fp8.enabled) {
+      // A column-parallel projection (its bias on all the tokens) casts its input before the
+      // sequence-parallel gather (Transformer Engine's Linear), a row-parallel one its whole input.
+      const bool column = bias_rows == x.t;
+      const double input = gemm.m * gemm.k / (column ? x.sp : 1.0), weight = gemm.k * gemm.n;
+      p.forward = fp8_forward_casts(gemm.name, input, weight, shape.fp8);
+      p.backward = fp8_backward_casts(gemm.name, input, weight, gemm.m * gemm.n, shape.fp8);
+      gemm = make_fp8_gemm(gemm.name, gemm.m, gemm.n, gemm.k, gemm.batch);
+    }
+    if (biased) p.backward.push_back(bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n));
     for (auto& b : backward_of({gemm})) p.backward.push_back(std::move(b));
-    p.forward = {std::move(gemm)};
+    p.forward.push_back(std::move(gemm));
     p.own_backward = true;
     parts.push_back(std::move(p));
   };
@@ -398,7 +408,10 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   auto keep = [&](const char* name, double bytes) { out.push_back({name, bytes}); };
   // Attention block. Replicated under TP alone: the norm input, the QKV input, the mask.
   keep("norm_1_input", kBf16 * sbh / x.sp);
-  keep("qkv_input", kBf16 * sbh / x.sp);
+  // An FP8 linear keeps its input in FP8 (Transformer Engine: the transposed copy; torchao: the
+  // cast input) instead of the bf16 tensor.
+  const double lin = shape.fp8.enabled ? dtype_bytes(Dtype::fp8) : kBf16;
+  keep("qkv_input", lin * sbh / x.sp);
   keep("q_k", kBf16 * x.t * (x.h + x.hkv) / x.tp);
   keep("v", kBf16 * x.t * x.hkv / x.tp);
   if (shape.flash_attention) {
@@ -410,17 +423,23 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
       keep("attention_dropout_output", kBf16 * s2);
     }
   }
-  keep("attention_output", kBf16 * sbh / x.tp);  // input of the row-parallel projection
+  if (shape.fp8.enabled && shape.flash_attention) {
+    // The attention kernel keeps its bf16 output for its backward, the projection its FP8 copy.
+    keep("attention_output", kBf16 * sbh / x.tp);
+    keep("attention_output_fp8", lin * sbh / x.tp);
+  } else {
+    keep("attention_output", lin * sbh / x.tp);  // input of the row-parallel projection
+  }
   if (s.dropout) keep("attention_residual_mask", kMask * sbh / x.sp);
   // MLP block.
   keep("norm_2_input", kBf16 * sbh / x.sp);
-  keep("mlp_input", kBf16 * sbh / x.sp);
+  keep("mlp_input", lin * sbh / x.sp);
   if (s.mlp == MlpKind::gelu) {
     keep("gelu_input", kBf16 * x.t * fr);
-    keep("mlp_out_input", kBf16 * x.t * fr);
+    keep("mlp_out_input", lin * x.t * fr);
   } else {
     keep("gate_up_output", kBf16 * 2 * x.t * fr);
-    keep("mlp_out_input", kBf16 * x.t * fr);
+    keep("mlp_out_input", lin * x.t * fr);
   }
   if (s.dropout) keep("mlp_residual_mask", kMask * sbh / x.sp);
   return out;

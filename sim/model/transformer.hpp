@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fp8_linear.hpp"
 #include "model/operation.hpp"
 
 namespace trainsim::model {
@@ -76,6 +77,9 @@ struct LayerShape {
   /// torch.compile), one kernel per norm and activation, no rotary or repeat traffic.
   bool eager = false;
   ModuleKernels module_kernels = ModuleKernels::fused;
+  /// The linear projections' GEMMs in FP8 and the casts feeding them (fp8_linear.hpp); the
+  /// attention kernel, norms, activations and the output head stay bf16.
+  Fp8Linears fp8 = Fp8Linears{};
 };
 
 [[nodiscard]] long kv_heads_of(const TransformerSpec& s);

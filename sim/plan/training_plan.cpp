@@ -25,6 +25,10 @@ long layers_of_stage(const TrainingPlan& plan, long layers, long stage) {
   return n;
 }
 
+double fp8_weight_copy_bytes(Fp8Implementation f) {
+  return f == Fp8Implementation::transformer_engine ? 2.0 : 1.0;
+}
+
 bool precision_recipe(const std::string& name, PrecisionRecipe& out) {
   if (name == "amp") {
     out = {name, 2, 2, 4, 4, true};

@@ -108,6 +108,13 @@ enum class OptimizerImplementation {
 /// comments say what each runs (the plan layer does not include the model layer).
 enum class ModuleKernels { fused, megatron, mpt, torch_layer };
 
+/// What the linear projections' GEMMs compute in (model/fp8_linear.hpp).
+enum class LinearPrecision { bf16, fp8 };
+/// Whose FP8 linear layers: Transformer Engine's (delayed scaling, FP8 weights kept across the
+/// micro-batches of a step; NeMo, Megatron-LM) or torchao's float8 (dynamic tensorwise scaling,
+/// weights cast at every forward; torchtitan).
+enum class Fp8Implementation { transformer_engine, torchao };
+
 struct TrainingPlan {
   Sharding sharding = Sharding::none;
   /// FSDP/ZeRO shard group size. 0 = the whole data-parallel group (full sharding); for FSDP
@@ -121,6 +128,10 @@ struct TrainingPlan {
   long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
   PipelinePartition partition = PipelinePartition::uniform;
   PrecisionRecipe precision;
+  /// The linear projections in FP8 ("linear_precision": "fp8"); the master weights, gradients and
+  /// optimizer states stay as `precision` says, and model FLOPs are counted as in bf16.
+  LinearPrecision linear_precision = LinearPrecision::bf16;
+  Fp8Implementation fp8_implementation = Fp8Implementation::transformer_engine;
   Optimizer optimizer = Optimizer::adam;
   long micro_batch = 1;              ///< sequences per micro-batch per model replica
   long accumulation = 1;             ///< micro-batches per optimizer step (pipeline: in flight)
@@ -187,6 +198,10 @@ struct Layout {
 /// gradients and master: 2+4+4). Empty optional for an unknown name.
 [[nodiscard]] bool precision_recipe(const std::string& name, PrecisionRecipe& out);
 [[nodiscard]] const char* sharding_name(Sharding s);
+/// Bytes per linear-layer parameter of the FP8 weight copies a rank holds: Transformer Engine's
+/// weight_fp8 and weight_t_fp8 buffers, kept across the step (2); torchao's FP8 weight, saved by
+/// each layer's forward for its backward (1).
+[[nodiscard]] double fp8_weight_copy_bytes(Fp8Implementation f);
 
 /// Transformer layers that pipeline stage `stage` of `plan` holds (all its virtual stages).
 [[nodiscard]] long layers_of_stage(const TrainingPlan& plan, long layers, long stage);

@@ -116,6 +116,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.fused_cross_entropy = plan.fused_cross_entropy;
   c.eager_kernels = plan.eager_kernels;
   c.module_kernels = module_kernels_of(plan.module_kernels);
+  c.fp8 = fp8_linears_of(plan);
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
   return c;
 }
@@ -126,7 +127,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   TRAINSIM_CHECK(cfg.micro_batch >= 1 && cfg.accumulation >= 1, "bad batch configuration");
   const bool accumulate = cfg.accumulation > 1;
   const model::LayerShape shape{cfg.micro_batch, 1, false, cfg.flash_attention, cfg.fused_cross_entropy,
-                                cfg.eager_kernels, cfg.module_kernels};
+                                cfg.eager_kernels, cfg.module_kernels, cfg.fp8};
   const MicroBatchCost cost = micro_batch_cost(spec, dev, shape, accumulate, cfg.activation_checkpointing);
   const auto segments = bucketize(cost, cfg.bucket_elements);
   Seconds full_backward = 0;

@@ -42,6 +42,7 @@ struct DataParallelConfig {
   bool fused_cross_entropy = false;       ///< bf16 logits, gradient in place
   bool eager_kernels = false;             ///< eager PyTorch module code (model::LayerShape::eager)
   model::ModuleKernels module_kernels = model::ModuleKernels::fused;  ///< model::LayerShape::module_kernels
+  model::Fp8Linears fp8 = model::Fp8Linears{};  ///< model::LayerShape::fp8
   bool megatron_fp16_optimizer = false;   ///< Megatron 2021's five optimizer passes (compute_cost.hpp)
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve

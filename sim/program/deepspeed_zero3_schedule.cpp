@@ -59,7 +59,7 @@ Model submodules_of(const ScheduleInputs& in) {
   const double threshold = p.deepspeed_zero3.param_persistence_threshold;
   const double h = static_cast<double>(s.hidden);
   const model::LayerShape shape{p.micro_batch, 1, false, p.flash_attention, p.fused_cross_entropy, p.eager_kernels,
-                                module_kernels_of(p.module_kernels)};
+                                module_kernels_of(p.module_kernels), fp8_linears_of(p)};
   Model m;
   auto tensor = [&](std::string name, double numel) {
     m.tensors.push_back({std::move(name), numel, numel < threshold});

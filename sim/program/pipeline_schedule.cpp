@@ -101,7 +101,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
     TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
   const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
+                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels),
+                                fp8_linears_of(p)};
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
   // Full recompute re-runs the layer's forward inside its backward task; Megatron's selective

@@ -39,6 +39,19 @@ struct ScheduleInputs {
   return model::ModuleKernels::fused;
 }
 
+/// The plan's FP8 linear layers as the layer op lists take them (model/fp8_linear.hpp).
+[[nodiscard]] inline model::Fp8Linears fp8_linears_of(const plan::TrainingPlan& p) {
+  model::Fp8Linears f;
+  if (p.linear_precision != plan::LinearPrecision::fp8) return f;
+  const bool te = p.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  f.enabled = true;
+  f.dynamic_scaling = !te;
+  // torch.compile writes torchao's transposed layouts in the cast kernel; eager code copies.
+  f.fused_transpose = te || !p.eager_kernels;
+  f.weight_casts_per_micro_batch = te ? 1.0 / static_cast<double>(p.accumulation) : 1.0;
+  return f;
+}
+
 /// Global rank of (pipeline stage, data-parallel index, tensor-parallel index) in Megatron's
 /// order: TP ranks consecutive (inside a node), then data parallelism, then pipeline stages.
 [[nodiscard]] inline int rank_of(const ScheduleInputs& in, long stage, long dp, long tp) {

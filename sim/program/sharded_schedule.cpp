@@ -41,7 +41,8 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   const auto& dev = in.device;
   const double tp = static_cast<double>(p.tp);
   const model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention,
-                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels)};
+                                p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels),
+                                fp8_linears_of(p)};
   std::vector<Unit> units;
   const auto emb = model::embedding_forward_ops(s, shape);
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),

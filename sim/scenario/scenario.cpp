@@ -57,6 +57,17 @@ void check_attention_kernel(const plan::TrainingPlan& t, const model::DeviceProf
                           dev.file + " (" + (names.empty() ? "it has none" : "it has " + names) + ")");
 }
 
+/// FP8 linear layers run at the device's measured fp8 GEMM rate: a profile without fp8 samples
+/// (an A100 or a Gaudi has no FP8 tensor cores, an H100 profile may simply lack the file) is an
+/// error here, not a silent bf16 rate.
+void check_fp8(const plan::TrainingPlan& t, const model::DeviceProfile& dev, const JsonObject& po) {
+  if (t.linear_precision != plan::LinearPrecision::fp8) return;
+  if (model::gemm_curve(dev, model::Dtype::fp8) != nullptr) return;
+  po.fail("training", "linear_precision \"fp8\" needs fp8 GEMM samples in the device profile's kernel "
+                      "calibrations, and " + dev.file + " has none (an accelerator without FP8 tensor cores, "
+                      "e.g. A100 or Gaudi, cannot run it; an H100 profile names them in \"gemm_calibrations\")");
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -153,6 +164,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     }
     po.allow("training");
     check_attention_kernel(p.training, p.machine->device, po);
+    check_fp8(p.training, p.machine->device, po);
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {

@@ -59,6 +59,14 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (!plan::precision_recipe(precision, t.precision)) o.fail("precision", "unknown recipe");
   if (precision == "fsdp_mixed" && t.sharding != Sharding::fsdp)
     o.fail("precision", "fsdp_mixed is FSDP's MixedPrecision; use it with schedule fsdp");
+  if (o.choice_or("linear_precision", {"bf16", "fp8"}, "bf16") == "fp8") {
+    t.linear_precision = plan::LinearPrecision::fp8;
+    t.fp8_implementation = o.choice("fp8_implementation", {"transformer-engine", "torchao"}) == "torchao"
+                               ? plan::Fp8Implementation::torchao
+                               : plan::Fp8Implementation::transformer_engine;
+  } else if (o.has("fp8_implementation")) {
+    o.fail("fp8_implementation", "says whose FP8 linear layers run: set linear_precision \"fp8\"");
+  }
   const std::string opt = o.choice_or("optimizer", {"adam", "adamw", "sgd_momentum", "sgd"}, "adamw");
   t.optimizer = opt == "sgd" ? plan::Optimizer::sgd
                 : opt == "sgd_momentum" ? plan::Optimizer::sgd_momentum

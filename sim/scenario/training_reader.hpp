@@ -5,6 +5,9 @@
 //   tensor_parallel [1], sequence_parallel [false], pipeline_parallel [1],
 //   pipeline_schedule   gpipe | 1f1b | interleaved [1f1b], virtual_stages [1]
 //   precision           amp | fp32 | fsdp_mixed | bf16_fp32_grads    (required)
+//   linear_precision    bf16 | fp8 [bf16]: the linear projections' GEMMs (model/fp8_linear.hpp);
+//                       fp8 needs fp8 GEMM samples in the device profile's calibrations
+//   fp8_implementation  with fp8: transformer-engine | torchao (required)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],

@@ -9,6 +9,7 @@
 
 #include "support/fixtures.hpp"
 #include "core/error.hpp"
+#include "model/device_profile.hpp"
 #include "core/json_reader.hpp"
 #include "scenario/point_runner.hpp"
 #include "scenario/scenario.hpp"
@@ -274,6 +275,39 @@ TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention)
   e = load_error(write(doc, temp_file("no_flash")));
   EXPECT_EQ(e.json_path(), "/training/attention_kernel");
   EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
+}
+
+TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
+  // An A100 (no FP8 tensor cores, no fp8 samples): rejected, naming the device profile.
+  json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
+  doc["topology"] = absolute("topologies/p4de.24xlarge.json");
+  doc["training"]["linear_precision"] = "fp8";
+  doc["training"]["fp8_implementation"] = "transformer-engine";
+  ConfigError e = load_error(write(doc, temp_file("a100")));
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "a100-80gb.json has none")) << e.what();
+  // Gaudi likewise.
+  json dl1 = bert_large_doc();
+  dl1["training"]["linear_precision"] = "fp8";
+  dl1["training"]["fp8_implementation"] = "transformer-engine";
+  e = load_error(write(dl1, temp_file("gaudi")));
+  EXPECT_TRUE(contains(e.what(), "gaudi1.json has none")) << e.what();
+  // FP8 without saying whose, and an implementation without FP8.
+  doc["training"].erase("fp8_implementation");
+  e = load_error(write(doc, temp_file("no_impl")));
+  EXPECT_EQ(e.json_path(), "/training/fp8_implementation");
+  doc["training"]["linear_precision"] = "bf16";
+  doc["training"]["fp8_implementation"] = "torchao";
+  e = load_error(write(doc, temp_file("impl_only")));
+  EXPECT_EQ(e.json_path(), "/training/fp8_implementation");
+  EXPECT_TRUE(contains(e.what(), "linear_precision")) << e.what();
+}
+
+TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
+  const auto dev = model::load_device_profile("topologies/devices/h100-80gb.json");
+  ASSERT_NE(model::gemm_curve(dev, model::Dtype::fp8), nullptr);
+  ASSERT_NE(model::gemm_curve(dev, model::Dtype::bf16), nullptr);
+  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 1u);
 }
 
 TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {

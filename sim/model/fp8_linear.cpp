@@ -1,0 +1,69 @@
+#include "model/fp8_linear.hpp"
+
+#include <utility>
+
+#include "model/transformer.hpp"
+
+namespace trainsim::model {
+
+namespace {
+
+constexpr double kBf16 = 2.0;
+constexpr double kFp8 = 1.0;
+
+/// Bytes per element of casting a bf16 tensor to FP8: the amax pass (dynamic scaling), the read,
+/// the FP8 write and, where the kernel also transposes, the transposed write.
+double cast_bytes_per_element(const Fp8Linears& f) {
+  return (f.dynamic_scaling ? kBf16 : 0.0) + kBf16 + kFp8 + (f.fused_transpose ? kFp8 : 0.0);
+}
+
+Operation cast(std::string name, double elements, const Fp8Linears& f) {
+  // "fp8_cast": no measured class, streams at the device's copy rate.
+  Operation op = make_elementwise(std::move(name), elements * cast_bytes_per_element(f), 2 * elements, "fp8_cast");
+  op.kernels = f.dynamic_scaling ? 2 : 1;  // the amax reduction, then the scale-and-cast
+  return op;
+}
+
+Operation transpose_copy(std::string name, double elements) {
+  return make_elementwise(std::move(name), 2 * kFp8 * elements, 0, "fp8_transpose");
+}
+
+}  // namespace
+
+Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch) {
+  Operation op = make_gemm(std::move(name), m, n, k, batch, Dtype::fp8);
+  op.bytes = batch * (kFp8 * (m * k + k * n) + kBf16 * m * n);
+  return op;
+}
+
+std::vector<Operation> fp8_forward_casts(const std::string& linear, double input_elements, double weight_elements,
+                                         const Fp8Linears& f) {
+  std::vector<Operation> ops{cast(linear + "_input_fp8_cast", input_elements, f)};
+  if (f.weight_casts_per_micro_batch > 0) {
+    Operation w = cast(linear + "_weight_fp8_cast", weight_elements, f);
+    w.bytes *= f.weight_casts_per_micro_batch;
+    w.flops *= f.weight_casts_per_micro_batch;
+    ops.push_back(std::move(w));
+  }
+  return ops;
+}
+
+std::vector<Operation> fp8_backward_casts(const std::string& linear, double input_elements, double weight_elements,
+                                          double output_elements, const Fp8Linears& f) {
+  std::vector<Operation> ops{cast(linear + "_grad_output_fp8_cast", output_elements, f)};
+  if (!f.fused_transpose) {
+    ops.push_back(transpose_copy(linear + "_grad_output_fp8_transpose", output_elements));
+    ops.push_back(transpose_copy(linear + "_input_fp8_transpose", input_elements));
+    ops.push_back(transpose_copy(linear + "_weight_fp8_transpose", weight_elements));
+  }
+  return ops;
+}
+
+double linear_weight_parameters(const TransformerSpec& s) {
+  const double h = static_cast<double>(s.hidden);
+  const double f = static_cast<double>(s.ffn_hidden);
+  const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
+  return 2 * h * h + 2 * h * hkv + (s.mlp == MlpKind::gelu ? 2.0 : 3.0) * h * f;
+}
+
+}  // namespace trainsim::model

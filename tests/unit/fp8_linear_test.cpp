@@ -1,0 +1,207 @@
+// FP8 linear layers (model/fp8_linear.hpp): which GEMMs run in FP8, the casts' bytes for
+// Transformer Engine and torchao, what an FP8 layer stores, and the device profile's second
+// (fp8) GEMM calibration. Plain model code, no SimGrid.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/fixtures.hpp"
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "model/compute_cost.hpp"
+#include "model/device_profile.hpp"
+#include "model/fp8_linear.hpp"
+#include "model/transformer.hpp"
+
+namespace trainsim::model {
+namespace {
+
+/// GPT-style layer with round shapes: h 1024, f 4096, 16 heads, seq 512.
+TransformerSpec gpt() {
+  TransformerSpec s;
+  s.name = "gpt";
+  s.layers = 2;
+  s.hidden = 1024;
+  s.heads = 16;
+  s.ffn_hidden = 4096;
+  s.vocab = 1000;
+  s.seq_len = 512;
+  s.final_norm = true;
+  s.embedding_norm = false;
+  return s;
+}
+
+Fp8Linears transformer_engine(double micro_batches) {
+  Fp8Linears f;
+  f.enabled = true;
+  f.dynamic_scaling = false;
+  f.fused_transpose = true;
+  f.weight_casts_per_micro_batch = 1.0 / micro_batches;
+  return f;
+}
+
+Fp8Linears torchao(bool compiled) {
+  Fp8Linears f;
+  f.enabled = true;
+  f.dynamic_scaling = true;
+  f.fused_transpose = compiled;
+  return f;
+}
+
+LayerShape shape_with(const Fp8Linears& f) {
+  LayerShape shape{2};
+  shape.flash_attention = true;
+  shape.fp8 = f;
+  return shape;
+}
+
+const Operation* find(const std::vector<Operation>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+double gemm_flops(const std::vector<Operation>& ops) {
+  double f = 0;
+  for (const auto& op : ops)
+    if (op.kind == OpKind::gemm) f += op.flops;
+  return f;
+}
+
+TEST(Fp8Linear, ProjectionsRunInFp8AttentionStaysBf16AndFlopsAreUnchanged) {
+  const TransformerSpec s = gpt();
+  const auto bf16 = layer_forward_ops(s, shape_with({}));
+  const auto fp8 = layer_forward_ops(s, shape_with(transformer_engine(1)));
+  for (const char* name : {"qkv", "attn_out", "ffn_in", "ffn_out"}) {
+    const Operation* op = find(fp8, name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(op->dtype, Dtype::fp8) << name;
+    // 1-byte operands, bf16 output.
+    EXPECT_DOUBLE_EQ(op->bytes, op->m * op->k + op->k * op->n + 2 * op->m * op->n) << name;
+  }
+  EXPECT_EQ(find(fp8, "flash_attention")->kind, OpKind::fused_attention);
+  EXPECT_DOUBLE_EQ(gemm_flops(fp8), gemm_flops(bf16));
+  const auto back = layer_backward_ops(s, shape_with(transformer_engine(1)));
+  EXPECT_EQ(find(back, "ffn_in_dgrad")->dtype, Dtype::fp8);
+  EXPECT_EQ(find(back, "ffn_in_wgrad")->dtype, Dtype::fp8);
+  EXPECT_DOUBLE_EQ(gemm_flops(back), gemm_flops(layer_backward_ops(s, shape_with({}))));
+  // The head's vocabulary projection stays bf16 (neither implementation casts it).
+  for (const auto& op : head_forward_ops(s, shape_with(transformer_engine(1))))
+    if (op.kind == OpKind::gemm) EXPECT_EQ(op.dtype, Dtype::bf16);
+}
+
+TEST(Fp8Linear, TransformerEngineCastsTransposeInOneKernelAndWeightsOncePerStep) {
+  const TransformerSpec s = gpt();
+  const double t = 2 * 512;  // tokens of the micro-batch
+  const auto fwd = layer_forward_ops(s, shape_with(transformer_engine(4)));
+  // Input: read bf16 (2), write FP8 and its transpose (1 + 1); scale from the amax history.
+  const Operation* in = find(fwd, "ffn_in_input_fp8_cast");
+  ASSERT_NE(in, nullptr);
+  EXPECT_DOUBLE_EQ(in->bytes, 4 * t * 1024);
+  EXPECT_EQ(in->kernels, 1);
+  // Weight: the same per element, a quarter of it per micro-batch (4 micro-batches a step).
+  EXPECT_DOUBLE_EQ(find(fwd, "ffn_in_weight_fp8_cast")->bytes, 4 * 1024.0 * 4096 / 4);
+  const auto back = layer_backward_ops(s, shape_with(transformer_engine(4)));
+  EXPECT_DOUBLE_EQ(find(back, "ffn_in_grad_output_fp8_cast")->bytes, 4 * t * 4096);
+  EXPECT_EQ(find(back, "ffn_in_input_fp8_transpose"), nullptr);
+}
+
+TEST(Fp8Linear, TorchaoReadsEachTensorForItsAmaxAndEagerCodeTransposesApart) {
+  const TransformerSpec s = gpt();
+  const double t = 2 * 512;
+  const auto compiled = layer_forward_ops(s, shape_with(torchao(true)));
+  // amax read (2) + cast read (2) + FP8 write (1) + transposed write (1), every forward.
+  EXPECT_DOUBLE_EQ(find(compiled, "ffn_in_input_fp8_cast")->bytes, 6 * t * 1024);
+  EXPECT_EQ(find(compiled, "ffn_in_input_fp8_cast")->kernels, 2);
+  EXPECT_DOUBLE_EQ(find(compiled, "ffn_in_weight_fp8_cast")->bytes, 6 * 1024.0 * 4096);
+  const auto eager_fwd = layer_forward_ops(s, shape_with(torchao(false)));
+  EXPECT_DOUBLE_EQ(find(eager_fwd, "ffn_in_input_fp8_cast")->bytes, 5 * t * 1024);
+  const auto eager_back = layer_backward_ops(s, shape_with(torchao(false)));
+  const Operation* tr = find(eager_back, "ffn_in_input_fp8_transpose");
+  ASSERT_NE(tr, nullptr);
+  EXPECT_DOUBLE_EQ(tr->bytes, 2 * t * 1024);  // FP8 read and write
+  EXPECT_NE(find(eager_back, "ffn_in_weight_fp8_transpose"), nullptr);
+  EXPECT_NE(find(eager_back, "ffn_in_grad_output_fp8_transpose"), nullptr);
+}
+
+TEST(Fp8Linear, SequenceParallelColumnInputsAreCastBeforeTheGather) {
+  const TransformerSpec s = gpt();
+  LayerShape shape = shape_with(transformer_engine(1));
+  shape.tp = 4;
+  shape.sequence_parallel = true;
+  const double t = 2 * 512;
+  const auto fwd = layer_forward_ops(s, shape);
+  EXPECT_DOUBLE_EQ(find(fwd, "qkv_input_fp8_cast")->bytes, 4 * t / 4 * 1024);           // this rank's tokens
+  EXPECT_DOUBLE_EQ(find(fwd, "ffn_out_input_fp8_cast")->bytes, 4 * t * 4096 / 4);       // row-parallel: whole input
+}
+
+TEST(Fp8Linear, LinearInputsAreStoredInFp8) {
+  const TransformerSpec s = gpt();
+  const auto bf16 = layer_stored_activations(s, shape_with({}));
+  const auto fp8 = layer_stored_activations(s, shape_with(transformer_engine(1)));
+  auto bytes_of = [](const std::vector<StoredTensor>& ts, const std::string& name) {
+    for (const auto& t : ts)
+      if (t.name == name) return t.bytes;
+    return -1.0;
+  };
+  for (const char* name : {"qkv_input", "mlp_input", "mlp_out_input"})
+    EXPECT_DOUBLE_EQ(bytes_of(fp8, name), bytes_of(bf16, name) / 2) << name;
+  // Flash attention keeps its bf16 output; the projection keeps an FP8 copy beside it.
+  EXPECT_DOUBLE_EQ(bytes_of(fp8, "attention_output"), bytes_of(bf16, "attention_output"));
+  EXPECT_DOUBLE_EQ(bytes_of(fp8, "attention_output_fp8"), bytes_of(bf16, "attention_output") / 2);
+  EXPECT_LT(total_bytes(fp8), total_bytes(bf16));
+}
+
+TEST(Fp8Linear, LinearWeightsCountTheProjectionMatrices) {
+  TransformerSpec s = gpt();
+  EXPECT_DOUBLE_EQ(linear_weight_parameters(s), 4 * 1024.0 * 1024 + 2 * 1024.0 * 4096);
+  s.mlp = MlpKind::swiglu;
+  s.kv_heads = 4;  // head dim 64: k and v 256 wide
+  EXPECT_DOUBLE_EQ(linear_weight_parameters(s), 2 * 1024.0 * 1024 + 2 * 1024.0 * 256 + 3 * 1024.0 * 4096);
+}
+
+TEST(Fp8Gemm, RunsAtTheFp8CurveOfTheProfilesSecondCalibration) {
+  const DeviceProfile dev = load_device_profile("tests/data/fp8/device.json");
+  ASSERT_NE(gemm_curve(dev, Dtype::fp8), nullptr);
+  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 1u);
+  const Operation b = make_gemm("b", 8192, 8192, 8192, 1, Dtype::bf16);
+  const Operation f = make_fp8_gemm("f", 8192, 8192, 8192, 1);
+  EXPECT_NEAR(gemm_rate(b, dev), 400e12, 1e3);
+  EXPECT_NEAR(gemm_rate(f, dev), 800e12, 1e3);
+  EXPECT_NEAR(op_duration(b, dev) / op_duration(f, dev), 2.0, 1e-9);
+}
+
+TEST(Fp8Gemm, NoFp8SamplesIsAnErrorNotABf16Rate) {
+  const DeviceProfile dev = testing_support::round_number_device();
+  EXPECT_THROW((void)gemm_rate(make_fp8_gemm("f", 1024, 1024, 1024, 1), dev), InvariantError);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string file = ::testing::TempDir() + "fp8_linear_test_" + name;
+  std::ofstream(file) << text;
+  return file;
+}
+
+TEST(Fp8Gemm, ACalibrationRepeatingADtypeIsAConfigError) {
+  namespace fs = std::filesystem;
+  // A profile whose second file samples bf16 again: rejected, naming the entry.
+  auto doc = read_json_file("tests/data/fp8/device.json");
+  doc["kernel_calibration"]["file"] = fs::absolute("tests/data/fp8/bf16-gemms.json").string();
+  doc["gemm_calibrations"][0]["file"] = fs::absolute("tests/data/fp8/bf16-gemms.json").string();
+  const std::string file = write_temp("repeat.json", doc.dump(2));
+  const ConfigError e = testing_support::config_error_of(
+      [](const std::string& f) { return load_device_profile(f); }, file);
+  EXPECT_EQ(e.json_path(), "/gemm_calibrations/0/file");
+  EXPECT_NE(std::string(e.what()).find("bf16 is already sampled"), std::string::npos) << e.what();
+  // Extra GEMM files need a kernel calibration to add to.
+  doc.erase("kernel_calibration");
+  const ConfigError e2 = testing_support::config_error_of(
+      [](const std::string& f) { return load_device_profile(f); }, write_temp("alone.json", doc.dump(2)));
+  EXPECT_EQ(e2.json_path(), "/gemm_calibrations");
+}
+
+}  // namespace
+}  // namespace trainsim::model
