@@ -382,13 +382,23 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   const double fr = x.f / x.tp;
   std::vector<StoredTensor> out;
   auto keep = [&](const char* name, double bytes) { out.push_back({name, bytes}); };
+  // Eager module code (torchtitan, Hugging Face Llama) keeps more than the fused kernels do, as
+  // measured on an H100 (validate/results/h100-activation-memory.json, -35% per layer without
+  // these): RMSNorm saves its input upcast to fp32 (x.float() feeds pow and the multiply), the
+  // attention call saves K and V after repeat_kv (every query head's copy, not the KV heads'),
+  // its output is saved apart from the contiguous copy the output projection reads, and SwiGLU's
+  // multiply saves silu(gate) beside gate and up.
+  const bool eager = shape.eager;
+  const double norm_input = eager && s.norm == NormKind::rmsnorm ? kFp32 : kBf16;
+  const double kv_saved = eager ? x.h : x.hkv;
   // Attention block. Replicated under TP alone: the norm input, the QKV input, the mask.
-  keep("norm_1_input", kBf16 * sbh / x.sp);
+  keep("norm_1_input", norm_input * sbh / x.sp);
   keep("qkv_input", kBf16 * sbh / x.sp);
-  keep("q_k", kBf16 * x.t * (x.h + x.hkv) / x.tp);
-  keep("v", kBf16 * x.t * x.hkv / x.tp);
+  keep("q_k", kBf16 * x.t * (x.h + kv_saved) / x.tp);
+  keep("v", kBf16 * x.t * kv_saved / x.tp);
   if (shape.flash_attention) {
     keep("softmax_logsumexp", kFp32 * x.b * heads * x.sq);  // the fused kernel's only extra
+    if (eager) keep("attention_call_output", kBf16 * sbh / x.tp);
   } else {
     keep("softmax_output", kBf16 * s2);
     if (s.dropout) {
@@ -399,13 +409,14 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   keep("attention_output", kBf16 * sbh / x.tp);  // input of the row-parallel projection
   if (s.dropout) keep("attention_residual_mask", kMask * sbh / x.sp);
   // MLP block.
-  keep("norm_2_input", kBf16 * sbh / x.sp);
+  keep("norm_2_input", norm_input * sbh / x.sp);
   keep("mlp_input", kBf16 * sbh / x.sp);
   if (s.mlp == MlpKind::gelu) {
     keep("gelu_input", kBf16 * x.t * fr);
     keep("mlp_out_input", kBf16 * x.t * fr);
   } else {
     keep("gate_up_output", kBf16 * 2 * x.t * fr);
+    if (eager) keep("silu_output", kBf16 * x.t * fr);
     keep("mlp_out_input", kBf16 * x.t * fr);
   }
   if (s.dropout) keep("mlp_residual_mask", kMask * sbh / x.sp);
