@@ -95,17 +95,66 @@ def measure(torch, F, mode, layers, seq, vocab):
     return row
 
 
+def explain(torch, F, mode, layers, seq, vocab, top=25):
+    """Which allocations are alive at the step's allocated peak, grouped by the source line that
+    made them (the allocator's recorded history, replayed to the peak): what each saved tensor is."""
+    forward, params = build_model(torch, F, layers, vocab, mode=mode)
+    tokens = torch.randint(0, vocab, (1, seq), device="cuda")
+    targets = torch.randint(0, vocab, (1, seq), device="cuda")
+    _, cos, sin, _ = llama_layer.inputs(torch, seq)
+
+    def step():
+        forward(tokens, targets, cos, sin).backward()
+        for p in params:
+            p.grad = None
+
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
+    step()
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    live, total, peak, at_peak = {}, 0, 0, {}
+    for e in snap["device_traces"][0]:
+        if e["action"] == "alloc":
+            frames = [f for f in e.get("frames", []) if f["filename"].endswith(("llama_layer.py", "measure_activation_memory.py"))
+                      or "torch/utils/checkpoint" in f["filename"] or "autograd" in f["filename"]]
+            where = "; ".join("%s:%d %s" % (f["filename"].rsplit("/", 1)[-1], f["line"], f["name"]) for f in frames[:2]) or "?"
+            live[e["addr"]] = (e["size"], where)
+            total += e["size"]
+            if total > peak:
+                peak, at_peak = total, dict(live)
+        elif e["action"] in ("free_requested", "free") and e["addr"] in live:
+            if e["action"] == "free_requested":
+                total -= live.pop(e["addr"])[0]
+    groups = collections.Counter()
+    for size, where in at_peak.values():
+        groups[where] += size
+    rows = [{"where": w, "mib": round(b / 2 ** 20, 1)} for w, b in groups.most_common(top)]
+    for r in rows:
+        print("%9.1f MiB  %s" % (r["mib"], r["where"]), flush=True)
+    return {"mode": mode, "layers": layers, "peak_above_step_start_mib": round(peak / 2 ** 20, 1), "at_peak": rows}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--seq", type=int, default=8192)
     ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--explain", choices=["none", "full", "selective_op"],
+                    help="instead: what is alive at the peak of one step in this mode, by source line")
     args = ap.parse_args()
     torch = cuda_torch("measure_activation_memory")
     if torch is None:
         return 1
     import torch.nn.functional as F
+    if args.explain:
+        doc = {"provenance": measured_provenance(torch, "validate/measure_activation_memory.py --explain"),
+               "explained": [explain(torch, F, args.explain, n, args.seq, args.vocab) for n in args.layers]}
+        write_json(args.out, doc)
+        return 0
     rows = []
     for mode in ("none", "full", "selective_op"):
         for layers in args.layers:
