@@ -72,3 +72,21 @@ def model_flops(seq, batch=1, hidden=4096, heads=32, kv_heads=8, ffn=14336):
     params = hidden * (heads * hd) * 2 + hidden * (kv_heads * hd) * 2 + 3 * hidden * ffn
     tokens = batch * seq
     return 6.0 * params * tokens + 12.0 * hidden * seq * tokens
+
+
+def time_passes(torch, run, layer, x, cos, sin, g, min_ms=100.0):
+    """Microseconds of run(x, cos, sin) forward (no grad) and forward+backward (gradients dropped
+    after each), from torch_measurement.cuda_time_us; run is the layer or its compiled form."""
+    from torch_measurement import cuda_time_us
+
+    def fwd():
+        with torch.no_grad():
+            run(x, cos, sin)
+
+    def fwd_bwd():
+        run(x, cos, sin).backward(g)
+        x.grad = None
+        for p in layer.parameters():
+            p.grad = None
+
+    return cuda_time_us(fwd, torch, min_ms=min_ms), cuda_time_us(fwd_bwd, torch, min_ms=min_ms)

@@ -66,7 +66,9 @@ def build_model(torch, F, layers, vocab, hidden=4096, mode="none"):
     return forward, params
 
 
-def measure(torch, F, mode, layers, seq, vocab):
+def training_step(torch, F, mode, layers, seq, vocab):
+    """One forward+backward of the model on random tokens (gradients dropped after it), and the
+    model's parameters."""
     forward, params = build_model(torch, F, layers, vocab, mode=mode)
     tokens = torch.randint(0, vocab, (1, seq), device="cuda")
     targets = torch.randint(0, vocab, (1, seq), device="cuda")
@@ -77,6 +79,11 @@ def measure(torch, F, mode, layers, seq, vocab):
         for p in params:
             p.grad = None
 
+    return step, params
+
+
+def measure(torch, F, mode, layers, seq, vocab):
+    step, params = training_step(torch, F, mode, layers, seq, vocab)
     step()  # warm-up: autotuning, workspaces, the allocator's first blocks
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
@@ -91,23 +98,14 @@ def measure(torch, F, mode, layers, seq, vocab):
            "peak_above_gib": round((torch.cuda.max_memory_allocated() - base) / gib, 3),
            "reserved_before_gib": round(base_reserved / gib, 3),
            "reserved_peak_gib": round(torch.cuda.max_memory_reserved() / gib, 3)}
-    del forward, params
+    del step, params
     return row
 
 
 def explain(torch, F, mode, layers, seq, vocab, top=25):
     """Which allocations are alive at the step's allocated peak, grouped by the source line that
     made them (the allocator's recorded history, replayed to the peak): what each saved tensor is."""
-    forward, params = build_model(torch, F, layers, vocab, mode=mode)
-    tokens = torch.randint(0, vocab, (1, seq), device="cuda")
-    targets = torch.randint(0, vocab, (1, seq), device="cuda")
-    _, cos, sin, _ = llama_layer.inputs(torch, seq)
-
-    def step():
-        forward(tokens, targets, cos, sin).backward()
-        for p in params:
-            p.grad = None
-
+    step, _ = training_step(torch, F, mode, layers, seq, vocab)
     step()
     torch.cuda.synchronize()
     torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")

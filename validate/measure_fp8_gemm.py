@@ -20,9 +20,8 @@ Writes --out (trainsim.kernel_calibration/1, fp8 gemm entries and the cast sampl
 Run on a GPU machine: python3 validate/measure_fp8_gemm.py --shapes-from CAL --out FILE --side-out FILE"""
 import argparse
 import json
-import time
 
-from torch_measurement import cuda_time_us, cuda_torch, measured_provenance, nvidia_smi, write_json
+from torch_measurement import cuda_time_us, cuda_torch, held_rate_windows, measured_provenance, nvidia_smi, write_json
 
 
 def operands(torch, m, n, k, dtype):
@@ -78,21 +77,7 @@ def sustained(torch, seconds, size=8192):
     fn = product(torch, a, b, "fp8")
     flops = 2.0 * size ** 3
     burst = flops / (cuda_time_us(fn, torch, min_ms=50.0, warmup=5) * 1e-6) / 1e12
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    per_window = max(1, int(1.0 / (flops / (burst * 1e12))))
-    windows, start = [], time.time()
-    while time.time() - start < seconds:
-        s.record()
-        for _ in range(per_window):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        tflops = flops * per_window / (s.elapsed_time(e) / 1e3) / 1e12
-        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
-        windows.append({"t_s": round(time.time() - start, 2), "tflops": round(tflops, 1),
-                        "sm_clock_mhz": clock, "power_w": power})
-        print("fp8 %d^3  %6.1f s  %7.1f TFLOP/s  SM %s MHz  %s W" % (size, windows[-1]["t_s"], tflops, clock, power),
-              flush=True)
+    windows = held_rate_windows(fn, torch, flops, seconds, "fp8 %d^3" % size)
     late = [w["tflops"] for w in windows if w["t_s"] > seconds / 2] or [w["tflops"] for w in windows]
     return {"m": size, "n": size, "k": size, "dtype": "fp8", "burst_tflops": round(burst, 1),
             "sustained_tflops": round(sum(late) / len(late), 1),

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 import llama_layer
-from torch_measurement import cuda_time_us, cuda_torch, measured_provenance, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 
 def fp8_linear_class(torch):
@@ -62,20 +62,7 @@ def time_layer(torch, F, linear, compiled, seq, batch):
     layer = llama_layer.build(torch, F, linear)
     x, cos, sin, g = llama_layer.inputs(torch, seq, batch)
     run = torch.compile(layer) if compiled else layer
-
-    def fwd():
-        with torch.no_grad():
-            run(x, cos, sin)
-
-    def fwd_bwd():
-        run(x, cos, sin).backward(g)
-        x.grad = None
-        for p in layer.parameters():
-            p.grad = None
-
-    tf = cuda_time_us(fwd, torch, min_ms=200.0)
-    tfb = cuda_time_us(fwd_bwd, torch, min_ms=200.0)
-    return tf, tfb
+    return llama_layer.time_passes(torch, run, layer, x, cos, sin, g, min_ms=200.0)
 
 
 def main():

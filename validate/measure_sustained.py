@@ -14,39 +14,15 @@ Run on a GPU machine: python3 validate/measure_sustained.py --out FILE [--second
 import argparse
 import datetime
 import sys
-import time
 
 import llama_layer as llama_layer_module
-from torch_measurement import cuda_torch, cuda_time_us, nvidia_smi, write_json
+from torch_measurement import cuda_torch, cuda_time_us, held_rate_windows, nvidia_smi, write_json
 
 
 def sustained_gemm(torch, m, n, k, seconds):
     a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
     b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
-    flops = 2.0 * m * n * k
-    for _ in range(3):
-        a @ b
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    a @ b
-    e.record()
-    torch.cuda.synchronize()
-    per_window = max(1, int(1000.0 / max(s.elapsed_time(e), 1e-3)))
-    windows = []
-    start = time.time()
-    while time.time() - start < seconds:
-        s.record()
-        for _ in range(per_window):
-            a @ b
-        e.record()
-        torch.cuda.synchronize()
-        t = s.elapsed_time(e) / 1e3
-        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
-        windows.append({"t_s": round(time.time() - start, 2), "tflops": round(flops * per_window / t / 1e12, 1),
-                        "sm_clock_mhz": clock, "power_w": power})
-        print("gemm %dx%dx%d  %6.1f s  %6.1f TFLOP/s  SM %s MHz  %s W" %
-              (m, n, k, windows[-1]["t_s"], windows[-1]["tflops"], clock, power), flush=True)
+    windows = held_rate_windows(lambda: a @ b, torch, 2.0 * m * n * k, seconds, "gemm %dx%dx%d" % (m, n, k))
     return {"m": m, "n": n, "k": k, "dtype": "bf16", "windows": windows}
 
 
@@ -66,21 +42,7 @@ def sustained_attention(torch, F, seq, head_dim, seconds, hidden=2048, tokens=16
             F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
 
     burst_us = cuda_time_us(step, torch)
-    per_window = max(1, int(1e6 / burst_us))
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    windows, start = [], time.time()
-    while time.time() - start < seconds:
-        s.record()
-        for _ in range(per_window):
-            step()
-        e.record()
-        torch.cuda.synchronize()
-        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
-        windows.append({"t_s": round(time.time() - start, 2),
-                        "tflops": round(flops * per_window / (s.elapsed_time(e) / 1e3) / 1e12, 1),
-                        "sm_clock_mhz": clock, "power_w": power})
-        print("attention seq %d hd%d  %6.1f s  %6.1f TFLOP/s  SM %s MHz  %s W" %
-              (seq, head_dim, windows[-1]["t_s"], windows[-1]["tflops"], clock, power), flush=True)
+    windows = held_rate_windows(step, torch, flops, seconds, "attention seq %d hd%d" % (seq, head_dim), burst_us)
     return {"kernel": "flash-attention-2 (SDPA flash)", "seq": seq, "head_dim": head_dim, "mask": "causal",
             "burst_tflops": round(flops / (burst_us / 1e6) / 1e12, 1), "windows": windows}
 
@@ -88,18 +50,7 @@ def sustained_attention(torch, F, seq, head_dim, seconds, hidden=2048, tokens=16
 def llama_layer(torch, F, seq, batch=1):
     layer = llama_layer_module.build(torch, F, lambda i, o: torch.nn.Linear(i, o, bias=False))
     x, cos, sin, g = llama_layer_module.inputs(torch, seq, batch)
-
-    def fwd():
-        with torch.no_grad():
-            layer(x, cos, sin)
-
-    def fwd_bwd():
-        layer(x, cos, sin).backward(g)
-        x.grad = None
-        for p in layer.parameters():
-            p.grad = None
-
-    tf, tfb = cuda_time_us(fwd, torch), cuda_time_us(fwd_bwd, torch)
+    tf, tfb = llama_layer_module.time_passes(torch, layer, layer, x, cos, sin, g)
     model_flops = llama_layer_module.model_flops(seq, batch)
     row = {"model": "llama3-8b layer", "seq": seq, "batch": batch, "forward_us": round(tf, 1),
            "backward_us": round(tfb - tf, 1), "total_us": round(tfb, 1),

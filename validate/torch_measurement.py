@@ -27,6 +27,31 @@ def cuda_time_us(fn, torch, min_ms=100.0, warmup=3):
     return start.elapsed_time(end) / iters * 1e3
 
 
+def held_rate_windows(fn, torch, flops, seconds, label, burst_us=None):
+    """fn() back to back for `seconds`, in windows of about one second timed with CUDA events: per
+    window the achieved TFLOP/s (`flops` per call), and the SM clock and power read after it, each
+    printed as `label` ... . What a 50 ms benchmark misses: the clocks the power limit holds."""
+    import time
+    if burst_us is None:
+        burst_us = cuda_time_us(fn, torch)
+    per_window = max(1, int(1e6 / burst_us))
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    windows, start = [], time.time()
+    while time.time() - start < seconds:
+        s.record()
+        for _ in range(per_window):
+            fn()
+        e.record()
+        torch.cuda.synchronize()
+        clock, power = (nvidia_smi("clocks.sm,power.draw") + ["", ""])[:2]
+        windows.append({"t_s": round(time.time() - start, 2),
+                        "tflops": round(flops * per_window / (s.elapsed_time(e) / 1e3) / 1e12, 1),
+                        "sm_clock_mhz": clock, "power_w": power})
+        print("%s  %6.1f s  %7.1f TFLOP/s  SM %s MHz  %s W" % (label, windows[-1]["t_s"], windows[-1]["tflops"], clock, power),
+              flush=True)
+    return windows
+
+
 def nvidia_smi(query):
     """nvidia-smi's values for a --query-gpu list (first GPU), or [] where it cannot run."""
     try:
