@@ -16,7 +16,7 @@ the fp8/bf16 ratio is measured under the same clocks and library. Shapes with k 
    with the SM clock and power after each: FP8 draws more power than bf16, so its sustained share of
    the burst rate is its own (the profile's sustained_compute is the bf16 one).
 Writes --out (trainsim.kernel_calibration/1, fp8 gemm entries and the cast sample, provenance
-"measured") and --side-out (the bf16 rates of the same run, the skipped shapes, the sustained windows).
+"measured"), --fast-accum-out where given (the same format, the fast-accumulation rates) and --side-out (the bf16 rates of the same run, the skipped shapes, the sustained windows).
 Run on a GPU machine: python3 validate/measure_fp8_gemm.py --shapes-from CAL --out FILE --side-out FILE"""
 import argparse
 import json
@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--shapes-from", required=True, help="a kernel calibration whose bf16 batch-1 shapes to time")
     ap.add_argument("--out", required=True)
     ap.add_argument("--side-out", required=True)
+    ap.add_argument("--fast-accum-out", help="also a calibration file of the fast-accumulation rates (the forward "
+                                             "product of Transformer Engine and torchao)")
     ap.add_argument("--sustained-s", type=float, default=20.0)
     args = ap.parse_args()
     torch = cuda_torch("measure_fp8_gemm")
@@ -128,6 +130,13 @@ def main():
                     "batch-1 shapes of " + args.shapes_from)
     write_json(args.out, {"schema": "trainsim.kernel_calibration/1", "provenance": prov, "gemm": gemm,
                           "elementwise": [cast]})
+    if args.fast_accum_out:
+        fast_prov = dict(prov, note=prov["note"].replace("accumulation in full precision (use_fast_accum off; the "
+                                                         "fast-accumulation rates are in the side file)",
+                                                         "fast accumulation (use_fast_accum on, as Transformer Engine's "
+                                                         "and torchao's forward product runs)"))
+        write_json(args.fast_accum_out, {"schema": "trainsim.kernel_calibration/1", "provenance": fast_prov,
+                                         "gemm": fast_accum})
     write_json(args.side_out, {"provenance": prov, "bf16_same_run": bf16, "fp8_fast_accum_same_run": fast_accum, "skipped_alignment": skipped,
                                "sustained_fp8": held})
     return 0

@@ -47,7 +47,8 @@ step "PyTorch's own memory-bound kernels and transformer layers"
   --out "$out/$gpu-torch-ops-measured.json"
 step "FP8 GEMMs (PyTorch _scaled_mm; skipped before Ada/Hopper)"
 [ "$mode" = quick ] || PYTHONUNBUFFERED=1 run python3 "$(dirname "$0")/measure_fp8_gemm.py" \
-  --shapes-from "$out/$gpu-measured.json" --out "$out/$gpu-fp8-measured.json" --side-out "$out/$gpu-fp8-side.json"
+  --shapes-from "$out/$gpu-measured.json" --out "$out/$gpu-fp8-measured.json" \
+  --fast-accum-out "$out/$gpu-fp8-fast-accum-measured.json" --side-out "$out/$gpu-fp8-side.json"
 step "NCCL (all visible GPUs)"
 run V nccl --max-bytes 268435456 --out "$out/$gpu-nccl-measured.json"
 step "done, status $status"
