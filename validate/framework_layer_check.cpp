@@ -3,7 +3,9 @@
 // <gpu>-torch-ops-measured.json) against the simulator's layer op lists on the device profile at
 // its burst rate (the rows are timed in short bursts after warm-up). No GPU needed.
 // With --profile PROFILE.json (validate/profile_torch_layers.py's kernel breakdown of the same
-// layers), each torch layer's device time follows, group by group (layer_op_breakdown.hpp).
+// layers), each torch layer's device time follows, group by group (layer_op_breakdown.hpp). With
+// --fp8-layer FILE (validate/measure_fp8_layer.py), the Llama-3 8B layer with bf16 and FP8 linears,
+// eager and compiled, follows.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -41,8 +43,10 @@ void print_breakdown(const trainsim::validate::FrameworkLayer& l,
 int main(int argc, char** argv) {
   using namespace trainsim;
   const bool with_profile = argc == 6 && std::strcmp(argv[4], "--profile") == 0;
-  if (argc != 4 && !with_profile) {
-    std::cerr << "usage: trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json [--profile PROFILE.json]\n";
+  const bool with_fp8 = argc == 6 && std::strcmp(argv[4], "--fp8-layer") == 0;
+  if (argc != 4 && !with_profile && !with_fp8) {
+    std::cerr << "usage: trainsim-framework-layers DEVICE.json SUSTAINED.json TORCH_OPS.json "
+                 "[--profile PROFILE.json | --fp8-layer FP8_LAYER.json]\n";
     return 2;
   }
   try {
@@ -76,6 +80,8 @@ int main(int argc, char** argv) {
         row(l, "");
       }
     }
+    if (with_fp8)
+      for (const auto& l : validate::read_fp8_layer_rows(argv[5])) row(l, "");
     if (with_profile) {
       const auto profile = validate::read_layer_profile(argv[5]);
       for (const auto& l : layers) print_breakdown(l, profile, dev);

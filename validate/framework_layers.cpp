@@ -63,6 +63,35 @@ std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_f
   return out;
 }
 
+std::vector<FrameworkLayer> read_fp8_layer_rows(const std::string& fp8_layer_file) {
+  std::vector<FrameworkLayer> out;
+  const auto doc = read_json_file(fp8_layer_file);
+  auto root = root_object(doc, fp8_layer_file);
+  for (auto& row : root.object_array("rows")) {
+    if (row.has("error")) continue;
+    const std::string linears = row.choice("linears", {"bf16", "fp8"});
+    if (!row.has("compiled")) row.fail("compiled", "true or false (was the layer run under torch.compile?)");
+    const bool compiled = row.boolean_or("compiled", false);
+    const long seq = row.positive_integer("seq");
+    FrameworkLayer l;
+    l.spec = llama3_8b_layer(seq);
+    l.shape.micro_batch = row.positive_integer("batch");
+    l.shape.flash_attention = true;
+    l.shape.eager = !compiled;
+    if (linears == "fp8") {  // torchao's tensorwise recipe, as measure_fp8_layer.py runs it
+      l.shape.fp8.enabled = true;
+      l.shape.fp8.dynamic_scaling = true;
+      l.shape.fp8.fused_transpose = compiled;
+      l.shape.fp8.weight_casts_per_micro_batch = 1;
+    }
+    l.label = "llama3-8b layer seq " + std::to_string(seq) + " " + linears + (compiled ? " compiled" : " eager");
+    l.measured_forward = row.number("forward_us") * 1e-6;
+    l.measured_backward = row.number("backward_us") * 1e-6;
+    out.push_back(l);
+  }
+  return out;
+}
+
 namespace {
 
 /// Seconds per iteration of `ops` run back to back in a loop the host never waits in (the

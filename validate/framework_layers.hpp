@@ -26,6 +26,12 @@ struct FrameworkLayer {
 [[nodiscard]] std::vector<FrameworkLayer> read_framework_layers(const std::string& sustained_file,
                                                                 const std::string& torch_ops_file);
 
+/// The rows of validate/measure_fp8_layer.py's file: the Llama-3 8B layer with bf16 or FP8
+/// (torchao's tensorwise recipe) linears, eager or under torch.compile (the simulator's fused
+/// kernels, and torchao's cast writing both FP8 layouts). Rows the script recorded as failed are
+/// skipped; ConfigError on a row it cannot place.
+[[nodiscard]] std::vector<FrameworkLayer> read_fp8_layer_rows(const std::string& fp8_layer_file);
+
 struct LayerPrediction {
   Seconds forward = 0, backward = 0;
 };

@@ -12,6 +12,7 @@
 #include "calibration_output.hpp"
 #include "collective_measurements.hpp"
 #include "core/error.hpp"
+#include "framework_layers.hpp"
 #include "gemm_sweep.hpp"
 #include "layer_comparison.hpp"
 #include "layer_reference.hpp"
@@ -334,4 +335,23 @@ TEST(LayerReference, ZeroWeightsReduceTheLayerToTwoLayerNorms) {
                                  rstd);
   ln2 = kernels::reference::round_to_bf16(ln2);
   EXPECT_EQ(out, ln2);
+}
+
+TEST(FrameworkLayers, Fp8LayerRowsBecomeTorchaoLayersAndSkipFailedRuns) {
+  const std::string path = ::testing::TempDir() + "fp8-layer.json";
+  std::ofstream(path) << R"({"rows": [
+    {"linears": "fp8", "compiled": false, "seq": 2048, "batch": 1, "forward_us": 100, "backward_us": 300},
+    {"linears": "fp8", "compiled": true, "seq": 2048, "batch": 1, "error": "BackendCompilerFailed: x"},
+    {"linears": "bf16", "compiled": true, "seq": 2048, "batch": 1, "forward_us": 50, "backward_us": 150}]})";
+  const auto rows = read_fp8_layer_rows(path);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].shape.fp8.enabled);
+  EXPECT_TRUE(rows[0].shape.fp8.dynamic_scaling);
+  EXPECT_FALSE(rows[0].shape.fp8.fused_transpose);  // eager torchao transposes apart
+  EXPECT_TRUE(rows[0].shape.eager);
+  EXPECT_DOUBLE_EQ(rows[0].measured_backward, 300e-6);
+  EXPECT_FALSE(rows[1].shape.fp8.enabled);
+  EXPECT_FALSE(rows[1].shape.eager);  // compiled: the simulator's fused kernels
+  std::ofstream(path) << R"({"rows": [{"linears": "fp4", "compiled": true, "seq": 2048, "batch": 1}]})";
+  EXPECT_THROW((void)read_fp8_layer_rows(path), ConfigError);
 }
