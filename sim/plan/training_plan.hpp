@@ -122,6 +122,10 @@ struct TrainingPlan {
   long shard_degree = 0;
   long tp = 1;                       ///< tensor-parallel degree
   bool sequence_parallel = false;
+  /// Transformer Engine's userbuffers overlap (tp_comm_overlap; PTD-P with sequence parallelism):
+  /// the sequence-parallel gathers and scatters around the linear projections run in chunks
+  /// beside the GEMMs they feed or drain (program/tp_comm_overlap.hpp).
+  bool tp_comm_overlap = false;
   long pp = 1;                       ///< pipeline-parallel degree (stages)
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;

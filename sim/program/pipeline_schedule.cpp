@@ -10,6 +10,7 @@
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
 #include "program/pipeline_exchanges.hpp"
+#include "program/tp_comm_overlap.hpp"
 
 namespace trainsim::program {
 
@@ -30,7 +31,7 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
 /// if the rank is the first member to get there. A stage's first rank records these in the order
 /// it asks; the stage's other ranks, which share its body, replay them for their own groups.
 struct CallRequest {
-  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel };
+  enum class Group : std::uint8_t { tensor, tensor_ring, point_to_point, shard, replica, embedding, model_parallel };
   Group group = Group::tensor;
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
@@ -38,12 +39,13 @@ struct CallRequest {
   int backward = 0;          ///< point to point: a gradient (1) or an activation (0)
   long boundary = 0;         ///< point to point: virtual stage boundary
   long micro_batch = 0;      ///< point to point
+  bool ring_send = false;    ///< tensor ring: this rank sends (to the next TP rank) or receives
 };
 
 /// One rank's place in the sequences of calls its groups make.
 struct RankCalls {
   long d = 0, t = 0;
-  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0;
+  std::size_t tensor = 0, ring_send = 0, ring_recv = 0, shard = 0, replica = 0, model_parallel = 0;
 };
 
 Program build_pipeline(const ScheduleInputs& in, bool share);
@@ -148,6 +150,41 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const bool restore_output = deepspeed && scatter_gather;
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;
+  // Transformer Engine's userbuffers overlap: each layer pass as pieces (tp_comm_overlap.hpp),
+  // each piece's task durations and kernels (compute: the ops; ring and pipelined: one GEMM
+  // chunk of tp; bulk: dgrad, wgrad). Full recompute runs the forward's pieces again first.
+  const bool tp_overlap = p.tp_comm_overlap && sequence_parallel;
+  struct CostedPiece {
+    OverlapPiece piece;
+    std::vector<Seconds> seconds;
+    std::vector<int> kernels;
+  };
+  auto costed = [&](const std::vector<OverlapPiece>& pieces) {
+    std::vector<CostedPiece> out;
+    for (const auto& piece : pieces) {
+      CostedPiece c{piece, {}, {}};
+      if (piece.kind == OverlapPiece::Kind::compute) {
+        c.seconds.push_back(ops_duration(piece.ops, in.device));
+        c.kernels.push_back(model::ops_kernels(piece.ops));
+      } else if (piece.kind == OverlapPiece::Kind::bulk) {
+        for (const auto& op : piece.ops) {
+          c.seconds.push_back(model::op_duration(op, in.device));
+          c.kernels.push_back(op.kernels);
+        }
+      } else {
+        c.seconds.push_back(model::op_duration(gemm_chunk(piece.ops.front(), tp), in.device));
+        c.kernels.push_back(1);
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  };
+  std::vector<CostedPiece> forward_pieces, backward_pieces;
+  if (tp_overlap) {
+    forward_pieces = costed(tp_overlap_pieces(layer_f, true));
+    if (full_recompute) backward_pieces = forward_pieces;
+    for (auto& c : costed(tp_overlap_pieces(model::layer_backward_ops(s, shape), false))) backward_pieces.push_back(std::move(c));
+  }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
   // that the optimizer updates too (2021: megatron/model/module.py initialize_word_embeddings;
@@ -179,6 +216,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
+  // The userbuffers ring's point-to-point steps by (stage, dp index, sending TP rank), in order.
+  std::vector<std::vector<int>> ring_calls(static_cast<std::size_t>(tp_overlap ? pp * L.dp * tp : 0));
   // The tied word embedding's gradient all-reduce between the first and the last stage, by
   // (dp, tp): Megatron's embedding group pairs the first and last rank of each pipeline group
   // (2021 megatron/mpu/initialize.py: embedding_ranks = [ranks[0], ranks[-1]]).
@@ -283,6 +322,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
+      std::vector<InternedName> overlap;  // tp_comm_overlap: a layer pass's tasks, in push order
     };
     std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
@@ -295,6 +335,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         if (attention_recompute && !slot.forward) names.recomputes.emplace_back("recompute core attention" + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
+      if (tp_overlap)
+        for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
+          for (const auto& label : piece_task_labels(c.piece, tp))
+            names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
       if (!slot.forward) {
         names.tp_restore_output = "tp gather own output" + tag;
         names.accumulate = "fp32 gradient accumulation" + tag;
@@ -357,6 +401,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
           }
           return calls[rc.tensor++];
+        }
+        case G::tensor_ring: {
+          // Rank t's n-th send is rank t + 1's n-th receive: the call of the ring edge from t.
+          const long from = q.ring_send ? t : (t + tp - 1) % tp;
+          auto& calls = ring_calls[static_cast<std::size_t>((stage * L.dp + d) * tp + from)];
+          std::size_t& sequence = q.ring_send ? rc.ring_send : rc.ring_recv;
+          if (sequence == calls.size())
+            calls.push_back(add_call(q.name, collective::Op::send_recv, q.size,
+                                     {rank_of(in, stage, d, from), rank_of(in, stage, d, (from + 1) % tp)}));
+          return calls[sequence++];
         }
         case G::shard:
         case G::replica: {
@@ -431,6 +485,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                       {"send gradient", StreamKind::communication, {}}};
         const int kCopy = static_cast<int>(rp.streams.size());
         if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
+        // tp_comm_overlap: the userbuffers ring's sends and receives, each stream in ring order.
+        const int kRingSend = static_cast<int>(rp.streams.size()), kRingRecv = kRingSend + 1;
+        if (tp_overlap) {
+          rp.streams.push_back({"tp ring send", StreamKind::communication, {}});
+          rp.streams.push_back({"tp ring recv", StreamKind::communication, {}});
+        }
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -571,6 +631,62 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps) {
             return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size), std::move(deps)});
           };
+          // tp_comm_overlap: one layer pass's pieces as tasks, named in push order; returns what
+          // the pass's successor waits for, its last compute task first.
+          auto overlapped_pass = [&](const std::vector<CostedPiece>& pieces, const std::vector<InternedName>& labels,
+                                     std::vector<TaskRef> deps) {
+            std::size_t n = 0;
+            auto ring = [&](bool send, TaskDeps after) {
+              const InternedName& name = labels[n++];
+              const int call = request({CallRequest::Group::tensor_ring, name, collective::Op::send_recv,
+                                        activation / static_cast<double>(tp), 0, 0, 0, send});
+              return push(send ? kRingSend : kRingRecv, {name, TaskKind::collective, phase, 0, call, std::move(after)});
+            };
+            for (const CostedPiece& c : pieces) {
+              switch (c.piece.kind) {
+                case OverlapPiece::Kind::compute:
+                  deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
+                  break;
+                case OverlapPiece::Kind::ring_gather: {
+                  // Chunk 0 is the rank's own shard; at step i it forwards the shard it received
+                  // at step i - 1 while the GEMM runs on it.
+                  TaskRef gemm = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
+                  TaskRef received{-1, -1};
+                  for (long i = 1; i < tp; ++i) {
+                    ring(true, i == 1 ? TaskDeps(deps) : TaskDeps{received});
+                    received = ring(false, TaskDeps(deps));
+                    gemm = compute(labels[n++], c.seconds[0], c.kernels[0], {gemm, received});
+                  }
+                  deps = {gemm};
+                  break;
+                }
+                case OverlapPiece::Kind::pipelined_scatter: {
+                  // Each chunk's output rows are reduce-scattered while the next chunk computes;
+                  // what follows needs the whole result.
+                  TaskRef gemm{-1, -1}, scattered{-1, -1};
+                  for (long i = 0; i < tp; ++i) {
+                    gemm = compute(labels[n++], c.seconds[0], c.kernels[0], i == 0 ? TaskDeps(deps) : TaskDeps{gemm});
+                    scattered = tensor(labels[n++], collective::Op::reduce_scatter, activation / static_cast<double>(tp), {gemm});
+                  }
+                  deps = {gemm, scattered};
+                  break;
+                }
+                case OverlapPiece::Kind::bulk: {
+                  // The column-parallel linear's input (sequence-sharded) is re-gathered for its
+                  // weight gradient beside the data-gradient GEMM, whose output is then
+                  // reduce-scattered beside the weight-gradient GEMM.
+                  const TaskRef gathered = tensor(labels[n++], collective::Op::all_gather, activation, deps);
+                  const TaskRef dgrad = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
+                  const TaskRef scattered = tensor(labels[n++], collective::Op::reduce_scatter, activation, {dgrad});
+                  const TaskRef wgrad = compute(labels[n++], c.seconds[1], c.kernels[1], {dgrad, gathered});
+                  deps = {wgrad, scattered};
+                  break;
+                }
+              }
+            }
+            TRAINSIM_CHECK(n == labels.size(), "an overlapped pass pushes one task per name");
+            return deps;
+          };
           // Gradients of the chunk's last micro-batch go to the data-parallel buckets as the
           // backward produces them (every micro-batch's under ZeRO-2).
           const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
@@ -622,7 +738,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // follow the layer's compute here, which changes nothing on the critical path: in
             // Megatron every one of them blocks the compute after it.
             const int tp_calls_per_pass = 2 * (full_recompute && !slot.forward ? 2 : 1);
-            if (sequence_parallel) {
+            if (sequence_parallel && !tp_overlap) {
               // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
               // shards (in backward: the output gradients), the same bytes as the all-reduce's
               // second half.
@@ -661,9 +777,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = compute(names.recomputes[static_cast<std::size_t>(l)], lr, lr_kernels, ready);
               ready = {previous};
             }
-            previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
-                               slot.forward ? lf_kernels : lb_kernels, ready);
-            ready = {previous};
+            if (tp_overlap) {
+              ready = overlapped_pass(slot.forward ? forward_pieces : backward_pieces, names.overlap, ready);
+              previous = ready.front();
+            } else {
+              previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
+                                 slot.forward ? lf_kernels : lb_kernels, ready);
+              ready = {previous};
+            }
             if (offload && slot.forward) {
               Task copy{names.copies[static_cast<std::size_t>(l)], TaskKind::host_copy,
                         Phase::offload, 0, -1, {previous}};
@@ -681,7 +802,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 pending = 0;
               }
             }
-            if (tp > 1)
+            if (tp > 1 && !tp_overlap)
               for (int k = 0; k < tp_calls_per_pass; ++k) {
                 const int c = tp_call(names.tp_reduce,
                                       sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,

@@ -30,6 +30,9 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.sequence_parallel = o.boolean_or("sequence_parallel", false);
   if (t.sequence_parallel && t.tp == 1)
     o.fail("sequence_parallel", "sequence parallelism needs tensor_parallel > 1");
+  t.tp_comm_overlap = o.boolean_or("tp_comm_overlap", false);
+  if (t.tp_comm_overlap && (t.tp == 1 || !t.sequence_parallel))
+    o.fail("tp_comm_overlap", "Transformer Engine's TP communication overlap needs tensor_parallel > 1 and sequence_parallel true");
   t.pp = o.positive_integer_or("pipeline_parallel", 1);
   if (t.pp > 1 && t.sharding == Sharding::fsdp)
     o.fail("pipeline_parallel",
@@ -115,6 +118,10 @@ plan::TrainingPlan read_training(JsonObject o) {
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
   t.eager_kernels = o.boolean_or("eager_kernels", false);
+  if (t.tp_comm_overlap && t.sharding != Sharding::none && t.sharding != Sharding::zero1)
+    o.fail("tp_comm_overlap", "modelled in the PTD-P schedule only (schedule ddp or zero1)");
+  if (t.tp_comm_overlap && t.eager_kernels)
+    o.fail("tp_comm_overlap", "Transformer Engine's fused QKV and MLP linears only; eager_kernels splits them");
   t.host_dispatch = o.boolean_or("host_dispatch", true);
   {
     const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "torch-layer"}, "fused");

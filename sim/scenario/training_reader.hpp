@@ -3,6 +3,7 @@
 //   schedule            ddp | zero1 | zero2 | zero3 | fsdp          (required)
 //   hybrid_shard_degree fsdp/zero: ranks one copy of the state is sharded over [0 = all DP ranks]
 //   tensor_parallel [1], sequence_parallel [false], pipeline_parallel [1],
+//   tp_comm_overlap [false]: Transformer Engine's userbuffers TP overlap (needs TP > 1, SP, PTD-P)
 //   pipeline_schedule   gpipe | 1f1b | interleaved [1f1b], virtual_stages [1]
 //   precision           amp | fp32 | fsdp_mixed | bf16_fp32_grads    (required)
 //   linear_precision    bf16 | fp8 [bf16]: the linear projections' GEMMs (model/fp8_linear.hpp);

@@ -1,0 +1,93 @@
+#include "program/tp_comm_overlap.hpp"
+
+#include "core/error.hpp"
+#include "model/fp8_linear.hpp"
+
+namespace trainsim::program {
+
+namespace {
+
+using Kind = OverlapPiece::Kind;
+
+/// How TE overlaps the collective of the GEMM named `name` (forward names, or backward's
+/// "_dgrad"/"_wgrad"); compute when it has none.
+Kind kind_of(const std::string& name, bool forward) {
+  if (forward) {
+    if (name == "qkv" || name == "ffn_in" || name == "ffn_gate_up") return Kind::ring_gather;
+    if (name == "attn_out" || name == "ffn_out") return Kind::pipelined_scatter;
+    return Kind::compute;
+  }
+  if (name == "attn_out_dgrad" || name == "ffn_out_dgrad") return Kind::ring_gather;
+  if (name == "qkv_dgrad" || name == "ffn_in_dgrad" || name == "ffn_gate_up_dgrad") return Kind::bulk;
+  return Kind::compute;
+}
+
+}  // namespace
+
+std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward) {
+  std::vector<OverlapPiece> pieces;
+  int gathers = 0, scatters = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const model::Operation& op = ops[i];
+    const Kind kind = op.kind == model::OpKind::gemm ? kind_of(op.name, forward) : Kind::compute;
+    if (kind == Kind::compute) {
+      if (pieces.empty() || pieces.back().kind != Kind::compute) pieces.push_back({Kind::compute, {}});
+      pieces.back().ops.push_back(op);
+      continue;
+    }
+    OverlapPiece piece{kind, {op}};
+    if (kind == Kind::bulk) {
+      // backward_of emits a GEMM's dgrad and then its wgrad.
+      TRAINSIM_CHECK(i + 1 < ops.size() && ops[i + 1].name == op.name.substr(0, op.name.size() - 5) + "wgrad",
+                     "tp_comm_overlap: " + op.name + " is not followed by its weight gradient");
+      piece.ops.push_back(ops[++i]);
+    }
+    (kind == Kind::ring_gather ? gathers : scatters) += 1;
+    pieces.push_back(std::move(piece));
+  }
+  TRAINSIM_CHECK(gathers == 2 && scatters == 2,
+                 "tp_comm_overlap needs a layer with a fused QKV, an output projection and two MLP linears");
+  return pieces;
+}
+
+model::Operation gemm_chunk(const model::Operation& gemm, long chunks) {
+  const double rows = gemm.m / static_cast<double>(chunks);
+  model::Operation chunk = gemm.dtype == model::Dtype::fp8 ? model::make_fp8_gemm(gemm.name, rows, gemm.n, gemm.k, gemm.batch)
+                                                           : model::make_gemm(gemm.name, rows, gemm.n, gemm.k, gemm.batch, gemm.dtype);
+  chunk.kernels = 1;
+  return chunk;
+}
+
+std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks) {
+  std::vector<std::string> labels;
+  const std::string& gemm = piece.ops.front().name;
+  switch (piece.kind) {
+    case Kind::compute: labels.push_back(piece.ops.front().name + ".." + piece.ops.back().name); break;
+    case Kind::ring_gather:
+      for (long i = 0; i < chunks; ++i) {
+        const std::string chunk = " chunk " + std::to_string(i);
+        if (i > 0) {
+          labels.push_back("tp ring send " + gemm + chunk);
+          labels.push_back("tp ring recv " + gemm + chunk);
+        }
+        labels.push_back(gemm + chunk);
+      }
+      break;
+    case Kind::pipelined_scatter:
+      for (long i = 0; i < chunks; ++i) {
+        const std::string chunk = " chunk " + std::to_string(i);
+        labels.push_back(gemm + chunk);
+        labels.push_back("tp reduce-scatter " + gemm + chunk);
+      }
+      break;
+    case Kind::bulk:
+      labels.push_back("tp re-gather " + gemm);
+      labels.push_back(gemm);
+      labels.push_back("tp reduce-scatter " + gemm);
+      labels.push_back(piece.ops.back().name);
+      break;
+  }
+  return labels;
+}
+
+}  // namespace trainsim::program
