@@ -3,6 +3,7 @@
 // status, stdout and stderr; for end-to-end tests.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,13 +26,14 @@ inline std::string read_text_file(const std::string& file) {
   return s.str();
 }
 
-/// A path in the test temp dir unique to the running test.
+/// A path in the test temp dir unique to the running test and process: test suites of two
+/// checkouts run at once on one machine must not share files.
 inline std::string test_temp_path(const std::string& suffix) {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "_" + info->name();
   for (char& c : name)
     if (c == '/') c = '_';  // parameterized tests are named Suite/Test/param
-  return testing::TempDir() + name + suffix;
+  return testing::TempDir() + name + "_" + std::to_string(::getpid()) + suffix;
 }
 
 /// Runs a shell command line, capturing stdout and stderr.
