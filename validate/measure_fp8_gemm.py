@@ -135,8 +135,9 @@ def main():
                                                          "fast-accumulation rates are in the side file)",
                                                          "fast accumulation (use_fast_accum on, as Transformer Engine's "
                                                          "and torchao's forward product runs)"))
+        # Each sample says its accumulation: the device profile needs the two fp8 curves apart.
         write_json(args.fast_accum_out, {"schema": "trainsim.kernel_calibration/1", "provenance": fast_prov,
-                                         "gemm": fast_accum})
+                                         "gemm": [dict(g, accumulation="fast") for g in fast_accum]})
     write_json(args.side_out, {"provenance": prov, "bf16_same_run": bf16, "fp8_fast_accum_same_run": fast_accum, "skipped_alignment": skipped,
                                "sustained_fp8": held})
     return 0

@@ -117,7 +117,7 @@ std::vector<Operation> recomputed_forward_ops(const TransformerSpec& s, const La
     // An FP8 linear's forward again: its casts (the weight's too where every forward casts it)
     // and the FP8 GEMM.
     for (auto& c : fp8_forward_casts(mm[i].name, t * mm[i].k, mm[i].k * mm[i].n, shape.fp8)) ops.push_back(std::move(c));
-    ops.push_back(make_fp8_gemm(mm[i].name, t, mm[i].n, mm[i].k, 1));
+    ops.push_back(make_fp8_gemm(mm[i].name, t, mm[i].n, mm[i].k, 1, shape.fp8.forward_accumulation));
   }
   return ops;
 }

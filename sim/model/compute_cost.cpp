@@ -16,7 +16,7 @@ double tile_utilisation(double m, double n, double tile) {
 }
 
 FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
-  if (const auto* curve = gemm_curve(dev, op.dtype))
+  if (const auto* curve = gemm_curve(dev, op.dtype, op.accumulation))
     return curve->achieved(op.m, op.n, op.k, op.batch) * dev.sustained_compute;
   // No peak x efficiency guess for FP8: a device without measured FP8 GEMMs may have no FP8
   // tensor cores at all (scenario loading rejects such a pairing with a ConfigError first).

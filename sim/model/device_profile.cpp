@@ -153,15 +153,32 @@ DeviceProfile load_device_profile(const std::string& path) {
       if (extra.gemm.empty()) k.fail("file", "expected a calibration with gemm samples: " + file + " has none");
       for (const auto& g : extra.gemm)
         for (const auto& have : merged.gemm)
-          if (have.dtype == g.dtype)
+          if (have.dtype == g.dtype && have.accumulation == g.accumulation)
             k.fail("file", std::string("expected GEMM dtypes no other calibration of the profile samples: ") +
-                               dtype_name(g.dtype) + " is already sampled");
+                               dtype_name(g.dtype) +
+                               (g.accumulation == Accumulation::fast ? " with fast accumulation" : "") +
+                               " is already sampled");
       merged.gemm.insert(merged.gemm.end(), extra.gemm.begin(), extra.gemm.end());
       d.extra_gemm_calibrations.push_back(file);
       k.allow("note");
       k.finish();
     }
     attach_kernel_calibration(d, std::move(merged));
+  }
+  if (d.kernels) {
+    // FP8 linear layers run their forward GEMM with fast accumulation and their two backward
+    // GEMMs without (Transformer Engine's _2X_ACC_FPROP false, _2X_ACC_DGRAD / _WGRAD true;
+    // torchao's float8 use_fast_accum on the output GEMM only), so a device with fp8 samples
+    // needs both curves. One alone is an error, not a stand-in for the other: on an H100 the two
+    // differ by 9% at the median shape, and which one a profile lacks would silently decide
+    // every FP8 forward (or backward) product.
+    const bool full = gemm_curve(d, Dtype::fp8, Accumulation::full) != nullptr;
+    const bool fast = gemm_curve(d, Dtype::fp8, Accumulation::fast) != nullptr;
+    if (full != fast)
+      root.fail(root.has("gemm_calibrations") ? "gemm_calibrations" : "kernel_calibration",
+                std::string("expected fp8 GEMM samples at both accumulations (\"accumulation\": \"fast\" for the "
+                            "forward products of FP8 linear layers, full for their gradients); found only ") +
+                    (full ? "full" : "fast") + "-accumulation ones");
   }
   if (root.has("memory_bound_kernels")) {
     JsonObject k = root.object("memory_bound_kernels");
@@ -176,21 +193,23 @@ DeviceProfile load_device_profile(const std::string& path) {
 void attach_kernel_calibration(DeviceProfile& dev, KernelCalibration c) {
   dev.kernels = std::move(c);
   dev.gemm_curves.clear();
-  std::vector<Dtype> dtypes;
-  for (const auto& g : dev.kernels->gemm)
-    if (std::find(dtypes.begin(), dtypes.end(), g.dtype) == dtypes.end()) dtypes.push_back(g.dtype);
-  for (Dtype t : dtypes) {
-    std::vector<GemmSample> of_dtype;
+  std::vector<std::pair<Dtype, Accumulation>> kinds;
+  for (const auto& g : dev.kernels->gemm) {
+    const std::pair<Dtype, Accumulation> kind{g.dtype, g.accumulation};
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  }
+  for (const auto& [t, a] : kinds) {
+    std::vector<GemmSample> of_kind;
     for (const auto& g : dev.kernels->gemm)
-      if (g.dtype == t) of_dtype.push_back(g);
-    dev.gemm_curves.emplace_back(t, GemmThroughputCurve(of_dtype, dev.gemm_tile, achieved_memory_bandwidth(dev)));
+      if (g.dtype == t && g.accumulation == a) of_kind.push_back(g);
+    dev.gemm_curves.push_back({t, a, GemmThroughputCurve(of_kind, dev.gemm_tile, achieved_memory_bandwidth(dev))});
   }
 }
 
-const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d) {
+const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d, Accumulation a) {
   auto find = [&](Dtype t) -> const GemmThroughputCurve* {
-    for (const auto& [dt, curve] : dev.gemm_curves)
-      if (dt == t) return &curve;
+    for (const auto& c : dev.gemm_curves)
+      if (c.dtype == t && c.accumulation == a) return &c.curve;
     return nullptr;
   };
   if (const auto* c = find(d)) return c;

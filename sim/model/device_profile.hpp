@@ -67,9 +67,14 @@ struct DeviceProfile {
   /// present it replaces gemm_efficiency for the dtypes it has samples of, and memory_bandwidth *
   /// memory_efficiency by its achieved bandwidth.
   std::optional<KernelCalibration> kernels;
-  std::vector<std::pair<Dtype, GemmThroughputCurve>> gemm_curves;  ///< one per sampled dtype
+  struct SampledGemmCurve {
+    Dtype dtype;
+    Accumulation accumulation;
+    GemmThroughputCurve curve;
+  };
+  std::vector<SampledGemmCurve> gemm_curves;  ///< one per sampled dtype and accumulation
   /// Further calibration files whose GEMM samples were merged into `kernels` ("gemm_calibrations":
-  /// files relative to the profile, each adding dtypes the others lack, e.g. fp8).
+  /// files relative to the profile, each adding dtypes (or fp8 accumulations) the others lack).
   std::vector<std::string> extra_gemm_calibrations;
   /// The memory-bound kernels a training framework runs on this device ("memory_bound_kernels":
   /// file relative to the profile). Where present, its rates are the only per-class ones: the
@@ -77,9 +82,12 @@ struct DeviceProfile {
   std::optional<MemoryBoundKernels> memory_bound_kernels;
 };
 
-/// The GEMM curve for `d`: its own samples, else those of its 16-bit twin (fp16 and bf16 run at
-/// the same tensor-core rate on the devices trainsim models); nullptr when neither was measured.
-[[nodiscard]] const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d);
+/// The GEMM curve for `d` accumulating as `a`: its own samples, else those of its 16-bit twin
+/// (fp16 and bf16 run at the same tensor-core rate on the devices trainsim models); nullptr when
+/// neither was measured. No fp8 curve stands in for the other accumulation: a loaded profile with
+/// fp8 samples has both (load_device_profile).
+[[nodiscard]] const GemmThroughputCurve* gemm_curve(const DeviceProfile& dev, Dtype d,
+                                                    Accumulation a = Accumulation::full);
 
 /// Achieved streaming bandwidth: the calibration's measurement, else peak x memory_efficiency.
 [[nodiscard]] BytesPerSecond achieved_memory_bandwidth(const DeviceProfile& dev);

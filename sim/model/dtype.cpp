@@ -19,4 +19,6 @@ std::optional<Dtype> parse_dtype(const std::string& name) {
   return std::nullopt;
 }
 
+const char* accumulation_name(Accumulation a) { return a == Accumulation::fast ? "fast" : "full"; }
+
 }  // namespace trainsim::model

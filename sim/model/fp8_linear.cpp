@@ -47,8 +47,9 @@ Operation transpose_copy(std::string name, double elements) {
 
 }  // namespace
 
-Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch) {
+Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch, Accumulation a) {
   Operation op = make_gemm(std::move(name), m, n, k, batch, Dtype::fp8);
+  op.accumulation = a;
   op.bytes = batch * (kFp8 * (m * k + k * n) + kBf16 * m * n);
   return op;
 }

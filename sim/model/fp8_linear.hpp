@@ -39,10 +39,18 @@ struct Fp8Linears {
   /// Weight casts per micro-batch: 1 when every forward casts its weights (torchao), 1 /
   /// micro-batches per step when the FP8 weights are kept across them (Transformer Engine).
   double weight_casts_per_micro_batch = 1;
+  /// How the forward product accumulates; the data- and weight-gradient products accumulate in
+  /// full precision. Fast in both implementations: Transformer Engine runs fprop without its
+  /// split accumulator and dgrad/wgrad with it (transformer_engine/pytorch/module/base.py:
+  /// _2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True); torchao's float8 sets
+  /// use_fast_accum on the output GEMM's config only (torchao/float8/config.py: grad_input and
+  /// grad_weight False), for the gradients' precision.
+  Accumulation forward_accumulation = Accumulation::fast;
 };
 
-/// An FP8 GEMM (m x k) * (k x n): 1-byte operands, a bf16 output.
-[[nodiscard]] Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch);
+/// An FP8 GEMM (m x k) * (k x n): 1-byte operands, a bf16 output, accumulating as `a`.
+[[nodiscard]] Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch,
+                                      Accumulation a = Accumulation::full);
 
 /// The forward casts of one linear: its input (`input_elements` on this rank, in bf16) and its
 /// weight (`weight_elements`), each at the bytes the implementation moves (see the header).

@@ -37,6 +37,11 @@ GemmSample read_gemm(JsonObject o) {
   const auto d = parse_dtype(dtype);
   if (!d) o.fail("dtype", "expected fp32, tf32, fp16, bf16 or fp8, not \"" + dtype + "\"");
   g.dtype = *d;
+  if (o.choice_or("accumulation", {"full", "fast"}, "full") == "fast") {
+    if (g.dtype != Dtype::fp8)
+      o.fail("accumulation", "expected \"full\" (or none): fast accumulation is an fp8 GEMM mode, not " + dtype);
+    g.accumulation = Accumulation::fast;
+  }
   g.m = static_cast<double>(o.positive_integer("m"));
   g.n = static_cast<double>(o.positive_integer("n"));
   g.k = static_cast<double>(o.positive_integer("k"));
@@ -105,6 +110,7 @@ void write_kernel_calibration(std::ostream& out, const KernelCalibration& c) {
   for (const auto& g : c.gemm) {
     ordered_json row;
     row["dtype"] = dtype_name(g.dtype);
+    if (g.accumulation == Accumulation::fast) row["accumulation"] = accumulation_name(g.accumulation);
     row["m"] = static_cast<long>(g.m);
     row["n"] = static_cast<long>(g.n);
     row["k"] = static_cast<long>(g.k);

@@ -11,6 +11,8 @@
 //                               "driver", "cuda", "cublas", "note" },
 //     "gemm": [ {"dtype": "bf16", "m": 4096, "n": 4096, "k": 4096, "batch": 1,
 //                "tflops": 783.3}, ... ],                 // achieved, 2*m*n*k*batch / time
+//              // an fp8 sample may add "accumulation": "fast" (dtype.hpp); absent or "full": the
+//              // full-precision accumulation that cuBLASLt and torch._scaled_mm default to
 //     "memory_bandwidth": "1.61TB/s",                     // optional: achieved streaming copy
 //     "launch_overhead": "3us",                           // optional: per kernel, back to back
 //     "elementwise": [ {"name": "layer_norm", "bytes": 1e8, "time_us": 70} ] }  // optional
@@ -38,6 +40,7 @@ struct GemmSample {
   Dtype dtype = Dtype::bf16;
   double m = 0, n = 0, k = 0, batch = 1;
   FlopsPerSecond achieved = 0;  ///< 2*m*n*k*batch / measured seconds
+  Accumulation accumulation = Accumulation::full;  ///< fast: an fp8 sample timed with fast accumulation
 };
 
 /// One timed memory-bound kernel: its traffic (reads + writes) and time give the streaming rate

@@ -25,6 +25,8 @@ struct Operation {
   OpKind kind = OpKind::elementwise;
   double m = 0, n = 0, k = 0, batch = 1;  ///< GEMM shape (ignored for elementwise)
   Dtype dtype = Dtype::bf16;              ///< what the GEMM computes in
+  /// How an FP8 GEMM accumulates: which of the device's fp8 curves times it (dtype.hpp).
+  Accumulation accumulation = Accumulation::full;
   Flops flops = 0;                        ///< arithmetic work
   Bytes bytes = 0;                        ///< device-memory traffic (reads + writes)
   bool causal = false;                    ///< fused attention under a causal mask

@@ -178,7 +178,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
       const double input = gemm.m * gemm.k / (column ? x.sp : 1.0), weight = gemm.k * gemm.n;
       p.forward = fp8_forward_casts(gemm.name, input, weight, shape.fp8);
       p.backward = fp8_backward_casts(gemm.name, input, weight, gemm.m * gemm.n, shape.fp8);
-      gemm = make_fp8_gemm(gemm.name, gemm.m, gemm.n, gemm.k, gemm.batch);
+      gemm = make_fp8_gemm(gemm.name, gemm.m, gemm.n, gemm.k, gemm.batch, shape.fp8.forward_accumulation);
     }
     if (biased) p.backward.push_back(bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n));
     for (auto& b : backward_of({gemm})) p.backward.push_back(std::move(b));
@@ -343,6 +343,7 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
       ops.push_back(b);
     } else if (f.kind == OpKind::gemm) {
       // dX = dY * W^T  (m x k from m x n and n x k) and dW = X^T * dY (k x n from k x m, m x n).
+      // Both accumulate in full precision whatever the forward's accumulation (fp8_linear.hpp).
       ops.push_back(make_gemm(f.name + "_dgrad", f.m, f.k, f.n, f.batch, f.dtype));
       ops.push_back(make_gemm(f.name + "_wgrad", f.k, f.n, f.m, f.batch, f.dtype));
       if (f.backward_kernels > 2) ops.back().kernels = f.backward_kernels - 1;

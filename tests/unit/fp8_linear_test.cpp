@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "model/compute_cost.hpp"
 #include "model/device_profile.hpp"
 #include "model/fp8_linear.hpp"
+#include "model/kernel_calibration.hpp"
 #include "model/transformer.hpp"
 
 namespace trainsim::model {
@@ -87,6 +89,16 @@ TEST(Fp8Linear, ProjectionsRunInFp8AttentionStaysBf16AndFlopsAreUnchanged) {
   const auto back = layer_backward_ops(s, shape_with(transformer_engine(1)));
   EXPECT_EQ(find(back, "ffn_in_dgrad")->dtype, Dtype::fp8);
   EXPECT_EQ(find(back, "ffn_in_wgrad")->dtype, Dtype::fp8);
+  // Forward products accumulate fast, their gradients in full precision (both implementations).
+  for (const auto& f : {transformer_engine(1), torchao(true)}) {
+    const auto fwd = layer_forward_ops(s, shape_with(f));
+    const auto bwd = layer_backward_ops(s, shape_with(f));
+    for (const std::string name : {"qkv", "attn_out", "ffn_in", "ffn_out"}) {
+      EXPECT_EQ(find(fwd, name)->accumulation, Accumulation::fast) << name;
+      EXPECT_EQ(find(bwd, name + "_dgrad")->accumulation, Accumulation::full) << name;
+      EXPECT_EQ(find(bwd, name + "_wgrad")->accumulation, Accumulation::full) << name;
+    }
+  }
   EXPECT_DOUBLE_EQ(gemm_flops(back), gemm_flops(layer_backward_ops(s, shape_with({}))));
   // The head's vocabulary projection stays bf16 (neither implementation casts it).
   for (const auto& op : head_forward_ops(s, shape_with(transformer_engine(1))))
@@ -166,26 +178,60 @@ TEST(Fp8Linear, LinearWeightsCountTheProjectionMatrices) {
   EXPECT_DOUBLE_EQ(linear_weight_parameters(s), 2 * 1024.0 * 1024 + 2 * 1024.0 * 256 + 3 * 1024.0 * 4096);
 }
 
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string file = ::testing::TempDir() + "fp8_linear_test_" + name;
+  std::ofstream(file) << text;
+  return file;
+}
+
 TEST(Fp8Gemm, RunsAtTheFp8CurveOfTheProfilesSecondCalibration) {
   const DeviceProfile dev = load_device_profile("tests/data/fp8/device.json");
   ASSERT_NE(gemm_curve(dev, Dtype::fp8), nullptr);
-  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 1u);
+  ASSERT_NE(gemm_curve(dev, Dtype::fp8, Accumulation::fast), nullptr);
+  EXPECT_EQ(gemm_curve(dev, Dtype::bf16, Accumulation::fast), nullptr);
+  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 2u);
   const Operation b = make_gemm("b", 8192, 8192, 8192, 1, Dtype::bf16);
   const Operation f = make_fp8_gemm("f", 8192, 8192, 8192, 1);
+  const Operation fast = make_fp8_gemm("fast", 8192, 8192, 8192, 1, Accumulation::fast);
   EXPECT_NEAR(gemm_rate(b, dev), 400e12, 1e3);
   EXPECT_NEAR(gemm_rate(f, dev), 800e12, 1e3);
+  EXPECT_NEAR(gemm_rate(fast, dev), 1000e12, 1e3);
   EXPECT_NEAR(op_duration(b, dev) / op_duration(f, dev), 2.0, 1e-9);
+}
+
+TEST(Fp8Gemm, OneFp8AccumulationWithoutTheOtherIsAConfigError) {
+  // Either curve alone would silently time the other pass's products: rejected.
+  for (int keep : {0, 1}) {
+    auto doc = read_json_file("tests/data/fp8/device.json");
+    const std::string kept = doc["gemm_calibrations"][keep]["file"];
+    doc["kernel_calibration"]["file"] = std::filesystem::absolute("tests/data/fp8/bf16-gemms.json").string();
+    doc["gemm_calibrations"] = nlohmann::json::array({{{"file", std::filesystem::absolute("tests/data/fp8/" + kept).string()}}});
+    const ConfigError e = testing_support::config_error_of(
+        [](const std::string& f) { return load_device_profile(f); }, write_temp("one-acc.json", doc.dump(2)));
+    EXPECT_EQ(e.json_path(), "/gemm_calibrations");
+    EXPECT_NE(std::string(e.what()).find(keep == 0 ? "found only full" : "found only fast"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Fp8Gemm, FastAccumulationIsAnFp8SampleAttributeAndRoundTrips) {
+  auto doc = read_json_file("tests/data/fp8/fp8-fast-gemms.json");
+  KernelCalibration c = load_kernel_calibration("tests/data/fp8/fp8-fast-gemms.json");
+  ASSERT_EQ(c.gemm.size(), 2u);
+  EXPECT_EQ(c.gemm[0].accumulation, Accumulation::fast);
+  std::ostringstream out;
+  write_kernel_calibration(out, c);
+  const KernelCalibration back = load_kernel_calibration(write_temp("fast-rt.json", out.str()));
+  EXPECT_EQ(back.gemm[1].accumulation, Accumulation::fast);
+  doc["gemm"][0]["dtype"] = "bf16";
+  const ConfigError e = testing_support::config_error_of(
+      [](const std::string& f) { return load_kernel_calibration(f); }, write_temp("bf16-fast.json", doc.dump(2)));
+  EXPECT_EQ(e.json_path(), "/gemm/0/accumulation");
 }
 
 TEST(Fp8Gemm, NoFp8SamplesIsAnErrorNotABf16Rate) {
   const DeviceProfile dev = testing_support::round_number_device();
   EXPECT_THROW((void)gemm_rate(make_fp8_gemm("f", 1024, 1024, 1024, 1), dev), InvariantError);
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string file = ::testing::TempDir() + "fp8_linear_test_" + name;
-  std::ofstream(file) << text;
-  return file;
 }
 
 TEST(Fp8Gemm, ACalibrationRepeatingADtypeIsAConfigError) {

@@ -306,8 +306,9 @@ TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
 TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
   const auto dev = model::load_device_profile("topologies/devices/h100-80gb.json");
   ASSERT_NE(model::gemm_curve(dev, model::Dtype::fp8), nullptr);
+  ASSERT_NE(model::gemm_curve(dev, model::Dtype::fp8, model::Accumulation::fast), nullptr);
   ASSERT_NE(model::gemm_curve(dev, model::Dtype::bf16), nullptr);
-  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 1u);
+  ASSERT_EQ(dev.extra_gemm_calibrations.size(), 2u);
 }
 
 TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
