@@ -106,6 +106,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                                 p.fused_cross_entropy, p.eager_kernels, module_kernels_of(p.module_kernels),
                                 fp8_linears_of(p)};
   const auto layer_f = model::layer_forward_ops(s, shape);
+  const auto layer_b = model::layer_backward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
   // Full recompute re-runs the layer's forward inside its backward task; Megatron's selective
   // recomputation re-runs only the core attention, as a task of its own before each backward.
@@ -118,14 +119,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                               : std::vector<model::Operation>{};
   const Seconds lr = ops_duration(recomputed, in.device);
   const int lr_kernels = model::ops_kernels(recomputed);
-  const Seconds lb = ops_duration(model::layer_backward_ops(s, shape), in.device) + (full_recompute ? lf : 0);
+  const Seconds lb = ops_duration(layer_b, in.device) + (full_recompute ? lf : 0);
   const auto emb = model::embedding_forward_ops(s, shape);
   const auto head = model::head_forward_ops(s, shape);
   const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
-  const int lb_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) + (full_recompute ? lf_kernels : 0);
+  const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
@@ -183,7 +184,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   if (tp_overlap) {
     forward_pieces = costed(tp_overlap_pieces(layer_f, true));
     if (full_recompute) backward_pieces = forward_pieces;
-    for (auto& c : costed(tp_overlap_pieces(model::layer_backward_ops(s, shape), false))) backward_pieces.push_back(std::move(c));
+    for (auto& c : costed(tp_overlap_pieces(layer_b, false))) backward_pieces.push_back(std::move(c));
   }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage

@@ -47,6 +47,11 @@ ConfigError load_error(const std::string& file) {
   return testing_support::config_error_of([](const std::string& f) { return load_scenario(f); }, file);
 }
 
+/// The ConfigError of `doc` written to the temp file `name` and loaded.
+ConfigError error_of(const json& doc, const std::string& name = "scenario") {
+  return load_error(write(doc, temp_file(name)));
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -217,13 +222,13 @@ TEST(PointTopology, PointsNamingOneFileShareItsMachine) {
 TEST(PointTopology, ErrorsNameThePointsPath) {
   json doc = bert_large_doc();
   doc["points"][1]["topology"] = "no-such-topology.json";
-  const ConfigError e = load_error(write(doc, temp_file("missing")));
+  const ConfigError e = error_of(doc, "missing");
   EXPECT_EQ(e.json_path(), "/points/1/topology");
   EXPECT_TRUE(contains(e.what(), "topology file not found")) << e.what();
 
   doc = bert_large_doc();
   doc["points"][0]["topology"] = 7;
-  EXPECT_EQ(load_error(write(doc, temp_file("type"))).json_path(), "/points/0/topology");
+  EXPECT_EQ(error_of(doc, "type").json_path(), "/points/0/topology");
 }
 
 TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
@@ -235,7 +240,7 @@ TEST(ScenarioErrors, BadUnitInTheTopologyItNames) {
   const std::string topo_file = write(topo, temp_file("topology"));
   json doc = bert_large_doc();
   doc["topology"] = topo_file;
-  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  const ConfigError e = error_of(doc);
   EXPECT_EQ(e.file(), topo_file);
   EXPECT_EQ(e.json_path(), "/node/links/0/bandwidth");
   EXPECT_TRUE(contains(e.what(), "bad unit")) << e.what();
@@ -252,7 +257,7 @@ TEST(ScenarioErrors, OffloadingNeedsACpuVertex) {
   doc["topology"] = write(topo, temp_file("topology"));
   doc["training"]["activation_checkpointing"] = true;
   doc["training"]["activation_offloading"] = true;
-  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  const ConfigError e = error_of(doc);
   EXPECT_EQ(e.json_path(), "/points/0/training");
   EXPECT_TRUE(contains(e.what(), "has no vertex of kind cpu")) << e.what();
 }
@@ -261,18 +266,18 @@ TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention)
   json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
   doc["topology"] = absolute("topologies/p4de.24xlarge.json");
   doc["training"]["attention_kernel"] = "flash-attention-9";
-  ConfigError e = load_error(write(doc, temp_file("unknown")));
+  ConfigError e = error_of(doc, "unknown");
   EXPECT_EQ(e.json_path(), "/points/0/training");
   EXPECT_TRUE(contains(e.what(), "flash-attention-2, flash-attn-triton")) << e.what();
   // Gaudi's profile has no fused attention kernel.
   json dl1 = bert_large_doc();
   dl1["training"]["flash_attention"] = true;
   dl1["training"]["attention_kernel"] = "flash-attention-2";
-  e = load_error(write(dl1, temp_file("none")));
+  e = error_of(dl1, "none");
   EXPECT_TRUE(contains(e.what(), "it has none")) << e.what();
   doc["training"]["flash_attention"] = false;
   doc["training"]["attention_kernel"] = "flash-attention-2";
-  e = load_error(write(doc, temp_file("no_flash")));
+  e = error_of(doc, "no_flash");
   EXPECT_EQ(e.json_path(), "/training/attention_kernel");
   EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
 }
@@ -283,22 +288,22 @@ TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
   doc["topology"] = absolute("topologies/p4de.24xlarge.json");
   doc["training"]["linear_precision"] = "fp8";
   doc["training"]["fp8_implementation"] = "transformer-engine";
-  ConfigError e = load_error(write(doc, temp_file("a100")));
+  ConfigError e = error_of(doc, "a100");
   EXPECT_EQ(e.json_path(), "/points/0/training");
   EXPECT_TRUE(contains(e.what(), "a100-80gb.json has none")) << e.what();
   // Gaudi likewise.
   json dl1 = bert_large_doc();
   dl1["training"]["linear_precision"] = "fp8";
   dl1["training"]["fp8_implementation"] = "transformer-engine";
-  e = load_error(write(dl1, temp_file("gaudi")));
+  e = error_of(dl1, "gaudi");
   EXPECT_TRUE(contains(e.what(), "gaudi1.json has none")) << e.what();
   // FP8 without saying whose, and an implementation without FP8.
   doc["training"].erase("fp8_implementation");
-  e = load_error(write(doc, temp_file("no_impl")));
+  e = error_of(doc, "no_impl");
   EXPECT_EQ(e.json_path(), "/training/fp8_implementation");
   doc["training"]["linear_precision"] = "bf16";
   doc["training"]["fp8_implementation"] = "torchao";
-  e = load_error(write(doc, temp_file("impl_only")));
+  e = error_of(doc, "impl_only");
   EXPECT_EQ(e.json_path(), "/training/fp8_implementation");
   EXPECT_TRUE(contains(e.what(), "linear_precision")) << e.what();
 }
@@ -315,15 +320,15 @@ TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReaso
   json doc = bert_large_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero3";
-  ConfigError e = load_error(write(doc, temp_file("zero3")));
+  ConfigError e = error_of(doc, "zero3");
   EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
   EXPECT_TRUE(contains(e.what(), "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism")) << e.what();
   doc["training"]["schedule"] = "zero2";
-  e = load_error(write(doc, temp_file("zero2")));
+  e = error_of(doc, "zero2");
   EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
   doc["training"]["schedule"] = "fsdp";
   doc["training"]["precision"] = "fsdp_mixed";
-  e = load_error(write(doc, temp_file("fsdp")));
+  e = error_of(doc, "fsdp");
   EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
   EXPECT_TRUE(contains(e.what(), "not modelled")) << e.what();
   // Optimizer-state sharding per stage is what pipelines combine with.
@@ -337,18 +342,18 @@ TEST(ScenarioErrors, OverlappedParameterGatherNeedsZero1OverlappedReduceAndPtdP)
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero1";
   doc["training"]["overlap_param_gather"] = true;
-  ConfigError e = load_error(write(doc, temp_file("opg")));
+  ConfigError e = error_of(doc, "opg");
   EXPECT_EQ(e.json_path(), "/training/overlap_param_gather");
   EXPECT_TRUE(contains(e.what(), "overlap_grad_reduce")) << e.what();
   doc["training"]["overlap_grad_reduce"] = true;
   EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("opg"))));
   doc["training"]["schedule"] = "ddp";
-  e = load_error(write(doc, temp_file("opg")));
+  e = error_of(doc, "opg");
   EXPECT_EQ(e.json_path(), "/training/overlap_param_gather");
   EXPECT_TRUE(contains(e.what(), "zero1")) << e.what();
   doc["training"]["schedule"] = "zero1";
   doc["training"]["pipeline_parallel"] = 1;
-  e = load_error(write(doc, temp_file("opg")));
+  e = error_of(doc, "opg");
   EXPECT_TRUE(contains(e.what(), "PTD-P")) << e.what();
 }
 
@@ -359,10 +364,10 @@ TEST(ScenarioErrors, Zero1GradientAllReduceNeedsZero1UnderAPipeline) {
   doc["training"]["zero1_gradient_collective"] = "all_reduce";
   EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("bf16opt"))));
   doc["training"]["zero1_gradient_collective"] = "all-reduce";
-  EXPECT_EQ(load_error(write(doc, temp_file("bf16opt"))).json_path(), "/training/zero1_gradient_collective");
+  EXPECT_EQ(error_of(doc, "bf16opt").json_path(), "/training/zero1_gradient_collective");
   doc["training"]["zero1_gradient_collective"] = "all_reduce";
   doc["training"]["pipeline_parallel"] = 1;
-  ConfigError e = load_error(write(doc, temp_file("bf16opt")));
+  ConfigError e = error_of(doc, "bf16opt");
   EXPECT_EQ(e.json_path(), "/training/zero1_gradient_collective");
   EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
 }
@@ -373,21 +378,21 @@ TEST(ScenarioErrors, DeepSpeedPipelineEngineNeedsA1F1BPipelineReducedAfterTheFlu
   doc["training"]["pipeline_engine"] = "deepspeed";
   EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("dspipe"))));
   doc["training"]["pipeline_engine"] = "DeepSpeed";
-  ConfigError e = load_error(write(doc, temp_file("dspipe")));
+  ConfigError e = error_of(doc, "dspipe");
   EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
   EXPECT_TRUE(contains(e.what(), "megatron")) << e.what();
   doc["training"]["pipeline_engine"] = "deepspeed";
   doc["training"]["pipeline_schedule"] = "gpipe";
-  e = load_error(write(doc, temp_file("dspipe")));
+  e = error_of(doc, "dspipe");
   EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
   EXPECT_TRUE(contains(e.what(), "1f1b")) << e.what();
   doc["training"]["pipeline_schedule"] = "1f1b";
   doc["training"]["overlap_grad_reduce"] = true;
-  e = load_error(write(doc, temp_file("dspipe")));
+  e = error_of(doc, "dspipe");
   EXPECT_TRUE(contains(e.what(), "overlap_grad_reduce false")) << e.what();
   doc["training"]["overlap_grad_reduce"] = false;
   doc["training"]["pipeline_parallel"] = 1;
-  e = load_error(write(doc, temp_file("dspipe")));
+  e = error_of(doc, "dspipe");
   EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
   EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
 }
@@ -395,7 +400,7 @@ TEST(ScenarioErrors, DeepSpeedPipelineEngineNeedsA1F1BPipelineReducedAfterTheFlu
 TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
   json doc = bert_large_doc();
   doc["points"][0]["data_parallel_degree"] = 16;  // 1 node x 8 accelerators
-  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  const ConfigError e = error_of(doc);
   EXPECT_EQ(e.json_path(), "/points/0/data_parallel_degree");
   EXPECT_TRUE(contains(e.what(), "degree 16 does not match the 8 = 8 accelerators")) << e.what();
 
@@ -407,14 +412,14 @@ TEST(ScenarioErrors, DataParallelDegreeMustUseEveryAccelerator) {
 TEST(ScenarioErrors, HeadsMustDivideHidden) {
   json doc = bert_large_doc();
   doc["model"]["heads"] = 15;  // 1024 / 15 is not an integer
-  const ConfigError e = load_error(write(doc, temp_file("scenario")));
+  const ConfigError e = error_of(doc);
   EXPECT_EQ(e.json_path(), "/model/heads");
   EXPECT_TRUE(contains(e.what(), "divisible")) << e.what();
 }
 
 TEST(ScenarioErrors, OtherBadValues) {
   auto path_of_error = [](const json& doc) {
-    return load_error(write(doc, temp_file("scenario"))).json_path();
+    return error_of(doc).json_path();
   };
   json doc = bert_large_doc();
   doc["training"]["gradient_dtype"] = "int8";
@@ -437,7 +442,6 @@ TEST(ScenarioErrors, OtherBadValues) {
 }
 
 TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
-  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_implementation"] = "torch-fsdp1";
   ConfigError e = error_of(doc);
@@ -449,7 +453,6 @@ TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
 }
 
 TEST(ScenarioErrors, DeepSpeedZero3SettingsNameTheirPath) {
-  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["zero3_implementation"] = "deepspeed-0.3";
   ConfigError e = error_of(doc);
@@ -510,7 +513,6 @@ TEST(ScenarioCollectives, ForceTheTunerForEveryCollectiveOfThePoint) {
 }
 
 TEST(ScenarioCollectives, UnknownOrUnavailableChoicesNameTheirPath) {
-  auto error_of = [](const json& doc) { return load_error(write(doc, temp_file("scenario"))); };
   json doc = p4d_doc();
   doc["training"]["collectives"] = {{"algorithm", "butterfly"}};
   ConfigError e = error_of(doc);
@@ -550,7 +552,7 @@ TEST(ScenarioCollectives, SmSharingIsOnUnlessTurnedOff) {
 
   doc = p4d_doc();
   doc["training"]["collectives"] = {{"sm_sharing", "no"}};
-  EXPECT_EQ(load_error(write(doc, temp_file("scenario"))).json_path(), "/training/collectives/sm_sharing");
+  EXPECT_EQ(error_of(doc).json_path(), "/training/collectives/sm_sharing");
 
   // HCCL takes it too (a no-op there: no channels), though it has no tuner to override.
   doc = bert_large_doc();
@@ -582,7 +584,7 @@ TEST(DataPipeline, APointMayReadFromLocalNvmeInsteadOfFsx) {
 TEST(DataPipeline, BadDataSourcesNameTheirPath) {
   json doc = fsx_doc();
   doc["points"][0]["storage_kind"] = "local_nvme";  // and keeps its FSx capacity
-  ConfigError e = load_error(write(doc, temp_file("capacity")));
+  ConfigError e = error_of(doc, "capacity");
   EXPECT_EQ(e.json_path(), "/points/0/storage_capacity");
 
   doc = fsx_doc();
@@ -590,19 +592,19 @@ TEST(DataPipeline, BadDataSourcesNameTheirPath) {
   doc["data"]["dataset"].erase("samples");
   doc["points"][0].erase("storage_capacity");
   doc["points"][0]["storage_kind"] = "local_nvme";
-  e = load_error(write(doc, temp_file("too_big")));
+  e = error_of(doc, "too_big");
   EXPECT_EQ(e.json_path(), "/points/0/storage_kind");
   EXPECT_TRUE(contains(e.what(), "does not fit on the local NVMe")) << e.what();
 
   doc = fsx_doc();
   doc["points"][0]["storage_kind"] = "s3";
-  EXPECT_EQ(load_error(write(doc, temp_file("kind"))).json_path(), "/points/0/storage_kind");
+  EXPECT_EQ(error_of(doc, "kind").json_path(), "/points/0/storage_kind");
 }
 
 TEST(DataPipeline, PointsShareTheScenariosTopology) {
   json doc = fsx_doc();
   doc["points"][0]["topology"] = absolute("topologies/p4d.24xlarge.json");
-  const ConfigError e = load_error(write(doc, temp_file("topology")));
+  const ConfigError e = error_of(doc, "topology");
   EXPECT_EQ(e.json_path(), "/points/0/topology");
   EXPECT_TRUE(contains(e.what(), "\"data\" section")) << e.what();
 }
@@ -617,7 +619,7 @@ TEST(DataPipeline, DiagnosisThresholdsDefaultAndMayBeSet) {
   EXPECT_DOUBLE_EQ(s.data->diagnosis.accelerator_utilisation, 0.8);
   EXPECT_DOUBLE_EQ(s.data->diagnosis.node_spread, 0.10);
   doc["data"]["diagnosis"] = {{"wait", 1.5}};
-  const ConfigError e = load_error(write(doc, temp_file("bad")));
+  const ConfigError e = error_of(doc, "bad");
   EXPECT_EQ(e.json_path(), "/data/diagnosis/wait");
   EXPECT_TRUE(contains(e.what(), "between 0 and 1")) << e.what();
 }
@@ -649,7 +651,7 @@ TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchti
     json doc = torchtitan();
     doc["training"][c.key] = c.value;
     if (std::string(c.key) == "schedule") doc["training"]["precision"] = "amp";
-    const ConfigError e = load_error(write(doc, temp_file(c.key)));
+    const ConfigError e = error_of(doc, c.key);
     EXPECT_EQ(e.json_path(), "/training/checkpoint_policy") << c.key << ": " << e.what();
     EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
   }
@@ -679,7 +681,7 @@ TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
   for (const auto& c : cases) {
     json doc = korthikanti();
     doc["training"][c.key] = c.value;
-    const ConfigError e = load_error(write(doc, temp_file(c.key)));
+    const ConfigError e = error_of(doc, c.key);
     EXPECT_EQ(e.json_path(), c.path) << c.key << ": " << e.what();
     EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
   }
@@ -687,7 +689,7 @@ TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
   json doc = korthikanti();
   doc["training"]["sequence_parallel"] = false;
   doc["training"]["tensor_parallel"] = 1;
-  const ConfigError e = load_error(write(doc, temp_file("tp1")));
+  const ConfigError e = error_of(doc, "tp1");
   EXPECT_EQ(e.json_path(), "/training/checkpoint_policy") << e.what();
   EXPECT_TRUE(contains(e.what(), "tensor_parallel or pipeline_parallel > 1")) << e.what();
 }
