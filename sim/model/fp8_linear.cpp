@@ -45,6 +45,16 @@ Operation transpose_copy(std::string name, double elements) {
   return make_elementwise(std::move(name), 2 * kFp8 * elements, 0, "fp8_transpose");
 }
 
+/// Transformer Engine's cast_to_fp8 (delayed scaling): reads bf16, writes FP8, no transpose.
+Operation cast_without_transpose(std::string name, double elements) {
+  return make_elementwise(std::move(name), (kBf16 + kFp8) * elements, 2 * elements, "fp8_cast");
+}
+
+/// The linear's tensors cross the TP group in FP8, cast before and transposed after the gather.
+bool gathers_fp8(const Fp8Linears& f, const Fp8LinearPlace& place) {
+  return f.sequence_gathers_fp8 && place.sequence_shards > 1;
+}
+
 }  // namespace
 
 Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch, Accumulation a) {
@@ -54,9 +64,17 @@ Operation make_fp8_gemm(std::string name, double m, double n, double k, double b
   return op;
 }
 
+bool norm_writes_fp8_input(const Fp8Linears& f, const Fp8LinearPlace& place) {
+  return f.enabled && f.norm_writes_input && place.after_norm;
+}
+
 std::vector<Operation> fp8_forward_casts(const std::string& linear, double input_elements, double weight_elements,
-                                         const Fp8Linears& f) {
-  std::vector<Operation> ops{cast(linear + "_input_fp8_cast", input_elements, f)};
+                                         const Fp8Linears& f, const Fp8LinearPlace& place) {
+  std::vector<Operation> ops;
+  if (gathers_fp8(f, place) && !norm_writes_fp8_input(f, place))
+    ops.push_back(cast_without_transpose(linear + "_input_fp8_cast", input_elements));
+  else if (!norm_writes_fp8_input(f, place))
+    ops.push_back(cast(linear + "_input_fp8_cast", input_elements, f));
   if (f.weight_casts_per_micro_batch > 0) {
     Operation w = cast(linear + "_weight_fp8_cast", weight_elements, f);
     w.bytes *= f.weight_casts_per_micro_batch;
@@ -67,12 +85,25 @@ std::vector<Operation> fp8_forward_casts(const std::string& linear, double input
 }
 
 std::vector<Operation> fp8_backward_casts(const std::string& linear, double input_elements, double weight_elements,
-                                          double output_elements, const Fp8Linears& f) {
-  std::vector<Operation> ops{cast(linear + "_grad_output_fp8_cast", output_elements, f)};
+                                          double output_elements, const Fp8Linears& f, const Fp8LinearPlace& place) {
+  std::vector<Operation> ops;
+  const bool gathered = gathers_fp8(f, place);
+  if (gathered && place.row_parallel) {
+    // The gradient arrives sequence-sharded: cast here, gathered in FP8, transposed whole.
+    ops.push_back(cast_without_transpose(linear + "_grad_output_fp8_cast", output_elements / place.sequence_shards));
+    ops.push_back(transpose_copy(linear + "_grad_output_fp8_transpose", output_elements));
+  } else {
+    ops.push_back(cast(linear + "_grad_output_fp8_cast", output_elements, f));
+  }
   if (!f.fused_transpose) {
     ops.push_back(transpose_copy(linear + "_grad_output_fp8_transpose", output_elements));
     ops.push_back(transpose_copy(linear + "_input_fp8_transpose", input_elements));
     ops.push_back(transpose_copy(linear + "_weight_fp8_transpose", weight_elements));
+  } else if (norm_writes_fp8_input(f, place) || gathered) {
+    // The weight gradient's operand: the FP8 input as the forward GEMM took it (a column-parallel
+    // linear's re-gathered along the sequence).
+    const double gemm_input = place.row_parallel ? input_elements : input_elements * place.sequence_shards;
+    ops.push_back(transpose_copy(linear + "_input_fp8_transpose", gemm_input));
   }
   return ops;
 }

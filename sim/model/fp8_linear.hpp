@@ -12,6 +12,19 @@
 //    unset): once per optimizer step under gradient accumulation. Backward: grad_output_preprocess
 //    casts and transposes the incoming gradient (cast_transpose, with the bias gradient fused).
 //    The forward saves the FP8 transposed input, not the bf16 one.
+//  - Transformer Engine's modules as Megatron-core builds a layer (TE 1.13, NeMo 24.12; megatron/
+//    core/models/gpt/gpt_layer_specs.py: QKV and the MLP's first linear are
+//    TELayerNormColumnParallelLinear, the attention output and the MLP's second TERowParallelLinear;
+//    no LayerNormMLP, so the activation stays Megatron's bf16 kernel and its output is cast by the
+//    second linear). module/layernorm_linear.py: the norm kernel itself writes the FP8 input
+//    (layernorm_fwd_fp8 / rmsnorm_fwd_fp8, return_layernorm_output False), without a transposed
+//    copy: the backward transposes the FP8 input (tex.fp8_transpose, after the re-gather under
+//    sequence parallelism) for the weight gradient. module/linear.py: with the module's
+//    sequence_parallel set (Megatron passes config.sequence_parallel to every TE linear) the input
+//    is cast without the transpose, which the backward makes; base.py grad_output_preprocess of a
+//    row-parallel linear under sequence parallelism casts the gradient's shard, gathers it in FP8
+//    and transposes the gathered tensor. So the sequence-parallel all-gathers move FP8: the norm
+//    outputs (forward and the backward's re-gather) and the row-parallel linears' gradients.
 //  - torchao float8 (torchao/float8/float8_linear.py, tensorwise dynamic scaling, torchtitan's
 //    default): every cast first needs the tensor's amax (tensor_to_amax: a reduction that reads
 //    it), then scales and casts; the weight is cast at every forward, the gradient of the output
@@ -46,21 +59,41 @@ struct Fp8Linears {
   /// use_fast_accum on the output GEMM's config only (torchao/float8/config.py: grad_input and
   /// grad_weight False), for the gradients' precision.
   Accumulation forward_accumulation = Accumulation::fast;
+  /// The norm before a linear writes that linear's FP8 input in its own kernel, without the
+  /// transposed copy (Transformer Engine's LayerNormLinear): no cast of that input; the backward
+  /// transposes it for the weight gradient.
+  bool norm_writes_input = false;
+  /// Under sequence parallelism the tensors that cross the TP group are cast on this rank's shard,
+  /// all-gathered in FP8 and transposed after (Transformer Engine, see the header): the gathers
+  /// move 1 B per element, and a linear's input cast writes no transpose.
+  bool sequence_gathers_fp8 = false;
+};
+
+/// Where one linear sits: what feeds it and how tensor parallelism splits it.
+struct Fp8LinearPlace {
+  bool after_norm = false;     ///< its input is a norm's output (QKV, the MLP's first linear)
+  bool row_parallel = false;   ///< splits its input's columns (attention output, the MLP's second)
+  double sequence_shards = 1;  ///< the tokens' split under sequence parallelism (TP degree), else 1
 };
 
 /// An FP8 GEMM (m x k) * (k x n): 1-byte operands, a bf16 output, accumulating as `a`.
 [[nodiscard]] Operation make_fp8_gemm(std::string name, double m, double n, double k, double batch,
                                       Accumulation a = Accumulation::full);
 
-/// The forward casts of one linear: its input (`input_elements` on this rank, in bf16) and its
-/// weight (`weight_elements`), each at the bytes the implementation moves (see the header).
+/// The forward casts of one linear: its input (`input_elements` on this rank before any sequence
+/// gather, in bf16) and its weight (`weight_elements`), each at the bytes the implementation
+/// moves (see the header).
 [[nodiscard]] std::vector<Operation> fp8_forward_casts(const std::string& linear, double input_elements,
-                                                       double weight_elements, const Fp8Linears& f);
-/// The backward casts of one linear: the incoming gradient (`output_elements`) and, without a
-/// fused transpose, the transposing copies of the FP8 input, weight and gradient.
+                                                       double weight_elements, const Fp8Linears& f,
+                                                       const Fp8LinearPlace& place = {});
+/// The backward casts of one linear: the incoming gradient (`output_elements`: the GEMM's output,
+/// every token) and the transposes the forward did not write: the FP8 input's where its cast (or
+/// norm) wrote none, and without a fused transpose the copies of the FP8 input, weight and gradient.
 [[nodiscard]] std::vector<Operation> fp8_backward_casts(const std::string& linear, double input_elements,
                                                         double weight_elements, double output_elements,
-                                                        const Fp8Linears& f);
+                                                        const Fp8Linears& f, const Fp8LinearPlace& place = {});
+/// Whether the norm before a linear at `place` writes its FP8 input (Fp8Linears::norm_writes_input).
+[[nodiscard]] bool norm_writes_fp8_input(const Fp8Linears& f, const Fp8LinearPlace& place);
 
 /// Weights of a layer's linear projections (attention and MLP matrices, no biases or norms).
 [[nodiscard]] double linear_weight_parameters(const TransformerSpec& s);

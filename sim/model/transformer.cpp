@@ -152,19 +152,30 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   const double scores = x.b * heads * x.sq * x.sq * kBf16;
   const bool eager_norm = shape.eager && s.norm == NormKind::rmsnorm;
   std::vector<Part> parts;
+  // The QKV and the MLP's first linear read the norm's output, the others not. In eager module
+  // code they are separate nn.Linear (q, k, v; gate, up), which no norm feeds in FP8.
+  const Fp8LinearPlace after_norm{!shape.eager, false, x.sp}, column{false, false, x.sp}, row{false, true, x.sp};
   auto norm = [&](const char* layernorm_name, const char* rmsnorm_name) {
-    if (eager_norm)
+    if (eager_norm) {
       parts.push_back(eager_part(eager_rms_norm(rmsnorm_name, x.t / x.sp, x.h)));
-    else
-      // One kernel; its backward two: the input gradient and the weight (and bias) gradient.
-      parts.push_back(op_part(make_elementwise(s.norm == NormKind::layernorm ? layernorm_name : rmsnorm_name,
-                                               2 * act, 8 * x.t * x.h / x.sp, norm_kernel(s)),
-                              1, 2));
+      return;
+    }
+    // One kernel; its backward two: the input gradient and the weight (and bias) gradient.
+    Part p = op_part(make_elementwise(s.norm == NormKind::layernorm ? layernorm_name : rmsnorm_name, 2 * act,
+                                      8 * x.t * x.h / x.sp, norm_kernel(s)),
+                     1, 2);
+    if (norm_writes_fp8_input(shape.fp8, after_norm)) {
+      // It writes 1 B per element instead of 2; its backward, in bf16, is unchanged.
+      p.backward = backward_of(p.forward);
+      p.own_backward = true;
+      p.forward.front().bytes = act + act * dtype_bytes(Dtype::fp8) / kBf16;
+    }
+    parts.push_back(std::move(p));
   };
   const ModuleKernels mk = shape.module_kernels;
   // A linear layer's GEMM; where the framework reduces its bias's gradient in a kernel of its
   // own, that reduction over the layer's `bias_rows` tokens runs before the GEMM's gradients.
-  auto linear = [&](Operation gemm, double bias_rows) {
+  auto linear = [&](Operation gemm, double bias_rows, const Fp8LinearPlace& place) {
     const bool biased = s.bias && mk != ModuleKernels::fused;
     if (!biased && !shape.fp8.enabled) {
       parts.push_back(op_part(std::move(gemm)));
@@ -172,12 +183,11 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     }
     Part p;
     if (shape.fp8.enabled) {
-      // A column-parallel projection (its bias on all the tokens) casts its input before the
-      // sequence-parallel gather (Transformer Engine's Linear), a row-parallel one its whole input.
-      const bool column = bias_rows == x.t;
-      const double input = gemm.m * gemm.k / (column ? x.sp : 1.0), weight = gemm.k * gemm.n;
-      p.forward = fp8_forward_casts(gemm.name, input, weight, shape.fp8);
-      p.backward = fp8_backward_casts(gemm.name, input, weight, gemm.m * gemm.n, shape.fp8);
+      // A column-parallel projection casts its input before the sequence-parallel gather
+      // (Transformer Engine's Linear), a row-parallel one its whole input.
+      const double input = gemm.m * gemm.k / (place.row_parallel ? 1.0 : x.sp), weight = gemm.k * gemm.n;
+      p.forward = fp8_forward_casts(gemm.name, input, weight, shape.fp8, place);
+      p.backward = fp8_backward_casts(gemm.name, input, weight, gemm.m * gemm.n, shape.fp8, place);
       gemm = make_fp8_gemm(gemm.name, gemm.m, gemm.n, gemm.k, gemm.batch, shape.fp8.forward_accumulation);
     }
     if (biased) p.backward.push_back(bias_grad_reduction(gemm.name + "_bias_grad", bias_rows, gemm.n));
@@ -200,9 +210,9 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // parallelism): autograd adds their three input gradients.
     parts.push_back({{}, {gradient_accumulation_add("qkv_grad_add_1", x.t * x.h),
                           gradient_accumulation_add("qkv_grad_add_2", x.t * x.h)}, true});
-    linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t);
-    linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
-    linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t, column);
+    linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
+    linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
     if (!s.learned_positions) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
@@ -215,7 +225,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   } else {
     // Split into q, k, v by views: autograd joins their gradients (one cat kernel, explicit
     // below where the framework's module kernels are modelled).
-    linear(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t, after_norm);
     const double qkv = x.t * (x.h + 2 * x.hkv) / x.tp;
     if (mk != ModuleKernels::fused) {
       Part split{{}, {chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
@@ -259,7 +269,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   if (sdpa_copies) parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
   // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
   // parallelism, this rank's) tokens.
-  linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp);
+  linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp, row);
   // bias + dropout + residual add.
   // A dropout kernel and an add; backward the dropout's masked scale and autograd's add of the
   // two gradients reaching the residual's input.
@@ -269,18 +279,18 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
-    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
   } else if (shape.eager) {
     parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
-    linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t);
-    linear(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t, column);
+    linear(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), x.t, column);
     parts.push_back(eager_part(eager_swiglu("swiglu", x.t * fr)));
   } else {
-    linear(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), x.t);
+    linear(make_gemm("ffn_gate_up", x.t, 2 * fr, x.h, 1, Dtype::bf16), x.t, after_norm);
     parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
-  linear(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), x.t / x.sp);
+  linear(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), x.t / x.sp, row);
   parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
                           residual_kernels, residual_kernels));
   return parts;

@@ -130,6 +130,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
+  // A layer's sequence-parallel all-gathers (the norm outputs, the output gradients, the
+  // re-gathers), in FP8 where the linears cast before gathering (model/fp8_linear.hpp).
+  const Bytes sequence_gather = shape.fp8.sequence_gathers_fp8 ? activation / 2 : activation;
   // What crosses a stage boundary per rank. Under sequence parallelism each TP rank holds 1/tp
   // of the sequence already. Otherwise, with Megatron's scatter/gather optimisation (paper
   // section 4.1; --scatter-gather-tensors-in-pipeline, on by default in 2021: p2p_communication.py
@@ -744,7 +747,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               // shards (in backward: the output gradients), the same bytes as the all-reduce's
               // second half.
               for (int k = 0; k < tp_calls_per_pass; ++k) {
-                const int c = tp_call(names.tp_gather, collective::Op::all_gather, activation);
+                const int c = tp_call(names.tp_gather, collective::Op::all_gather, sequence_gather);
                 ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
               }
               if (!slot.forward) {
@@ -756,7 +759,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 // the TP stream beside the pass (one task: the overlap window is the pass, not
                 // just its input-gradient GEMMs). The pass's reduce-scatter, next on the stream,
                 // waits for it as Megatron's handle.wait() does.
-                tensor(names.tp_regather, collective::Op::all_gather, 2 * activation, ready);
+                tensor(names.tp_regather, collective::Op::all_gather, 2 * sequence_gather, ready);
               }
             }
             if (offload && slot.forward && l >= 2) ready.push_back(offloaded[static_cast<std::size_t>(l - 2)]);

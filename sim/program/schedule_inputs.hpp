@@ -49,6 +49,10 @@ struct ScheduleInputs {
   // torch.compile writes torchao's transposed layouts in the cast kernel; eager code copies.
   f.fused_transpose = te || !p.eager_kernels;
   f.weight_casts_per_micro_batch = te ? 1.0 / static_cast<double>(p.accumulation) : 1.0;
+  // Megatron-core's TE layer: LayerNormLinear before attention and the MLP, FP8 across the TP
+  // group under sequence parallelism (model/fp8_linear.hpp).
+  f.norm_writes_input = te;
+  f.sequence_gathers_fp8 = te;
   return f;
 }
 

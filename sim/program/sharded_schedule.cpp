@@ -104,6 +104,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
+  // The sequence-parallel all-gathers move FP8 where the linears cast before gathering
+  // (model/fp8_linear.hpp: Transformer Engine).
+  const double sequence_gather_bytes = fp8_linears_of(p).sequence_gathers_fp8 ? tokens_bytes / 2 : tokens_bytes;
   // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
   // forward and comes back, one layer ahead, before its backward (memory/rank_memory.hpp keeps
   // two layer inputs on device).
@@ -204,7 +207,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           auto tensor_calls = [&](const PassNames& pn, std::vector<int>& after, std::vector<int>& before) {
             for (int region = 0; region < 2; ++region) {
               if (sequence_parallel)
-                before.push_back(add_call(pn.gather, collective::Op::all_gather, tokens_bytes, tensor_group(d)));
+                before.push_back(add_call(pn.gather, collective::Op::all_gather, sequence_gather_bytes, tensor_group(d)));
               after.push_back(add_call(pn.reduce,
                                        sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
                                        tokens_bytes, tensor_group(d)));

@@ -42,6 +42,8 @@ Fp8Linears transformer_engine(double micro_batches) {
   f.dynamic_scaling = false;
   f.fused_transpose = true;
   f.weight_casts_per_micro_batch = 1.0 / micro_batches;
+  f.norm_writes_input = true;
+  f.sequence_gathers_fp8 = true;
   return f;
 }
 
@@ -109,16 +111,82 @@ TEST(Fp8Linear, TransformerEngineCastsTransposeInOneKernelAndWeightsOncePerStep)
   const TransformerSpec s = gpt();
   const double t = 2 * 512;  // tokens of the micro-batch
   const auto fwd = layer_forward_ops(s, shape_with(transformer_engine(4)));
-  // Input: read bf16 (2), write FP8 and its transpose (1 + 1); scale from the amax history.
-  const Operation* in = find(fwd, "ffn_in_input_fp8_cast");
+  // The MLP's second linear (no norm before it, no sequence parallelism): read bf16 (2), write
+  // FP8 and its transpose (1 + 1); scale from the amax history.
+  const Operation* in = find(fwd, "ffn_out_input_fp8_cast");
   ASSERT_NE(in, nullptr);
-  EXPECT_DOUBLE_EQ(in->bytes, 4 * t * 1024);
+  EXPECT_DOUBLE_EQ(in->bytes, 4 * t * 4096);
   EXPECT_EQ(in->kernels, 1);
   // Weight: the same per element, a quarter of it per micro-batch (4 micro-batches a step).
   EXPECT_DOUBLE_EQ(find(fwd, "ffn_in_weight_fp8_cast")->bytes, 4 * 1024.0 * 4096 / 4);
   const auto back = layer_backward_ops(s, shape_with(transformer_engine(4)));
   EXPECT_DOUBLE_EQ(find(back, "ffn_in_grad_output_fp8_cast")->bytes, 4 * t * 4096);
-  EXPECT_EQ(find(back, "ffn_in_input_fp8_transpose"), nullptr);
+  EXPECT_EQ(find(back, "ffn_out_input_fp8_transpose"), nullptr);  // the cast wrote it
+  EXPECT_EQ(find(back, "ffn_out_grad_output_fp8_transpose"), nullptr);
+}
+
+TEST(Fp8Linear, TransformerEngineNormsWriteTheFp8InputOfQkvAndTheFirstMlpLinear) {
+  const double t = 2 * 512;
+  for (const MlpKind mlp : {MlpKind::gelu, MlpKind::swiglu}) {
+    TransformerSpec s = gpt();
+    s.mlp = mlp;
+    if (mlp == MlpKind::swiglu) s.norm = NormKind::rmsnorm;
+    const std::string first = mlp == MlpKind::gelu ? "ffn_in" : "ffn_gate_up";
+    const std::string norm_1 = mlp == MlpKind::gelu ? "layernorm_1" : "rmsnorm_1";
+    const std::string norm_2 = mlp == MlpKind::gelu ? "layernorm_2" : "rmsnorm_2";
+    const auto bf16_fwd = layer_forward_ops(s, shape_with({}));
+    const auto bf16_back = layer_backward_ops(s, shape_with({}));
+    const auto fwd = layer_forward_ops(s, shape_with(transformer_engine(1)));
+    const auto back = layer_backward_ops(s, shape_with(transformer_engine(1)));
+    // LayerNormLinear: no cast of the norm's output; the norm reads bf16 (2) and writes FP8 (1).
+    for (const std::string& name : {std::string("qkv"), first}) EXPECT_EQ(find(fwd, name + "_input_fp8_cast"), nullptr);
+    for (const std::string& norm : {norm_1, norm_2}) {
+      EXPECT_DOUBLE_EQ(find(fwd, norm)->bytes, 3 * t * 1024) << norm;
+      EXPECT_DOUBLE_EQ(find(bf16_fwd, norm)->bytes, 4 * t * 1024) << norm;
+      // Its backward is the bf16 norm's, two kernels.
+      EXPECT_DOUBLE_EQ(find(back, norm + "_bwd")->bytes, find(bf16_back, norm + "_bwd")->bytes) << norm;
+      EXPECT_EQ(find(back, norm + "_bwd")->kernels, 2) << norm;
+    }
+    // The norm wrote no transpose: the backward makes it (FP8 read and write) for the weight gradient.
+    for (const std::string& name : {std::string("qkv"), first}) {
+      const Operation* tr = find(back, name + "_input_fp8_transpose");
+      ASSERT_NE(tr, nullptr) << name;
+      EXPECT_DOUBLE_EQ(tr->bytes, 2 * t * 1024) << name;
+      EXPECT_EQ(tr->kernels, 1);
+    }
+    // The attention output's and the MLP's second linear are no norm's: cast and transposed at once.
+    EXPECT_DOUBLE_EQ(find(fwd, "attn_out_input_fp8_cast")->bytes, 4 * t * 1024);
+    EXPECT_EQ(find(back, "attn_out_input_fp8_transpose"), nullptr);
+  }
+  // Eager module code (separate q, k, v): no LayerNormLinear, each input cast as before.
+  LayerShape eager = shape_with(transformer_engine(1));
+  eager.eager = true;
+  const auto fwd = layer_forward_ops(gpt(), eager);
+  EXPECT_DOUBLE_EQ(find(fwd, "q_input_fp8_cast")->bytes, 4 * t * 1024);
+  EXPECT_DOUBLE_EQ(find(fwd, "layernorm_1")->bytes, 4 * t * 1024);
+}
+
+TEST(Fp8Linear, TransformerEngineUnderSequenceParallelismCastsShardsAndTransposesAfterTheGather) {
+  const TransformerSpec s = gpt();
+  LayerShape shape = shape_with(transformer_engine(1));
+  shape.tp = 4;
+  shape.sequence_parallel = true;
+  const double t = 2 * 512, h = 1024;
+  const auto fwd = layer_forward_ops(s, shape);
+  const auto back = layer_backward_ops(s, shape);
+  // The norm writes this rank's FP8 shard; the backward transposes the re-gathered input (every token).
+  EXPECT_DOUBLE_EQ(find(fwd, "layernorm_1")->bytes, 3 * t / 4 * h);
+  EXPECT_DOUBLE_EQ(find(back, "qkv_input_fp8_transpose")->bytes, 2 * t * h);
+  // Row-parallel: the input (every token, this rank's columns) cast without its transpose, which
+  // the backward makes.
+  EXPECT_DOUBLE_EQ(find(fwd, "attn_out_input_fp8_cast")->bytes, 3 * t * h / 4);
+  EXPECT_DOUBLE_EQ(find(back, "attn_out_input_fp8_transpose")->bytes, 2 * t * h / 4);
+  // Its output gradient arrives sequence-sharded: cast there (2 + 1), gathered in FP8, transposed whole.
+  EXPECT_DOUBLE_EQ(find(back, "attn_out_grad_output_fp8_cast")->bytes, 3 * t / 4 * h);
+  EXPECT_DOUBLE_EQ(find(back, "attn_out_grad_output_fp8_transpose")->bytes, 2 * t * h);
+  // A column-parallel linear's gradient is not gathered: one cast-transpose.
+  EXPECT_DOUBLE_EQ(find(back, "qkv_grad_output_fp8_cast")->bytes, 4 * t * 3 * h / 4);
+  EXPECT_EQ(find(back, "qkv_grad_output_fp8_transpose"), nullptr);
 }
 
 TEST(Fp8Linear, TorchaoReadsEachTensorForItsAmaxAndEagerCodeTransposesApart) {
@@ -144,7 +212,10 @@ TEST(Fp8Linear, TorchaoReadsEachTensorForItsAmaxAndEagerCodeTransposesApart) {
 
 TEST(Fp8Linear, SequenceParallelColumnInputsAreCastBeforeTheGather) {
   const TransformerSpec s = gpt();
-  LayerShape shape = shape_with(transformer_engine(1));
+  Fp8Linears f = transformer_engine(1);  // a column-parallel Linear with no norm before it
+  f.norm_writes_input = false;
+  f.sequence_gathers_fp8 = false;
+  LayerShape shape = shape_with(f);
   shape.tp = 4;
   shape.sequence_parallel = true;
   const double t = 2 * 512;

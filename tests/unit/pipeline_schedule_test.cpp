@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/compute_cost.hpp"
+#include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "program/pipeline_schedule.hpp"
@@ -501,6 +502,46 @@ TEST(PipelineProgram, EmbeddingLossAndHeadReduceOverTheTensorGroup) {
   const Program pp_only = build_program(no_tp);
   validate(pp_only);
   for (const auto& r : pp_only.ranks) EXPECT_TRUE(r.streams[kTensor].tasks.empty());
+}
+
+TEST(PipelineProgram, TransformerEngineFp8GathersTheSequenceInFp8) {
+  // Transformer Engine casts the norm outputs and the row-parallel linears' output gradients
+  // before the sequence-parallel all-gathers (model/fp8_linear.hpp); the reductions stay bf16, and
+  // torchao's linears gather bf16.
+  for (const auto impl : {plan::Fp8Implementation::transformer_engine, plan::Fp8Implementation::torchao}) {
+    const bool te = impl == plan::Fp8Implementation::transformer_engine;
+    ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+    in.plan.sequence_parallel = true;
+    in.model.learned_positions = false;
+    in.plan.linear_precision = plan::LinearPrecision::fp8;
+    in.plan.fp8_implementation = impl;
+    in.device = model::load_device_profile("tests/data/fp8/device.json");
+    EXPECT_EQ(fp8_linears_of(in.plan).norm_writes_input, te);
+    EXPECT_EQ(fp8_linears_of(in.plan).sequence_gathers_fp8, te);
+    const Program prog = build_program(in);
+    validate(prog);
+    const double activation = 2.0 * 1 * 16 * 64;
+    const double gathered = te ? activation / 2 : activation;
+    int gathers = 0, regathers = 0, scatters = 0;
+    for (const auto& t : prog.ranks[0].streams[kTensor].tasks) {
+      const auto& call = prog.collectives[t.collective];
+      if (t.name.str() == "tp all-gather mb0 c0") {
+        ++gathers;
+        EXPECT_DOUBLE_EQ(call.size, gathered);
+      } else if (t.name.str() == "tp re-gather mb0 c0") {
+        ++regathers;
+        EXPECT_DOUBLE_EQ(call.size, 2 * gathered);
+      } else if (t.name.str() == "tp reduce-scatter mb0 c0") {
+        ++scatters;
+        EXPECT_DOUBLE_EQ(call.size, activation);
+      } else if (t.name.str() == "tp embedding reduce-scatter mb0 c0") {
+        EXPECT_DOUBLE_EQ(call.size, activation);
+      }
+    }
+    EXPECT_EQ(gathers, 8);  // two layers, two per pass, forward and backward
+    EXPECT_EQ(regathers, 2);
+    EXPECT_EQ(scatters, 8);
+  }
 }
 
 TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
@@ -309,6 +310,18 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   // In backward too (the output gradients are gathered before the pass).
   EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather") + 1));
   for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("all-reduce"), std::string::npos) << t.name;
+  // Transformer Engine's FP8 linears gather the sequence in FP8 (model/fp8_linear.hpp).
+  in.plan.linear_precision = plan::LinearPrecision::fp8;
+  in.plan.fp8_implementation = plan::Fp8Implementation::transformer_engine;
+  in.device = model::load_device_profile("tests/data/fp8/device.json");
+  const Program fp8 = build_program(in);
+  validate(fp8);
+  const auto& fp8_tensor = fp8.ranks[0].streams[3];
+  for (const char* pass : {"forward layer 0 mb0", "backward layer 1 mb0"}) {
+    const auto& gather = fp8.collectives[find(fp8_tensor, std::string(pass) + " all-gather").collective];
+    const auto& scatter = fp8.collectives[find(fp8_tensor, std::string(pass) + " reduce-scatter").collective];
+    EXPECT_DOUBLE_EQ(gather.size, scatter.size / 2) << pass;
+  }
 }
 
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {
