@@ -2,7 +2,7 @@
 // nccl-tests' bandwidth definitions (NVIDIA/nccl-tests doc/PERFORMANCE.md; VALIDATION.md 0):
 // algbw = S / t, busbw = algbw x factor, where the factor makes busbw comparable to the link
 // bandwidth whatever the rank count: all_reduce 2(n-1)/n; reduce_scatter, all_gather and
-// alltoall (n-1)/n; broadcast and send_recv 1.
+// alltoall (n-1)/n; broadcast and send_recv 1; ring_exchange (each member sends S) 1.
 #include "collective/collective_plan.hpp"
 
 namespace trainsim::collective {
@@ -15,7 +15,8 @@ namespace trainsim::collective {
     case Op::all_gather:
     case Op::alltoall: return (n - 1) / n;
     case Op::broadcast:
-    case Op::send_recv: return 1;
+    case Op::send_recv:
+    case Op::ring_exchange: return 1;
   }
   return 1;
 }

@@ -16,13 +16,14 @@ const char* op_name(Op op) {
     case Op::broadcast: return "broadcast";
     case Op::alltoall: return "alltoall";
     case Op::send_recv: return "send_recv";
+    case Op::ring_exchange: return "ring_exchange";
   }
   return "?";
 }
 
 std::optional<Op> parse_op(const std::string& name) {
   for (Op op : {Op::all_reduce, Op::reduce_scatter, Op::all_gather, Op::broadcast, Op::alltoall,
-                Op::send_recv})
+                Op::send_recv, Op::ring_exchange})
     if (name == op_name(op)) return op;
   return std::nullopt;
 }

@@ -14,7 +14,11 @@
 
 namespace trainsim::collective {
 
-enum class Op { all_reduce, reduce_scatter, all_gather, broadcast, alltoall, send_recv };
+/// ring_exchange: one step of a ring of point-to-point transfers, every member sending S to the
+/// next member of the group and receiving S from the previous one at once (Transformer Engine's
+/// userbuffers ring, tp_comm_overlap); one call for what would be n send_recv calls, so that
+/// every member makes the same call at the same place of its program.
+enum class Op { all_reduce, reduce_scatter, all_gather, broadcast, alltoall, send_recv, ring_exchange };
 [[nodiscard]] const char* op_name(Op op);
 /// Parses an op name as op_name writes it; nullopt when unknown.
 [[nodiscard]] std::optional<Op> parse_op(const std::string& name);
@@ -61,7 +65,8 @@ struct TunerOverride {
 
 /// Plans `op` over `group` (global ranks, in ring order). `size` is nccl-tests' S: the per-rank
 /// buffer for all_reduce and broadcast, the whole gathered/scattered array for all_gather,
-/// reduce_scatter and alltoall, the message for send_recv (group = {sender, receiver}).
+/// reduce_scatter and alltoall, the message for send_recv (group = {sender, receiver}) and the
+/// message each member sends for ring_exchange.
 /// Schema-2 calibrations go through the NCCL tuner (nccl_tuner.hpp); schema-1 calibrations use
 /// their fixed per-level algorithm composed hierarchically (all_reduce, reduce_scatter and
 /// all_gather only). Multi-node groups need the same number of ranks on every node.

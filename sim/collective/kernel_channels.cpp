@@ -13,7 +13,8 @@ int kernel_channels(Op op, const std::vector<int>& group, const RankLayout& layo
   for (int r : group) ++per_node[layout.node_of(r)];
   const bool one_node = per_node.size() == 1;
   switch (op) {
-    case Op::send_recv: return one_node ? 0 : cal.channels.net_peer;
+    case Op::send_recv:
+    case Op::ring_exchange: return one_node ? 0 : cal.channels.net_peer;
     case Op::alltoall: return 0;
     default: break;
   }

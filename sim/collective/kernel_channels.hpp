@@ -20,7 +20,8 @@ namespace trainsim::collective {
 /// - the same across nodes: `multi_node` when every accelerator of each node is in the group,
 ///   else that count scaled by the group's share of a node (NCCL's search gives one channel per
 ///   NIC the group's accelerators reach, then doubles them: connect.cc), at least 2;
-/// - send_recv between two nodes: `net_peer` (NCCL_NCHANNELS_PER_NET_PEER).
+/// - send_recv between two nodes, and a ring_exchange (the same transfers, one per member) across
+///   nodes: `net_peer` (NCCL_NCHANNELS_PER_NET_PEER).
 [[nodiscard]] int kernel_channels(Op op, const std::vector<int>& group, const RankLayout& layout,
                                   const CollectiveCalibration& cal);
 

@@ -32,7 +32,7 @@ MeasurementRow read_row(JsonObject o, const std::string& stem) {
   const std::string op = o.string("op");
   const auto parsed = parse_op(op);
   if (!parsed) o.fail("op", "unknown op \"" + op + "\"; expected all_reduce, reduce_scatter, "
-                            "all_gather, broadcast, alltoall or send_recv");
+                            "all_gather, broadcast, alltoall, send_recv or ring_exchange");
   r.op = *parsed;
   r.nodes = static_cast<int>(o.positive_integer("nodes"));
   r.ranks = static_cast<int>(o.positive_integer("ranks"));

@@ -215,7 +215,23 @@ Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
     s.flows = sum.flows();
     return s;
   }
-  TRAINSIM_CHECK(op == Op::alltoall, "pairwise schedules are for alltoall and send_recv");
+  if (op == Op::ring_exchange) {
+    if (n < 2) return s;
+    std::vector<int> ring;  // node by node: g.nodes[i / k][i % k] is the ring's i-th rank
+    for (const auto& r : g.nodes) ring.insert(ring.end(), r.begin(), r.end());
+    bool inter = false;
+    for (int i = 0; i < n; ++i) {
+      const int next = (i + 1) % n;
+      const bool crosses = i / k != next / k;
+      inter = inter || crosses;
+      sum.add(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>(next)], size, crosses);
+    }
+    // One step, as each of the send_recv calls it stands for; across nodes the network's.
+    (inter ? s.inter_steps : s.intra_steps) = 1;
+    s.flows = sum.flows();
+    return s;
+  }
+  TRAINSIM_CHECK(op == Op::alltoall, "pairwise schedules are for alltoall, send_recv and ring_exchange");
   if (n < 2) return s;
   const Bytes share = size / n;
   for (int m = 0; m < nodes; ++m)

@@ -70,6 +70,8 @@ struct Schedule {
 /// to the rank at the same position there (NCCL's rail-aligned PXN path). alltoall is n-1
 /// send/recv rounds (NCCL's p2p schedule: round d sends to rank+d, receives from rank-d); their
 /// flows overlap, but each round is a separate network operation with its own step cost.
+/// ring_exchange: each member sends S to the next member (the group's ranks node by node, in
+/// order, wrapping around) in one step, the flows of as many send_recv calls made at once.
 [[nodiscard]] Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g);
 
 }  // namespace trainsim::collective

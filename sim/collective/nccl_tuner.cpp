@@ -27,7 +27,8 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
     case Op::all_gather:
     case Op::broadcast: return {Algorithm::ring};
     case Op::alltoall:
-    case Op::send_recv: return {Algorithm::pairwise};
+    case Op::send_recv:
+    case Op::ring_exchange: return {Algorithm::pairwise};
   }
   return {};
 }

@@ -31,7 +31,7 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
 /// if the rank is the first member to get there. A stage's first rank records these in the order
 /// it asks; the stage's other ranks, which share its body, replay them for their own groups.
 struct CallRequest {
-  enum class Group : std::uint8_t { tensor, tensor_ring, point_to_point, shard, replica, embedding, model_parallel };
+  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel };
   Group group = Group::tensor;
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
@@ -39,13 +39,12 @@ struct CallRequest {
   int backward = 0;          ///< point to point: a gradient (1) or an activation (0)
   long boundary = 0;         ///< point to point: virtual stage boundary
   long micro_batch = 0;      ///< point to point
-  bool ring_send = false;    ///< tensor ring: this rank sends (to the next TP rank) or receives
 };
 
 /// One rank's place in the sequences of calls its groups make.
 struct RankCalls {
   long d = 0, t = 0;
-  std::size_t tensor = 0, ring_send = 0, ring_recv = 0, shard = 0, replica = 0, model_parallel = 0;
+  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0;
 };
 
 Program build_pipeline(const ScheduleInputs& in, bool share);
@@ -220,8 +219,6 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
-  // The userbuffers ring's point-to-point steps by (stage, dp index, sending TP rank), in order.
-  std::vector<std::vector<int>> ring_calls(static_cast<std::size_t>(tp_overlap ? pp * L.dp * tp : 0));
   // The tied word embedding's gradient all-reduce between the first and the last stage, by
   // (dp, tp): Megatron's embedding group pairs the first and last rank of each pipeline group
   // (2021 megatron/mpu/initialize.py: embedding_ranks = [ranks[0], ranks[-1]]).
@@ -406,16 +403,6 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           return calls[rc.tensor++];
         }
-        case G::tensor_ring: {
-          // Rank t's n-th send is rank t + 1's n-th receive: the call of the ring edge from t.
-          const long from = q.ring_send ? t : (t + tp - 1) % tp;
-          auto& calls = ring_calls[static_cast<std::size_t>((stage * L.dp + d) * tp + from)];
-          std::size_t& sequence = q.ring_send ? rc.ring_send : rc.ring_recv;
-          if (sequence == calls.size())
-            calls.push_back(add_call(q.name, collective::Op::send_recv, q.size,
-                                     {rank_of(in, stage, d, from), rank_of(in, stage, d, (from + 1) % tp)}));
-          return calls[sequence++];
-        }
         case G::shard:
         case G::replica: {
           // The call at this rank's position in its group's sequence.
@@ -489,12 +476,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                       {"send gradient", StreamKind::communication, {}}};
         const int kCopy = static_cast<int>(rp.streams.size());
         if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
-        // tp_comm_overlap: the userbuffers ring's sends and receives, each stream in ring order.
-        const int kRingSend = static_cast<int>(rp.streams.size()), kRingRecv = kRingSend + 1;
-        if (tp_overlap) {
-          rp.streams.push_back({"tp ring send", StreamKind::communication, {}});
-          rp.streams.push_back({"tp ring recv", StreamKind::communication, {}});
-        }
+        // tp_comm_overlap: the userbuffers ring's steps, beside the TP stream's chunked
+        // reduce-scatters and bulk gathers.
+        const int kRing = static_cast<int>(rp.streams.size());
+        if (tp_overlap) rp.streams.push_back({"tp ring", StreamKind::communication, {}});
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -640,11 +625,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           auto overlapped_pass = [&](const std::vector<CostedPiece>& pieces, const std::vector<InternedName>& labels,
                                      std::vector<TaskRef> deps) {
             std::size_t n = 0;
-            auto ring = [&](bool send, TaskDeps after) {
+            // One ring step: every TP rank sends the shard it holds to the next and receives
+            // the previous rank's, one call over the TP group (collective::Op::ring_exchange),
+            // so the group's ranks keep identical programs and fold into one class.
+            auto ring_step = [&](TaskDeps after) {
               const InternedName& name = labels[n++];
-              const int call = request({CallRequest::Group::tensor_ring, name, collective::Op::send_recv,
-                                        activation / static_cast<double>(tp), 0, 0, 0, send});
-              return push(send ? kRingSend : kRingRecv, {name, TaskKind::collective, phase, 0, call, std::move(after)});
+              return push(kRing, {name, TaskKind::collective, phase, 0,
+                                  tp_call(name, collective::Op::ring_exchange, activation / static_cast<double>(tp)),
+                                  std::move(after)});
             };
             for (const CostedPiece& c : pieces) {
               switch (c.piece.kind) {
@@ -657,8 +645,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                   TaskRef gemm = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
                   TaskRef received{-1, -1};
                   for (long i = 1; i < tp; ++i) {
-                    ring(true, i == 1 ? TaskDeps(deps) : TaskDeps{received});
-                    received = ring(false, TaskDeps(deps));
+                    received = ring_step(i == 1 ? TaskDeps(deps) : TaskDeps{received});
                     gemm = compute(labels[n++], c.seconds[0], c.kernels[0], {gemm, received});
                   }
                   deps = {gemm};

@@ -66,10 +66,7 @@ std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunk
     case Kind::ring_gather:
       for (long i = 0; i < chunks; ++i) {
         const std::string chunk = " chunk " + std::to_string(i);
-        if (i > 0) {
-          labels.push_back("tp ring send " + gemm + chunk);
-          labels.push_back("tp ring recv " + gemm + chunk);
-        }
+        if (i > 0) labels.push_back("tp ring exchange " + gemm + chunk);
         labels.push_back(gemm + chunk);
       }
       break;

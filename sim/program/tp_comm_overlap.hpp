@@ -6,7 +6,8 @@
 // (nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py):
 //  - ring_gather (ring_exchange: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad): the GEMM runs in
 //    k = TP chunks along the tokens; chunk 0 on the rank's own shard, chunk i on the shard that
-//    reached it after i point-to-point steps around the TP ring.
+//    reached it after i steps around the TP ring (each step one ring_exchange call over the TP
+//    group: every rank forwards a shard to the next at once).
 //  - pipelined_scatter (pipeline: proj_fprop, fc2_fprop): k GEMM chunks, each chunk's output
 //    reduce-scattered as the next chunk computes.
 //  - bulk (qkv_dgrad/wgrad, fc1_dgrad/wgrad): the weight gradient's input re-gather runs beside
@@ -35,7 +36,7 @@ struct OverlapPiece {
 [[nodiscard]] model::Operation gemm_chunk(const model::Operation& gemm, long chunks);
 
 /// The tasks a piece becomes, in the order the schedule pushes them (for their names):
-/// ring_gather: per chunk i > 0 a ring send and receive, then chunk i's GEMM; pipelined_scatter:
+/// ring_gather: per chunk i > 0 a ring step, then chunk i's GEMM; pipelined_scatter:
 /// per chunk its GEMM and its reduce-scatter; bulk: re-gather, dgrad, reduce-scatter, wgrad.
 [[nodiscard]] std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks);
 

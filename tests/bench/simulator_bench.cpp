@@ -39,11 +39,13 @@ const trainsim::scenario::Scenario& scenario(const std::string& file) {
 }
 
 /// Simulates `label`'s point of `file` with its data-parallel degree scaled to `accelerators`.
-void step_at_scale(benchmark::State& state, const std::string& file, const std::string& label) {
+void step_at_scale(benchmark::State& state, const std::string& file, const std::string& label,
+                   bool tp_comm_overlap = false) {
   const auto& s = scenario(file);
   trainsim::scenario::Point p;
   for (const auto& q : s.points)
     if (q.label == label) p = q;
+  if (tp_comm_overlap) p.training.sequence_parallel = p.training.tp_comm_overlap = true;
   const long world = state.range(0);
   p.nodes = static_cast<int>(world / p.layout.ranks_per_node);
   p.label = "bench";
@@ -70,6 +72,12 @@ void BM_TensorPipelineDataStep(benchmark::State& state) {
   step_at_scale(state, "scenarios/megatron-table1.json", "76.1B");
 }
 
+/// The same job with sequence parallelism and Transformer Engine's TP overlap on: every layer
+/// pass cut into GEMM chunks, ring steps and chunked reduce-scatters (about 20 tasks for one).
+void BM_TensorPipelineTpOverlapStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/megatron-table1.json", "76.1B", true);
+}
+
 /// SMP v2's Llama 2 70B FSDP reference configuration, shard degree 256 (fully sharded up to 256
 /// GPUs, hybrid beyond).
 void BM_FsdpStep(benchmark::State& state) {
@@ -85,6 +93,7 @@ void per_step(benchmark::internal::Benchmark* b, int smallest) {
 }
 
 BENCHMARK(BM_TensorPipelineDataStep)->Apply([](auto* b) { per_step(b, 64); });
+BENCHMARK(BM_TensorPipelineTpOverlapStep)->Apply([](auto* b) { per_step(b, 64); });
 BENCHMARK(BM_FsdpStep)->Apply([](auto* b) { per_step(b, 256); });
 BENCHMARK(BM_ZeroOneStep)->Apply([](auto* b) { per_step(b, 8); });
 

@@ -495,13 +495,18 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   smp["points"][1]["nodes"] = 2;
   const std::string offloading = temp_path("smp-offloading.json");
   std::ofstream(offloading) << smp.dump(2);
-  // PTD-P with ZeRO-1 (after the flush and overlapped), sequence parallelism and offloading.
+  // PTD-P with ZeRO-1 (after the flush and overlapped), sequence parallelism, offloading and
+  // TP communication overlap.
   json pipeline = json::parse(read_text("scenarios/p4d-10b-smp-v1-pipeline.json"));
   pipeline["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
   pipeline["training"]["gradient_accumulation"] = 4;
-  pipeline["points"] = json::array({pipeline["points"][1], pipeline["points"][2]});
+  pipeline["points"] = json::array({pipeline["points"][1], pipeline["points"][2], pipeline["points"][2]});
   pipeline["points"][1]["training"]["sequence_parallel"] = true;
   pipeline["points"][1]["training"]["activation_offloading"] = true;
+  // Transformer Engine's TP overlap: the userbuffers ring's steps fold with the TP group.
+  pipeline["points"][2]["label"] = "TP4 PP2 DP4, ZeRO-1 overlapped, tp_comm_overlap";
+  pipeline["points"][2]["training"]["sequence_parallel"] = true;
+  pipeline["points"][2]["training"]["tp_comm_overlap"] = true;
   const std::string zero1_pipeline = temp_path("pipeline-zero1.json");
   std::ofstream(zero1_pipeline) << pipeline.dump(2);
   // FSDP rings across nodes, whole (shard 32) and hybrid (two shard groups of 16): the hops of

@@ -187,5 +187,36 @@ TEST(PairwiseSchedule, SendRecvIsOneFlow) {
   EXPECT_EQ(s.inter_steps, 1);
 }
 
+TEST(PairwiseSchedule, RingExchangeSendsSToTheNextMemberAroundTheGroup) {
+  // TP 4 inside a node of 8: 2 -> 3 -> 4 -> 5 -> 2, each flow the S of one send_recv, one step.
+  const auto s = pairwise_schedule(Op::ring_exchange, kS, shape_of({2, 3, 4, 5}, RankLayout{8}));
+  ASSERT_EQ(s.flows.size(), 4u);
+  std::map<int, int> next;
+  for (const auto& f : s.flows) {
+    next[f.src] = f.dst;
+    EXPECT_DOUBLE_EQ(f.bytes, kS);
+    EXPECT_FALSE(f.inter_node);
+  }
+  EXPECT_EQ(next, (std::map<int, int>{{2, 3}, {3, 4}, {4, 5}, {5, 2}}));
+  EXPECT_EQ(s.intra_steps, 1);
+  EXPECT_EQ(s.inter_steps, 0);
+  EXPECT_EQ(s.peer_rounds, 0);
+}
+
+TEST(PairwiseSchedule, ARingExchangeAcrossNodesCrossesTheNetworkWhereTheRingLeavesANode) {
+  // 2 nodes x 2: 0 -> 1 inside node 0, 1 -> 2 across, 2 -> 3 inside node 1, 3 -> 0 across.
+  const auto s = pairwise_schedule(Op::ring_exchange, kS, shape(2, 2));
+  ASSERT_EQ(s.flows.size(), 4u);
+  int across = 0;
+  for (const auto& f : s.flows) {
+    EXPECT_EQ(f.dst, (f.src + 1) % 4);
+    EXPECT_EQ(f.inter_node, f.src / 2 != f.dst / 2);
+    across += f.inter_node ? 1 : 0;
+  }
+  EXPECT_EQ(across, 2);
+  EXPECT_EQ(s.inter_steps, 1);
+  EXPECT_EQ(s.intra_steps, 0);
+}
+
 }  // namespace
 }  // namespace trainsim::collective

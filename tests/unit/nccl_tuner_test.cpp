@@ -108,6 +108,23 @@ TEST(NcclTuner, AlltoallPaysOneStepPerPeerRound) {
   EXPECT_NEAR(q.latency, 10e-6 + 3 * 1e-6 + 1e-6, 1e-12);
 }
 
+TEST(NcclTuner, ARingExchangeCostsWhatEachOfItsSendRecvsCosts) {
+  // The n transfers of a ring step run at once on n different ports: the same latency and
+  // bandwidth time as one of them alone; contention with other traffic is the engine's.
+  const auto cal = round_cal(false);
+  const RankLayout layout{4};
+  const auto ring = shape_of(ranks(4), layout);
+  const auto pair = shape_of({0, 1}, layout);
+  const auto r = predict(pairwise_schedule(Op::ring_exchange, 8e6, ring), Protocol::simple, ring, layout, cal,
+                         round_rates());
+  const auto s = predict(pairwise_schedule(Op::send_recv, 8e6, pair), Protocol::simple, pair, layout, cal,
+                         round_rates());
+  EXPECT_DOUBLE_EQ(r.latency, s.latency);
+  EXPECT_DOUBLE_EQ(r.bandwidth_time, s.bandwidth_time);
+  EXPECT_NEAR(r.latency, 10e-6 + 1e-6 + 1e-6, 1e-12);          // base, one NVLink step, one hop
+  EXPECT_NEAR(r.bandwidth_time, 8e6 / 0.8 / 100e9, 1e-15);  // S over a port at ring efficiency
+}
+
 TEST(NcclTuner, SmallMessagesTakeLLAndLargeOnesSimple) {
   const auto cal = round_cal(false);
   const RankLayout layout{8};

@@ -6,6 +6,7 @@
 
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
+#include "program/rank_folding.hpp"
 #include "program/tp_comm_overlap.hpp"
 #include "support/pipeline_fixture.hpp"
 
@@ -59,28 +60,29 @@ TEST(TpCommOverlap, AChunkIsOneTpthOfTheRows) {
   EXPECT_DOUBLE_EQ(chunk.flops * 4, gemm.flops);
 }
 
+const Stream* stream_named(const RankProgram& r, const std::string& name, int* index = nullptr) {
+  for (std::size_t s = 0; s < r.streams.size(); ++s)
+    if (r.streams[s].name == name) {
+      if (index) *index = static_cast<int>(s);
+      return &r.streams[s];
+    }
+  return nullptr;
+}
+
 TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
   const Program p = build_program(overlapped());
   validate(p);
   const RankProgram& r = p.ranks[0];
-  const Stream* compute = nullptr;
-  const Stream* send = nullptr;
-  const Stream* recv = nullptr;
-  const Stream* tensor = nullptr;
-  int recv_index = -1;
-  for (std::size_t s = 0; s < r.streams.size(); ++s) {
-    if (r.streams[s].name == "compute") compute = &r.streams[s];
-    if (r.streams[s].name == "tp ring send") send = &r.streams[s];
-    if (r.streams[s].name == "tp ring recv") { recv = &r.streams[s]; recv_index = static_cast<int>(s); }
-    if (r.streams[s].name == "tensor-parallel") tensor = &r.streams[s];
-  }
-  ASSERT_TRUE(compute && send && recv && tensor);
-  // TP 2: one ring step per gathered GEMM; each send's call is a receive of the peer.
-  EXPECT_FALSE(send->tasks.empty());
-  EXPECT_EQ(send->tasks.size(), recv->tasks.size());
-  for (const Task& t : send->tasks) {
+  int ring_index = -1;
+  const Stream* compute = stream_named(r, "compute");
+  const Stream* ring = stream_named(r, "tp ring", &ring_index);
+  const Stream* tensor = stream_named(r, "tensor-parallel");
+  ASSERT_TRUE(compute && ring && tensor);
+  // TP 2: one ring step per gathered GEMM, one call over the whole TP group.
+  EXPECT_FALSE(ring->tasks.empty());
+  for (const Task& t : ring->tasks) {
     const auto& call = p.collectives[static_cast<std::size_t>(t.collective)];
-    EXPECT_EQ(call.op, collective::Op::send_recv);
+    EXPECT_EQ(call.op, collective::Op::ring_exchange);
     EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
   }
   int chunk1 = 0, scatter_chunks = 0;
@@ -89,7 +91,7 @@ TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
     if (name.find("forward mb0 c0 qkv chunk 1") != 0) continue;
     ++chunk1;
     bool waits_ring = false;
-    for (const TaskRef& d : t.deps) waits_ring |= d.stream == recv_index;
+    for (const TaskRef& d : t.deps) waits_ring |= d.stream == ring_index;
     EXPECT_TRUE(waits_ring) << name;
   }
   EXPECT_EQ(chunk1, 2);  // stage 0 holds two layers
@@ -107,12 +109,55 @@ TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
   for (const Task& t : tensor->tasks) EXPECT_EQ(std::string(t.name).find("tp all-gather mb"), std::string::npos) << t.name;
 }
 
+TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
+  ScheduleInputs in = overlapped();
+  in.plan.tp = 4;
+  in.plan.pp = 1;
+  in.layout = plan::layout_of(in.plan, 8, 4);  // dp 2, a TP group per node
+  in.stages = {{100, 10, 1}};
+  const Program p = build_program(in);
+  validate(p);
+  const RankProgram& r = p.ranks[0];
+  int ring_index = -1;
+  const Stream* compute = stream_named(r, "compute");
+  const Stream* ring = stream_named(r, "tp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  // The first QKV's three steps, then its four chunks: chunk i waits for chunk i - 1 and step i;
+  // step i > 1 for step i - 1 (the shard it forwards is the one it received).
+  std::vector<int> steps, chunks;
+  for (std::size_t i = 0; i < ring->tasks.size() && steps.size() < 3; ++i)
+    if (std::string(ring->tasks[i].name).find("forward mb0 c0 tp ring exchange qkv chunk") == 0) steps.push_back(static_cast<int>(i));
+  for (std::size_t i = 0; i < compute->tasks.size() && chunks.size() < 4; ++i)
+    if (std::string(compute->tasks[i].name).find("forward mb0 c0 qkv chunk") == 0) chunks.push_back(static_cast<int>(i));
+  ASSERT_EQ(steps.size(), 3u);
+  ASSERT_EQ(chunks.size(), 4u);
+  for (int k = 0; k < 3; ++k) {
+    const Task& step = ring->tasks[static_cast<std::size_t>(steps[static_cast<std::size_t>(k)])];
+    EXPECT_EQ(std::string(step.name), "forward mb0 c0 tp ring exchange qkv chunk " + std::to_string(k + 1));
+    const auto& call = p.collectives[static_cast<std::size_t>(step.collective)];
+    EXPECT_EQ(call.op, collective::Op::ring_exchange);
+    EXPECT_EQ(call.group, (std::vector<int>{0, 1, 2, 3}));
+    if (k > 0) EXPECT_TRUE((step.deps == TaskDeps{TaskRef{ring_index, steps[static_cast<std::size_t>(k - 1)]}}));
+    const Task& chunk = compute->tasks[static_cast<std::size_t>(chunks[static_cast<std::size_t>(k + 1)])];
+    EXPECT_TRUE((chunk.deps == TaskDeps{TaskRef{0, chunks[static_cast<std::size_t>(k)]},
+                                        TaskRef{ring_index, steps[static_cast<std::size_t>(k)]}}))
+        << chunk.name;
+  }
+  // The first step waits for what the GEMM's first chunk waits for: it moves the rank's own shard.
+  EXPECT_TRUE(ring->tasks[static_cast<std::size_t>(steps[0])].deps ==
+              compute->tasks[static_cast<std::size_t>(chunks[0])].deps);
+  // Every TP rank makes the same ring calls at the same places: one folding class per stage
+  // position across the data-parallel replicas as well.
+  const auto f = fold_ranks(p);
+  EXPECT_EQ(f.classes(), 1);
+}
+
 TEST(TpCommOverlap, OffByDefaultLeavesTheProgramAsItWas) {
   ScheduleInputs in = overlapped();
   const Program on = build_program(in);
   in.plan.tp_comm_overlap = false;
   const Program off = build_program(in);
-  for (const auto& st : off.ranks[0].streams) EXPECT_NE(st.name, "tp ring send");
+  for (const auto& st : off.ranks[0].streams) EXPECT_NE(st.name, "tp ring");
   EXPECT_GT(on.collectives.size(), off.collectives.size());  // the ring's steps and the chunks' scatters
 }
 
