@@ -62,6 +62,40 @@ Operation optimizer_step_op(double params) {
   return make_elementwise("optimizer_step", 30.0 * params, 12.0 * params, "adamw");
 }
 
+std::vector<Operation> torch_foreach_adamw_ops(double params) {
+  // torch/optim/adamw.py _multi_tensor_adamw (PyTorch 2.5-2.6), bytes per fp32 parameter read +
+  // written; each pass is its own multi_tensor_apply kernel over the whole list, so nothing
+  // stays in cache between passes. torchtitan built AdamW with foreach=True until its default
+  // became fused (torchtitan 6e4988550, 24 February 2025).
+  return {
+      // _foreach_mul_(params, 1 - lr * weight_decay): read and write the parameter.
+      make_elementwise("adamw foreach weight decay", 8.0 * params, params),
+      // _foreach_lerp_(exp_avgs, grads, 1 - beta1): read both, write the first moment.
+      make_elementwise("adamw foreach first moment", 12.0 * params, 2.0 * params),
+      // _foreach_mul_(exp_avg_sqs, beta2), then _foreach_addcmul_(exp_avg_sqs, grads, grads):
+      // the second moment read and written twice, the gradient read once more.
+      make_elementwise("adamw foreach second moment decay", 8.0 * params, params),
+      make_elementwise("adamw foreach second moment update", 12.0 * params, 2.0 * params),
+      // exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs): a new list written.
+      make_elementwise("adamw foreach sqrt", 8.0 * params, params),
+      // _foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt), _foreach_add_(exp_avg_sq_sqrt, eps).
+      make_elementwise("adamw foreach bias correction", 8.0 * params, params),
+      make_elementwise("adamw foreach eps", 8.0 * params, params),
+      // _foreach_addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, step_size): three read, one written.
+      make_elementwise("adamw foreach update", 16.0 * params, 2.0 * params),
+  };
+}
+
+std::vector<Operation> torch_clip_grad_norm_ops(double params) {
+  // torch/nn/utils/clip_grad.py: get_total_norm runs _foreach_norm over the gradients (read 4);
+  // clip_grads_with_norm_ multiplies them all by the clamped coefficient (_foreach_mul_: read and
+  // write 4 + 4) without looking at the norm on the host, so the pass runs every step.
+  return {
+      make_elementwise("clip_grad_norm foreach norm", 4.0 * params, 2.0 * params),
+      make_elementwise("clip_grad_norm foreach scale", 8.0 * params, params),
+  };
+}
+
 std::vector<Operation> megatron_fp16_optimizer_ops(double params) {
   // Bytes per parameter, read + written, from the 2021 code (Megatron-LM 6985e58):
   return {

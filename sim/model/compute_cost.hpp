@@ -28,6 +28,15 @@ namespace trainsim::model {
 /// The optimizer step over `params` parameters held by this rank (Adam-family, fp32 master
 /// weights and two fp32 moments, bf16 working copy): a memory-bound sweep.
 [[nodiscard]] Operation optimizer_step_op(double params);
+/// PyTorch's foreach AdamW (torch.optim.AdamW(foreach=True), _multi_tensor_adamw, fp32 states,
+/// weight decay on, not capturable) over `params` parameters: the eight multi-tensor passes it
+/// launches, in order, 80 B per parameter where the fused kernel moves 28.
+[[nodiscard]] std::vector<Operation> torch_foreach_adamw_ops(double params);
+/// torch.nn.utils.clip_grad_norm_(foreach=True) over `params` fp32 gradients: the foreach norm
+/// (get_total_norm) and the scale by min(1, max_norm / norm) (clip_grads_with_norm_), which runs
+/// every step whatever the norm. Between the two, a sharded model all-reduces the norm (one
+/// scalar; the schedule's part).
+[[nodiscard]] std::vector<Operation> torch_clip_grad_norm_ops(double params);
 /// Megatron-LM 2021's fp16 optimizer step (megatron/optimizer/optimizer.py
 /// Float16OptimizerWithFloat16Params.step with apex FusedAdam) over `params` parameters, as the
 /// memory-bound passes it launches, in order: fp16 -> fp32 gradient copy, unscale and inf check,

@@ -102,6 +102,7 @@ enum class OptimizerImplementation {
   fused,          ///< one fused pass (fp32 master weights, moments, low-precision copy)
   megatron_fp16,  ///< Megatron-LM 2021's Float16OptimizerWithFloat16Params: five passes, two
                   ///< scalar all-reduces over the model-parallel group
+  torch_foreach,  ///< torch.optim's foreach AdamW: eight multi-tensor passes (fp32 states)
 };
 
 /// Which framework's module code runs around a layer's GEMMs: model::ModuleKernels, whose
@@ -180,6 +181,9 @@ struct TrainingPlan {
   /// default in 2021: --no-scatter-gather-tensors-in-pipeline turns it off).
   bool pipeline_scatter_gather = true;
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::fused;
+  /// torch.nn.utils.clip_grad_norm_ before the optimizer step: a foreach norm of the rank's
+  /// gradients and a scale pass that runs every step (model::torch_clip_grad_norm_ops).
+  bool clip_grad_norm = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

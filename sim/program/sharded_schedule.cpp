@@ -221,8 +221,19 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     }
   }
 
-  const Seconds optimizer =
-      model::op_duration(model::optimizer_step_op(total_params / static_cast<double>(shard)), in.device);
+  // The step's passes over this rank's shard: gradient clipping, then the optimizer. The norm's
+  // all-reduce between clipping's two passes (one scalar over the shard group, tens of
+  // microseconds of latency) is left out.
+  const double shard_params = total_params / static_cast<double>(shard);
+  std::vector<model::Operation> step_ops;
+  if (p.clip_grad_norm) step_ops = model::torch_clip_grad_norm_ops(shard_params);
+  if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach) {
+    for (auto& op : model::torch_foreach_adamw_ops(shard_params)) step_ops.push_back(std::move(op));
+  } else {
+    step_ops.push_back(model::optimizer_step_op(shard_params));
+  }
+  const Seconds optimizer = model::ops_duration(step_ops, in.device);
+  const int optimizer_kernels = static_cast<int>(step_ops.size());
   const StageMemory& mem = in.stages.front();
   // A TP all-reduce task is named after the pass it follows: each such name is made once.
   std::vector<InternedName> all_reduce_after;  // by the pass's name id
@@ -382,7 +393,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         if (reduced.empty()) reduced.push_back(previous);
       }
       Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, reduced};
-      step.kernels = 1;
+      step.kernels = optimizer_kernels;
       comp.push_back(std::move(step));
       prog.ranks.push_back(std::move(rp));
     }

@@ -165,7 +165,20 @@ plan::TrainingPlan read_training(JsonObject o) {
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.
   t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
-  if (o.choice_or("optimizer_implementation", {"fused", "megatron-fp16"}, "fused") == "megatron-fp16") {
+  const std::string optimizer_kernels =
+      o.choice_or("optimizer_implementation", {"fused", "megatron-fp16", "torch-foreach"}, "fused");
+  if (optimizer_kernels == "torch-foreach") {
+    if (t.sharding != Sharding::fsdp)
+      o.fail("optimizer_implementation", "torch-foreach is modelled in the sharded schedule only (schedule fsdp)");
+    if (t.optimizer != plan::Optimizer::adam)
+      o.fail("optimizer_implementation", "torch-foreach is torch.optim's foreach AdamW: needs optimizer adam or adamw");
+    t.optimizer_implementation = plan::OptimizerImplementation::torch_foreach;
+  }
+  t.clip_grad_norm = o.boolean_or("clip_grad_norm", false);
+  if (t.clip_grad_norm && t.sharding != Sharding::fsdp)
+    o.fail("clip_grad_norm", "torch.nn.utils.clip_grad_norm_ is modelled in the sharded schedule only (schedule fsdp); "
+                             "megatron-fp16 counts Megatron's own norm");
+  if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");
     if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)

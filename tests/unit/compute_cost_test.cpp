@@ -95,6 +95,32 @@ TEST(OptimizerStep, MegatronFp16PassesMove52BytesPerParameter) {
   EXPECT_NEAR(ops_duration(ops, test_device()), 52e6 / 0.8e12 + 5 * 5e-6, kRel);
 }
 
+TEST(OptimizerStep, TorchForeachAdamwPassesMove80BytesPerParameter) {
+  const auto ops = torch_foreach_adamw_ops(1e6);
+  ASSERT_EQ(ops.size(), 8u);
+  // weight decay (4 + 4), lerp into the first moment (8 + 4), second moment decay (4 + 4) and
+  // addcmul (8 + 4), sqrt into a new list (4 + 4), bias correction (4 + 4), eps (4 + 4),
+  // addcdiv into the parameters (12 + 4).
+  const double bytes[] = {8e6, 12e6, 8e6, 12e6, 8e6, 8e6, 8e6, 16e6};
+  double total = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_DOUBLE_EQ(ops[i].bytes, bytes[i]) << ops[i].name;
+    total += ops[i].bytes;
+  }
+  EXPECT_DOUBLE_EQ(total, 80e6);
+  // Eight launches at the memory rate: well over twice the fused kernel's time.
+  EXPECT_NEAR(ops_duration(ops, test_device()), 80e6 / 0.8e12 + 8 * 5e-6, kRel);
+  EXPECT_GT(ops_duration(ops, test_device()), 2.0 * op_duration(optimizer_step_op(1e6), test_device()));
+}
+
+TEST(OptimizerStep, ClipGradNormReadsTheGradientsThenScalesThemEveryStep) {
+  const auto ops = torch_clip_grad_norm_ops(1e6);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_DOUBLE_EQ(ops[0].bytes, 4e6);  // foreach norm: each fp32 gradient read once
+  EXPECT_DOUBLE_EQ(ops[1].bytes, 8e6);  // foreach scale: read and written, whatever the norm
+  EXPECT_NEAR(ops_duration(ops, test_device()), 12e6 / 0.8e12 + 2 * 5e-6, kRel);
+}
+
 TEST(GradientAccumulation, Traffic) {
   const Operation op = gradient_accumulation_op(1e6);
   EXPECT_DOUBLE_EQ(op.bytes, 10e6);  // bf16 gradient read (2) + fp32 accumulator read+write (8)

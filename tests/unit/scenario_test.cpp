@@ -657,6 +657,52 @@ TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchti
   }
 }
 
+TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSchedule) {
+  const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
+  const Scenario s = load_scenario(file);
+  EXPECT_EQ(s.points.at(0).training.optimizer_implementation, plan::OptimizerImplementation::torch_foreach);
+  EXPECT_TRUE(s.points.at(0).training.clip_grad_norm);
+  auto torchtitan = [&] {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/p5.48xlarge.json");
+    doc["points"].erase(1);  // the awsome FSDP point overrides the policy
+    doc["training"].erase("checkpoint_policy");
+    doc["training"]["activation_checkpointing"] = false;
+    return doc;
+  };
+  {
+    json doc = torchtitan();
+    doc["training"]["schedule"] = "ddp";
+    doc["training"]["precision"] = "amp";
+    doc["training"].erase("clip_grad_norm");
+    const ConfigError e = error_of(doc, "foreach-ddp");
+    EXPECT_EQ(e.json_path(), "/training/optimizer_implementation") << e.what();
+    EXPECT_TRUE(contains(e.what(), "schedule fsdp")) << e.what();
+  }
+  {
+    json doc = torchtitan();
+    doc["training"]["schedule"] = "ddp";
+    doc["training"]["precision"] = "amp";
+    doc["training"].erase("optimizer_implementation");
+    const ConfigError e = error_of(doc, "clip-ddp");
+    EXPECT_EQ(e.json_path(), "/training/clip_grad_norm") << e.what();
+    EXPECT_TRUE(contains(e.what(), "schedule fsdp")) << e.what();
+  }
+  {
+    json doc = torchtitan();
+    doc["training"]["optimizer"] = "sgd";
+    const ConfigError e = error_of(doc, "foreach-sgd");
+    EXPECT_EQ(e.json_path(), "/training/optimizer_implementation") << e.what();
+    EXPECT_TRUE(contains(e.what(), "AdamW")) << e.what();
+  }
+  {
+    json doc = torchtitan();
+    doc["training"]["clip_grad_norm"] = "yes";
+    const ConfigError e = error_of(doc, "clip-type");
+    EXPECT_EQ(e.json_path(), "/training/clip_grad_norm") << e.what();
+  }
+}
+
 TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
   const std::string file = "scenarios/megatron-korthikanti.json";
   auto korthikanti = [&] {

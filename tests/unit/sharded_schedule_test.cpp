@@ -84,6 +84,29 @@ TEST(ShardedSchedule, BackwardReduceScattersOverlapTheNextUnit) {
   EXPECT_EQ(step.deps.size(), reduce.tasks.size());
 }
 
+TEST(ShardedSchedule, TheOptimizerStepRunsClippingAndTheOptimizersPassesOverTheShard) {
+  const ScheduleInputs fused_in = inputs(4, 4, 1);
+  ScheduleInputs foreach_in = fused_in;
+  foreach_in.plan.optimizer_implementation = plan::OptimizerImplementation::torch_foreach;
+  foreach_in.plan.clip_grad_norm = true;
+  const Task fused = build_program(fused_in).ranks[0].streams[0].tasks.back();
+  const Task foreach_step = build_program(foreach_in).ranks[0].streams[0].tasks.back();
+  ASSERT_EQ(fused.phase, Phase::optimizer);
+  ASSERT_EQ(foreach_step.phase, Phase::optimizer);
+  EXPECT_EQ(fused.kernels, 1);
+  EXPECT_EQ(foreach_step.kernels, 2 + 8);  // clipping's norm and scale, AdamW's eight passes
+  // The same shard of parameters either way: the bytes per parameter set the ratio, (12 + 80) / 30
+  // less what the launches add.
+  EXPECT_GT(foreach_step.duration, 2.5 * fused.duration);
+  // Clipping alone adds its two passes to the fused step.
+  ScheduleInputs clip_in = fused_in;
+  clip_in.plan.clip_grad_norm = true;
+  const Task clipped = build_program(clip_in).ranks[0].streams[0].tasks.back();
+  EXPECT_EQ(clipped.kernels, 3);
+  EXPECT_GT(clipped.duration, fused.duration);
+  EXPECT_LT(clipped.duration, foreach_step.duration);
+}
+
 TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch) {
   // Backward order: head, layer 1, layer 0, embedding. Under BACKWARD_POST the gather of a unit
   // is issued after the unit before it in backward order has resharded; limit_all_gathers then
