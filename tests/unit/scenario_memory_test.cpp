@@ -83,11 +83,29 @@ namespace trainsim::scenario {
 namespace {
 
 TEST(SimulatePoint, FsdpPointRunsAndTracksTheModelsPeak) {
+  // Under FSDP the engine follows each unit's gathered parameters and gradients along the
+  // timeline, where the model counts two units and one gradient: a reduce-scatter still holding
+  // one unit's gradient while the next is computed adds a little (24.74 -> 25.12 GiB here).
   const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
   const PointResult r = simulate_point(s, s.points[0], false);
   ASSERT_TRUE(r.completed) << r.not_simulated;
   EXPECT_GT(r.samples_per_s, 0);
-  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 1e-9 * r.memory.worst_peak);
+  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 0.03 * r.memory.worst_peak);
+  // The caching allocator reserves at least what is allocated (less the runtime's reserve,
+  // which it does not manage) and, with 15 GiB to spare, never retries.
+  EXPECT_GE(r.peak_reserved + s.points[0].machine->device.runtime_reserve, r.peak_memory);
+  EXPECT_EQ(r.allocator_retries, 0);
+  EXPECT_FALSE(r.allocator_out_of_memory);
+}
+
+TEST(SimulatePoint, FsdpNearTheLimitMakesTheCachingAllocatorRetry) {
+  // Shard 4 fits by the model (37.3 of 40 GiB) but its gather, compute and post-backward
+  // streams' pools together pass the 38.5 GiB the allocator may reserve.
+  const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
+  const PointResult r = simulate_point(s, s.points[1], false);
+  ASSERT_TRUE(r.completed) << r.not_simulated;
+  EXPECT_TRUE(r.memory.fits);
+  EXPECT_GT(r.allocator_retries, 0);
 }
 
 }  // namespace
