@@ -220,11 +220,13 @@ private:
       if (out.out_of_memory) allocator_oom_[static_cast<std::size_t>(cls)] = true;
       return out.block;
     };
+    // The workspace first: a backward's recomputed activations and temporaries exist before the
+    // weight gradient it allocates is produced.
+    const int workspace = t.workspace > 0 ? request(t.workspace) : -1;
     if (t.alloc > 0) {
       const int block = request(t.alloc);
       if (block >= 0) live_[static_cast<std::size_t>(cls)][{pool, t.alloc}].push_back(block);
     }
-    const int workspace = t.workspace > 0 ? request(t.workspace) : -1;
     if (stall > 0) sg4::this_actor::sleep_for(stall);
     return workspace;
   }

@@ -382,6 +382,20 @@ TEST_F(EngineTest, TheSameStreamsCachedBlockServesAWorkspace) {
   EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
 }
 
+TEST_F(EngineTest, AWorkspaceIsServedBeforeTheTasksAllocation) {
+  // A backward's recomputed activations exist before the gradient it allocates: the cached
+  // 100 MiB block serves the workspace again, and the 10 MiB gradient takes a segment of its own
+  // (served first, the gradient would split that block and the workspace need a new one: 200 MiB).
+  device_memory_ = 1024 * kMiB;
+  Task first = compute("backward 1", 1.0);
+  first.workspace = 100 * kMiB;
+  Task second = compute("backward 0", 1.0);
+  second.workspace = 100 * kMiB;
+  second.alloc = 10 * kMiB;
+  const ExecutionResult r = run(one_stream_each(1, {first, second}), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 110 * kMiB);
+}
+
 TEST_F(EngineTest, ARetryStallsTheStreamThatHitIt) {
   // 150 MiB: the workspace's 100 MiB fit only once the gather's cached block is freed (a retry),
   // which costs 0.25 s before the backward runs.

@@ -92,20 +92,11 @@ TEST(SimulatePoint, FsdpPointRunsAndTracksTheModelsPeak) {
   EXPECT_GT(r.samples_per_s, 0);
   EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 0.03 * r.memory.worst_peak);
   // The caching allocator reserves at least what is allocated (less the runtime's reserve,
-  // which it does not manage) and, with 15 GiB to spare, never retries.
+  // which it does not manage: 23.6 GiB) and, with 14 GiB to spare, never retries (24.7 GiB).
   EXPECT_GE(r.peak_reserved + s.points[0].machine->device.runtime_reserve, r.peak_memory);
+  EXPECT_LT(r.peak_reserved + s.points[0].machine->device.runtime_reserve, 1.05 * r.peak_memory);
   EXPECT_EQ(r.allocator_retries, 0);
   EXPECT_FALSE(r.allocator_out_of_memory);
-}
-
-TEST(SimulatePoint, FsdpNearTheLimitMakesTheCachingAllocatorRetry) {
-  // Shard 4 fits by the model (37.3 of 40 GiB) but its gather, compute and post-backward
-  // streams' pools together pass the 38.5 GiB the allocator may reserve.
-  const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
-  const PointResult r = simulate_point(s, s.points[1], false);
-  ASSERT_TRUE(r.completed) << r.not_simulated;
-  EXPECT_TRUE(r.memory.fits);
-  EXPECT_GT(r.allocator_retries, 0);
 }
 
 }  // namespace
