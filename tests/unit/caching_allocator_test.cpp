@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "memory/caching_allocator.hpp"
 
@@ -128,8 +130,10 @@ TEST(CachingAllocator, SplitSegmentsSurviveARetryAndCanLeaveItOutOfMemory) {
 // synchronize. The host issues a unit in well under a millisecond and the GPU runs it in 2.6 ms
 // (630 MB) or 4.9 ms (1,610 MB), so within a step no unit's record_stream use is done when the
 // host allocates the next one: every such free completes at the step's synchronize or at a
-// retry's. Returns retries per step in steady state (-1: out of memory).
-double retries_per_step(double unit_mb, double headroom_gb) {
+// retry's; with `max_ahead` (the script's --max-ahead, FSDP's rate limiter) the host first waits
+// for the unit that many back, whose uses are then done. Returns retries per step in steady
+// state (-1: out of memory).
+double retries_per_step(double unit_mb, double headroom_gb, int max_ahead = 0) {
   const Bytes n = unit_mb * 1e6 / 2;  // bf16 elements
   const Bytes h = 8192;               // both unit sizes: the h x h view is capped at 8192
   // The script's ballast leaves `headroom_gb` (1e9 B) under the fraction's limit; x (4096 x h)
@@ -140,7 +144,13 @@ double retries_per_step(double unit_mb, double headroom_gb) {
   long before = 0;
   for (int step = 0; step < 6; ++step) {
     if (step == 1) before = a.retries();
+    std::vector<std::pair<int, int>> issued;  // each unit's parameters and gradient
     for (int u = 0; u < 8; ++u) {
+      if (max_ahead > 0 && u >= max_ahead)
+        for (int done = 0; done <= u - max_ahead; ++done) {
+          a.complete(issued[static_cast<std::size_t>(done)].first);
+          a.complete(issued[static_cast<std::size_t>(done)].second);
+        }
       const auto param = a.malloc(2 * n, gather);
       const auto y1 = a.malloc(4096 * h * 2, compute);
       const auto y2 = a.malloc(4096 * h * 2, compute);
@@ -152,6 +162,7 @@ double retries_per_step(double unit_mb, double headroom_gb) {
         return -1;
       a.free_after_use(param.block);
       a.free_after_use(grad.block);
+      issued.emplace_back(param.block, grad.block);
       a.free(padded.block);
       a.free(y2.block);
     }
@@ -173,6 +184,24 @@ TEST(CachingAllocator, RetriesStartWhereTheH100MeasuredThem) {
     // Where the measurement saw none, the model must see none, and where it retried, retry.
     EXPECT_EQ(model == 0, r.measured == 0) << r.unit_mb << " MB at " << r.headroom_gb << " GB";
   }
+}
+
+TEST(CachingAllocator, AHostHeldTwoUnitsAheadRetriesOnlyNearerTheLimit) {
+  // A prediction for `measure_allocator_retry.py --max-ahead 2` (not measured yet): with the
+  // host held back as FSDP's rate limiter holds it, pending blocks stay at two units' worth, so
+  // retries start at less headroom than with the whole step in flight, and never more often.
+  for (double unit_mb : {1610.0, 630.0})
+    for (double headroom : {40.0, 12.0, 9.0, 8.0, 7.0, 6.0, 5.0}) {
+      const double ahead = retries_per_step(unit_mb, headroom, 2);
+      const double whole = retries_per_step(unit_mb, headroom);
+      std::printf("unit %4.0f MB, headroom %4.1f GB: two ahead %5.2f, whole step %5.2f retries/step\n", unit_mb,
+                  headroom, ahead, whole);
+      if (whole >= 0 && ahead >= 0) {
+        EXPECT_LE(ahead, whole);
+      }
+    }
+  EXPECT_EQ(retries_per_step(1610, 12, 2), 0);
+  EXPECT_EQ(retries_per_step(630, 9, 2), 0);
 }
 
 }  // namespace
