@@ -25,6 +25,9 @@ def main():
     ap.add_argument("--unit-mb", type=float, default=1610.0, help="unsharded unit size in MB (bf16)")
     ap.add_argument("--units", type=int, default=8, help="units per step")
     ap.add_argument("--steps", type=int, default=5, help="timed steps per fraction")
+    ap.add_argument("--max-ahead", type=int, default=0,
+                    help="units the host may issue ahead of the GPU (FSDP's limit_all_gathers holds it to 2 "
+                         "in-flight all-gathers); 0: unlimited, the host issues the whole step at once")
     ap.add_argument("--headroom-gb", type=float, nargs="+", default=[40, 12, 9, 8, 7, 6.5, 6, 5.5, 5],
                     help="memory left above the ballast, GB, from ample to tight")
     args = ap.parse_args()
@@ -38,8 +41,11 @@ def main():
     h = min(8192, int(n ** 0.5) // 64 * 64)  # the compute reads an h x h view of the unit
     x = torch.randn((4096, h), device=dev, dtype=torch.bfloat16)
     gather, post = torch.cuda.Stream(), torch.cuda.Stream()
+    done = []  # per unit issued this step: an event after its last work (the post stream's)
 
     def unit():
+        if args.max_ahead > 0 and len(done) >= args.max_ahead:
+            done[len(done) - args.max_ahead].synchronize()  # the rate limiter's wait
         with torch.cuda.stream(gather):
             param = torch.empty(n, device=dev, dtype=torch.bfloat16).fill_(1e-3)  # the all-gather
         torch.cuda.current_stream().wait_stream(gather)
@@ -53,9 +59,13 @@ def main():
             padded = F.pad(grad, [0, 64])  # _post_backward_hook's copy, the reduce-scatter's input
             padded.mul_(0.5)
         grad.record_stream(post)
+        event = torch.cuda.Event()
+        event.record(post)
+        done.append(event)
         del param, grad, padded, y
 
     def step():
+        done.clear()
         for _ in range(args.units):
             unit()
         torch.cuda.synchronize()
@@ -88,7 +98,8 @@ def main():
         if base is not None and r.get("retries_per_step", 0) > 0:
             r["ms_per_retry"] = round((r["step_ms"] - base) / r["retries_per_step"], 3)
     write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_allocator_retry.py"),
-                          "unit_mb": args.unit_mb, "units_per_step": args.units, "rows": rows})
+                          "unit_mb": args.unit_mb, "units_per_step": args.units, "max_ahead": args.max_ahead,
+                          "rows": rows})
     return 0
 
 

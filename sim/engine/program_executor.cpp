@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
+#include "memory/caching_allocator.hpp"
 #include "model/host_dispatch.hpp"
 #include "program/rank_folding.hpp"
 
@@ -52,6 +54,7 @@ public:
         platform_(platform),
         record_(options.record),
         sm_count_(options.sm_count),
+        options_(options),
         prepare_start_(std::chrono::steady_clock::now()),
         fold_(std::move(folding)) {
     result_.fold_wall_s = fold_wall_s;
@@ -72,6 +75,14 @@ public:
       done_.push_back(std::move(done));
       memory_.push_back(rp.resident);
       peak_.push_back(rp.resident);
+      if (options.device_memory > 0) {
+        // Model states and the runtime's buffers: allocated once before the step, on the
+        // default (compute) stream.
+        allocators_.emplace_back(options.device_memory);
+        live_.emplace_back();
+        allocator_oom_.push_back(
+            allocators_.back().malloc(std::max<Bytes>(0, rp.resident - options.unmanaged_memory), 0).out_of_memory);
+      }
       peak_time_.push_back(0);
       if (record_)
         for (int r : fold_.members[static_cast<std::size_t>(k)]) result_.memory.push_back({r, 0, rp.resident});
@@ -107,6 +118,10 @@ public:
       const auto k = static_cast<std::size_t>(fold_.class_of_rank[r]);
       result_.peak_memory[r] = peak_[k];
       result_.peak_memory_time[r] = peak_time_[k];
+      if (allocators_.empty()) continue;
+      result_.peak_reserved.push_back(allocators_[k].peak_reserved());
+      result_.allocator_retries.push_back(allocators_[k].retries());
+      result_.allocator_out_of_memory.push_back(allocator_oom_[k]);
     }
     result_.run_wall_s = seconds_since(run_start);
     return std::move(result_);
@@ -147,6 +162,7 @@ private:
       }
       const Seconds start = now();
       change_memory(cls, t.alloc + t.workspace);
+      const int workspace_block = allocators_.empty() ? -1 : allocate(cls, stream, t);
       if (t.kind == TaskKind::compute) {
         // Host dispatch: the task's kernels start once the host has issued them (its issue
         // restarts only after the dependencies where the host synchronises), and its last kernel
@@ -176,7 +192,8 @@ private:
       } else {
         run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls, stream, i);
       }
-      change_memory(cls, -(t.workspace + t.release));
+      change_memory(cls, -(t.workspace + t.release + t.release_borrowed));
+      if (!allocators_.empty()) free_blocks(cls, stream, t, workspace_block);
       done_[cls][stream][i] = now();
       ++finished_tasks_;
       if (record_)
@@ -189,6 +206,46 @@ private:
           stream_cv_[cls][other]->notify_one();
       }
     }
+  }
+
+  /// The caching allocator serves the task's allocation and workspace from their pool; a retry
+  /// stalls this stream (ExecuteOptions::retry_fixed / retry_per_byte). Returns the workspace's block.
+  int allocate(int cls, int stream, const program::Task& t) {
+    auto& a = allocators_[static_cast<std::size_t>(cls)];
+    const int pool = t.alloc_pool >= 0 ? t.alloc_pool : stream;
+    Seconds stall = 0;
+    auto request = [&](Bytes bytes) {
+      const auto out = a.malloc(bytes, pool);
+      if (out.retried) stall += options_.retry_fixed + options_.retry_per_byte * (out.block >= 0 ? a.block_size(out.block) : bytes);
+      if (out.out_of_memory) allocator_oom_[static_cast<std::size_t>(cls)] = true;
+      return out.block;
+    };
+    // The workspace first: a backward's recomputed activations and temporaries exist before the
+    // weight gradient it allocates is produced.
+    const int workspace = t.workspace > 0 ? request(t.workspace) : -1;
+    if (t.alloc > 0) {
+      const int block = request(t.alloc);
+      if (block >= 0) live_[static_cast<std::size_t>(cls)][{pool, t.alloc}].push_back(block);
+    }
+    if (stall > 0) sg4::this_actor::sleep_for(stall);
+    return workspace;
+  }
+
+  /// Frees the task's workspace and what it releases: the oldest live allocation of that size
+  /// from that pool (a forward's activations, a gather's unit, a gradient).
+  void free_blocks(int cls, int stream, const program::Task& t, int workspace_block) {
+    auto& a = allocators_[static_cast<std::size_t>(cls)];
+    if (workspace_block >= 0) a.free(workspace_block);
+    auto release = [&](int pool, Bytes bytes) {
+      if (bytes <= 0) return;
+      auto& live = live_[static_cast<std::size_t>(cls)];
+      const auto it = live.find({pool, bytes});
+      if (it == live.end() || it->second.empty()) return;  // its request ran out of memory
+      a.free(it->second.front());
+      it->second.pop_front();
+    };
+    release(stream, t.release);
+    release(t.borrowed_pool >= 0 ? t.borrowed_pool : stream, t.release_borrowed);
   }
 
   void change_memory(int cls, Bytes delta) {
@@ -536,6 +593,7 @@ private:
   const Platform& platform_;
   bool record_;
   int sm_count_;
+  ExecuteOptions options_;
   ExecutionResult result_;
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
@@ -551,6 +609,11 @@ private:
   std::vector<std::vector<int>> waiting_;  ///< [class][stream]: task index it sleeps on, or -1
   std::vector<Bytes> memory_;              ///< in use now
   std::vector<Bytes> peak_;
+  // The caching allocator per class, its live allocations by (pool, size) oldest first, and
+  // whether a request failed even after a retry.
+  std::vector<memory::CachingAllocator> allocators_;
+  std::vector<std::map<std::pair<int, Bytes>, std::deque<int>>> live_;
+  std::vector<bool> allocator_oom_;
   std::vector<Seconds> peak_time_;
   std::vector<int> held_sms_;  ///< SMs the class's collectives in flight hold
   std::vector<int> compute_stream_;  ///< per class: its one compute stream, -1 if not exactly one

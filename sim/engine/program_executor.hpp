@@ -45,6 +45,13 @@ struct ExecutionResult {
   std::vector<Bytes> peak_memory;
   std::vector<Seconds> peak_memory_time;
   std::vector<MemorySample> memory;  ///< every change, when recording was asked for
+  /// Per rank, when ExecuteOptions::device_memory is given: PyTorch's caching allocator replaying
+  /// the same allocations, each from its stream's pool (memory/caching_allocator.hpp): the most
+  /// it reserved from the device, how often it freed its cache and retried, and whether a request
+  /// failed even then (a real run would stop there with CUDA out of memory).
+  std::vector<Bytes> peak_reserved;
+  std::vector<long> allocator_retries;
+  std::vector<bool> allocator_out_of_memory;
   int classes = 0;  ///< rank classes simulated (program/rank_folding.hpp); the world size unfolded
   // SimGrid activities the run started (deterministic; what the simulator's cost follows):
   std::size_t flows = 0;  ///< Comms: collective flows sent and host copies
@@ -62,6 +69,14 @@ struct ExecuteOptions {
   /// (CollectivePlan::channels, one thread block each) hold that many of them, so compute on the
   /// same accelerator runs at the rest of its speed. 0 turns this off.
   int sm_count = 0;
+  /// Device memory per accelerator for the caching allocator; 0: not followed.
+  Bytes device_memory = 0;
+  /// Of each program's `resident`, what the caching allocator does not manage (runtime reserve).
+  Bytes unmanaged_memory = 0;
+  /// What one caching-allocator retry stalls the stream whose request hit it: `retry_fixed` plus
+  /// `retry_per_byte` times the segment it then reserves. Both 0: retries are counted, not timed.
+  Seconds retry_fixed = 0;
+  Seconds retry_per_byte = 0;
 };
 
 

@@ -110,6 +110,13 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (root.has("eager_kernel_issue")) d.eager_kernel_issue = sourced(root, "eager_kernel_issue", Dimension::seconds);
   if (d.eager_kernel_issue < 0 || d.eager_kernel_issue > 1e-2)
     root.fail("eager_kernel_issue", "expected a host time per kernel launch between 0 and 10ms");
+  if (root.has("allocator_retry")) d.allocator_retry = sourced(root, "allocator_retry", Dimension::seconds);
+  if (root.has("allocator_retry_per_gb"))
+    d.allocator_retry_per_gb = sourced(root, "allocator_retry_per_gb", Dimension::seconds);
+  if (d.allocator_retry < 0 || d.allocator_retry > 1)
+    root.fail("allocator_retry", "expected a time between 0 and 1s");
+  if (d.allocator_retry_per_gb < 0 || d.allocator_retry_per_gb > 1)
+    root.fail("allocator_retry_per_gb", "expected a time per GB between 0 and 1s");
   if (root.has("sm_count")) {
     const double sms = sourced(root, "sm_count", Dimension::dimensionless);
     if (sms < 1 || sms > 1e5 || sms != std::floor(sms))

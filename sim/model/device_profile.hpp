@@ -58,6 +58,11 @@ struct DeviceProfile {
   /// given, host dispatch is not modelled on this device.
   Seconds eager_kernel_issue = 0;
   Bytes runtime_reserve = 0;            ///< device memory the runtime keeps (context, workspaces)
+  /// What one retry of PyTorch's caching allocator costs (memory/caching_allocator.hpp: free the
+  /// cache, reserve again): `allocator_retry` plus `allocator_retry_per_gb` per 1e9 bytes of the
+  /// segment it then reserves. 0: not given.
+  Seconds allocator_retry = 0;
+  Seconds allocator_retry_per_gb = 0;
   /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
   /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).
   int sm_count = 0;

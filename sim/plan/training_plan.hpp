@@ -159,6 +159,10 @@ struct TrainingPlan {
   /// profile's eager_kernel_issue per kernel. false: CUDA graphs or torch.compile's
   /// reduce-overhead mode replay the kernels without the host (not modelled then).
   bool host_dispatch = true;
+  /// PyTorch's caching allocator, followed along the timeline (memory/caching_allocator.hpp),
+  /// stalls the stream whose request makes it free its cache and retry, by the device profile's
+  /// allocator_retry + allocator_retry_per_gb. false: retries are counted, not timed.
+  bool allocator_retry_stalls = false;
   /// The framework's module code around the GEMMs (model::ModuleKernels, same names): bias-gradient
   /// reductions, the QKV split's gradient, layout copies. "fused": none.
   ModuleKernels module_kernels = ModuleKernels::fused;

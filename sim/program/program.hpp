@@ -37,6 +37,15 @@ struct Task {
   Bytes alloc = 0;      ///< allocated when the task starts and kept after it (stored activations)
   Bytes release = 0;    ///< freed when the task ends (activations consumed by a backward pass)
   Bytes workspace = 0;  ///< held only while the task runs (recompute, gradient temporaries)
+  /// Freed when the task ends: a block another stream's task allocated and this task used last
+  /// (FSDP's gathered parameters after their pass, a gradient after its reduce-scatter), so it
+  /// goes back to that stream's cached pool (PyTorch's record_stream; memory/caching_allocator.hpp).
+  Bytes release_borrowed = 0;
+  /// The stream whose caching-allocator pool serves `alloc` and `workspace`: -1 for the task's
+  /// own stream. FSDP's post-backward stream allocates a reduce-scatter's input although the
+  /// call runs on the communicator's stream.
+  std::int8_t alloc_pool = -1;
+  std::int8_t borrowed_pool = -1;  ///< the stream that allocated `release_borrowed`
   // Host-copy tasks:
   Bytes copy_bytes = 0;  ///< moved between the accelerator and the node's CPU
   CopyDirection copy_direction = CopyDirection::to_host;

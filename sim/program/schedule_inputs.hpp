@@ -15,6 +15,9 @@ struct StageMemory {
   Bytes resident = 0;                     ///< model states, buffers, runtime: the whole step
   Bytes activations_per_micro_batch = 0;  ///< allocated by a forward, freed by its backward
   Bytes workspace = 0;                    ///< held during a backward pass
+  /// Part of `resident`: the memory model's gathered parameters and gradients, which a sharded
+  /// schedule allocates and frees unit by unit instead (each from its stream's pool).
+  Bytes gathered = 0;
 };
 
 struct ScheduleInputs {

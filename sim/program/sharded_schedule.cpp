@@ -235,6 +235,31 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   const Seconds optimizer = model::ops_duration(step_ops, in.device);
   const int optimizer_kernels = static_cast<int>(step_ops.size());
   const StageMemory& mem = in.stages.front();
+  // Which stream's caching-allocator pool each transient buffer comes from
+  // (memory/caching_allocator.hpp). With the units gathered, the memory model's gathered
+  // parameters and gradients leave `resident` and follow the timeline: a unit's parameters are
+  // allocated by its all-gather on the gather stream (FSDP1 _unshard under the unshard stream,
+  // FSDP2's all-gather output, DeepSpeed's partitioned-parameter coordinator) and freed after
+  // the pass that uses them, back into the gather stream's pool; the unsharded gradient is
+  // allocated by autograd on the compute stream and freed after its reduce-scatter; torch FSDP
+  // allocates the reduce-scatter's input on its post-backward (FSDP1: the reduce-dtype cast and
+  // F.pad's copy) or reduce-scatter stream (FSDP2: foreach_reduce's copy-in), not on the stream
+  // of the communicator that runs the call.
+  const bool per_unit_memory = shard > 1;
+  const bool fsdp1 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1;
+  std::vector<Bytes> gathered_bytes(n, 0), gradient_bytes(n, 0), reduce_input_bytes(n, 0);
+  if (per_unit_memory)
+    for (std::size_t u = 0; u < n; ++u) {
+      gathered_bytes[u] = moved[u].params * p.parameter_wire_bytes;
+      if (!moved[u].reduce) continue;
+      gradient_bytes[u] = moved[u].params * (torch_fsdp ? p.parameter_wire_bytes : p.gradient_wire_bytes);
+      if (torch_fsdp) {
+        const bool cast = fsdp1 && p.gradient_wire_bytes != p.parameter_wire_bytes;
+        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * (cast ? 2 : 1);
+      }
+    }
+  // The root unit of torch FSDP stays gathered from its forward to the embedding's backward.
+  auto kept_root = [&](std::size_t u) { return torch_fsdp && u == 0; };
   // A TP all-reduce task is named after the pass it follows: each such name is made once.
   std::vector<InternedName> all_reduce_after;  // by the pass's name id
   auto all_reduce_name = [&](const InternedName& pass_name) {
@@ -251,7 +276,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       const long replica_gid = position * p.tp + t;
       RankProgram rp;
       rp.rank = rank_of(in, 0, d, t);
-      rp.resident = mem.resident;
+      rp.resident = mem.resident - (per_unit_memory ? mem.gathered : 0);
       rp.streams = {{"compute", StreamKind::compute, {}},
                     {"all-gather", StreamKind::communication, {}},
                     {"reduce-scatter", StreamKind::communication, {}},
@@ -316,6 +341,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
             gather.push_back({name[u].gather, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
+            gather.back().alloc = gathered_bytes[u];
             ready.push_back(last(gather, kGather));
           }
           if (previous.stream >= 0) ready.push_back(previous);
@@ -323,6 +349,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
+          if (moved[u].forward_gather && !kept_root(u)) {
+            f.release_borrowed = gathered_bytes[u];
+            f.borrowed_pool = kGather;
+          }
           f.kernels = units[u].forward_kernels;
           previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
@@ -341,6 +371,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
+          gather.back().alloc = gathered_bytes[u];
           gathered[k] = last(gather, kGather);
         };
         // PyTorch FSDP issues position k+1's gather in position k's post-backward hook, before
@@ -372,6 +403,11 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           b.kernels = units[u].backward_kernels -
                       (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
           if (u == 0) b.release = mem.activations_per_micro_batch;
+          if (moved[u].backward_gather || kept_root(u)) {
+            b.release_borrowed = gathered_bytes[u];
+            b.borrowed_pool = kGather;
+          }
+          b.alloc = gradient_bytes[u];
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
@@ -380,6 +416,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             auto& rs = rp.streams[static_cast<std::size_t>(reduce_stream)].tasks;
             rs.push_back({name[u].reduce_scatter, TaskKind::collective,
                           Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
+            rs.back().release_borrowed = gradient_bytes[u];
+            rs.back().borrowed_pool = kCompute;
+            rs.back().workspace = reduce_input_bytes[u];
+            rs.back().alloc_pool = kReduce;
             reduced.push_back(last(rs, reduce_stream));
           }
           if (replicas > 1 && moved[u].reduce) {

@@ -173,6 +173,11 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
          << fmt("%.0f", *r.point.reference_tflops_per_accelerator) << ", " << fmt("%+.1f%%", row.tflops_error_pct)
          << ")";
     }
+    if (r.peak_reserved > 0) {
+      os << "  reserved " << gib(r.peak_reserved) << " GiB";
+      if (r.allocator_retries > 0) os << " (" << r.allocator_retries << " allocator retries)";
+      if (r.allocator_out_of_memory) os << " (caching allocator out of memory)";
+    }
     if (!r.completed) os << "  (DEADLOCK: not every task ran)";
     os << "\n";
     if (const auto e = reference_error(row)) errors.push_back(*e);
@@ -231,6 +236,9 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       mem["simulated_peak_bytes"] = r.peak_memory;
       mem["simulated_peak_rank"] = r.peak_memory_rank;
       mem["simulated_peak_time_s"] = r.peak_memory_time;
+      mem["simulated_reserved_peak_bytes"] = r.peak_reserved;
+      mem["allocator_retries"] = r.allocator_retries;
+      mem["allocator_out_of_memory"] = r.allocator_out_of_memory;
     }
     p["memory"] = mem;
     p["global_batch"] = global_batch_json(global_batch(r.point, results.front().point));

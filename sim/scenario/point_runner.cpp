@@ -27,6 +27,19 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+/// The caching allocator manages the device less the runtime's reserve (CUDA context, NCCL's
+/// buffers), the way torch.cuda.memory_reserved leaves them out.
+engine::ExecuteOptions allocator_options(const Point& p, engine::ExecuteOptions o) {
+  const auto& dev = p.machine->device;
+  o.device_memory = p.machine->topology.accelerator.memory - dev.runtime_reserve;
+  o.unmanaged_memory = dev.runtime_reserve;
+  if (p.training.allocator_retry_stalls) {
+    o.retry_fixed = dev.allocator_retry;
+    o.retry_per_byte = dev.allocator_retry_per_gb / 1e9;
+  }
+  return o;
+}
+
 }  // namespace
 
 program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
@@ -40,6 +53,7 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     m.activations_per_micro_batch = r.term("activations") / in_flight;
     m.workspace = r.term("activation_workspace");
     m.resident = r.peak - r.term("activations") - m.workspace;
+    m.gathered = r.term("gathered_parameters") + r.term("gathered_gradients");
     in.stages.push_back(m);
   }
   return in;
@@ -73,7 +87,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
         return collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
       },
-      engine::ExecuteOptions{trace, s.fold_symmetric_ranks, p.sm_sharing ? p.machine->device.sm_count : 0});
+      allocator_options(p, engine::ExecuteOptions{trace, s.fold_symmetric_ranks,
+                                                  p.sm_sharing ? p.machine->device.sm_count : 0}));
   PointResult r;
   r.point = p;
   r.accelerators = static_cast<int>(p.layout.world);
@@ -92,6 +107,13 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
       r.peak_memory_rank = static_cast<int>(k);
       r.peak_memory_time = result.peak_memory_time[k];
     }
+  for (std::size_t k = 0; k < result.peak_reserved.size(); ++k) {
+    if (result.peak_reserved[k] > r.peak_reserved) {
+      r.peak_reserved = result.peak_reserved[k];
+      r.allocator_retries = result.allocator_retries[k];
+    }
+    if (result.allocator_out_of_memory[k]) r.allocator_out_of_memory = true;
+  }
   r.memory_samples = result.memory;
   r.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   r.sim_cpu_s = process_cpu_seconds() - cpu_start;
@@ -115,6 +137,8 @@ nlohmann::json point_result_to_json(const PointResult& r) {
           {"sim_wall_s", r.sim_wall_s},     {"sim_cpu_s", r.sim_cpu_s},     {"spans", spans},
           {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
           {"peak_memory_time", r.peak_memory_time}, {"memory", memory},
+          {"peak_reserved", r.peak_reserved}, {"allocator_retries", r.allocator_retries},
+          {"allocator_out_of_memory", r.allocator_out_of_memory},
           {"wall", {r.wall.platform, r.wall.program, r.wall.fold, r.wall.prepare, r.wall.run}},
           {"activity", {r.activity.classes, r.activity.flows, r.activity.execs}}};
   if (r.pipeline) j["pipeline"] = pipeline::to_json(*r.pipeline);
@@ -133,6 +157,10 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
   r.peak_memory = j.at("peak_memory").get<double>();
   r.peak_memory_rank = j.at("peak_memory_rank").get<int>();
   r.peak_memory_time = j.at("peak_memory_time").get<double>();
+  // Absent from points a sweep recorded before the caching allocator was followed.
+  r.peak_reserved = j.value("peak_reserved", 0.0);
+  r.allocator_retries = j.value("allocator_retries", 0L);
+  r.allocator_out_of_memory = j.value("allocator_out_of_memory", false);
   const auto& wall = j.at("wall");
   r.wall = {wall[0].get<double>(), wall[1].get<double>(), wall[2].get<double>(), wall[3].get<double>(),
             wall[4].get<double>()};

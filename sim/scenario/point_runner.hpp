@@ -59,6 +59,12 @@ struct PointResult {
   Bytes peak_memory = 0;
   int peak_memory_rank = 0;
   Seconds peak_memory_time = 0;
+  /// PyTorch's caching allocator replaying the same allocations (engine/program_executor.hpp):
+  /// the most any rank reserved, the retries of that rank, and whether some rank's request failed
+  /// even after a retry.
+  Bytes peak_reserved = 0;
+  long allocator_retries = 0;
+  bool allocator_out_of_memory = false;
   std::vector<engine::MemorySample> memory_samples;  ///< filled when tracing
 };
 

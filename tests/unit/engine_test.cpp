@@ -55,11 +55,16 @@ protected:
 
   ExecutionResult run(const Program& p,
                       const std::function<CollectivePlan(const CollectiveCall&)>& plan) {
-    return execute_program(p, platform_, plan, ExecuteOptions{true, fold_, sm_count_});
+    ExecuteOptions o{true, fold_, sm_count_};
+    o.device_memory = device_memory_;
+    o.retry_fixed = retry_fixed_;
+    return execute_program(p, platform_, plan, o);
   }
 
   bool fold_ = true;
   int sm_count_ = 0;  ///< SMs per accelerator for SM sharing; 0 = off
+  Bytes device_memory_ = 0;  ///< for the caching allocator; 0 = not followed
+  Seconds retry_fixed_ = 0;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   topology::Topology topology_;
   Platform platform_;
@@ -340,6 +345,76 @@ Task host_copy(Bytes b, program::CopyDirection dir) {
   t.copy_bytes = b;
   t.copy_direction = dir;
   return t;
+}
+
+constexpr Bytes kMiB = 1 << 20;
+
+/// One rank: a gather stream (1) allocates 100 MiB for 1 s; the compute stream (0) uses it for
+/// 1 s and frees it into the gather stream's pool, then runs 1 s with a 100 MiB workspace from
+/// `workspace_pool` (-1: its own).
+Program borrowed_then_workspace(int workspace_pool, Bytes workspace = 100 * kMiB) {
+  Task g = compute("gather", 1.0);
+  g.alloc = 100 * kMiB;
+  Task f = compute("forward", 1.0);
+  f.deps = {{1, 0}};
+  f.release_borrowed = 100 * kMiB;
+  f.borrowed_pool = 1;
+  Task b = compute("backward", 1.0);
+  b.workspace = workspace;
+  b.alloc_pool = static_cast<std::int8_t>(workspace_pool);
+  Program p = one_stream_each(1, {f, b});
+  p.ranks[0].streams.push_back({"gather", StreamKind::communication, {g}});
+  return p;
+}
+
+TEST_F(EngineTest, AnotherStreamsCachedBlockDoesNotServeAWorkspace) {
+  device_memory_ = 1024 * kMiB;
+  const ExecutionResult r = run(borrowed_then_workspace(-1), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_DOUBLE_EQ(r.peak_memory[0], 100 * kMiB);     // allocated: one buffer at a time
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 200 * kMiB);   // the gather's block stays in its pool
+  EXPECT_EQ(r.allocator_retries[0], 0);
+}
+
+TEST_F(EngineTest, TheSameStreamsCachedBlockServesAWorkspace) {
+  device_memory_ = 1024 * kMiB;
+  const ExecutionResult r = run(borrowed_then_workspace(1), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+}
+
+TEST_F(EngineTest, AWorkspaceIsServedBeforeTheTasksAllocation) {
+  // A backward's recomputed activations exist before the gradient it allocates: the cached
+  // 100 MiB block serves the workspace again, and the 10 MiB gradient takes a segment of its own
+  // (served first, the gradient would split that block and the workspace need a new one: 200 MiB).
+  device_memory_ = 1024 * kMiB;
+  Task first = compute("backward 1", 1.0);
+  first.workspace = 100 * kMiB;
+  Task second = compute("backward 0", 1.0);
+  second.workspace = 100 * kMiB;
+  second.alloc = 10 * kMiB;
+  const ExecutionResult r = run(one_stream_each(1, {first, second}), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 110 * kMiB);
+}
+
+TEST_F(EngineTest, ARetryStallsTheStreamThatHitIt) {
+  // 150 MiB: the workspace's 100 MiB fit only once the gather's cached block is freed (a retry),
+  // which costs 0.25 s before the backward runs.
+  device_memory_ = 150 * kMiB;
+  retry_fixed_ = 0.25;
+  const ExecutionResult r = run(borrowed_then_workspace(-1), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.allocator_retries[0], 1);
+  EXPECT_FALSE(r.allocator_out_of_memory[0]);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+  EXPECT_NEAR(r.makespan, 3.0 + 0.25, 1e-9);
+}
+
+TEST_F(EngineTest, ARequestThatFitsNotEvenAfterARetryIsOutOfMemory) {
+  device_memory_ = 150 * kMiB;
+  const ExecutionResult r = run(borrowed_then_workspace(-1, 200 * kMiB), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_TRUE(r.allocator_out_of_memory[0]);
+  EXPECT_NEAR(r.makespan, 3.0, 1e-9);  // without stalls the step runs on, flagged
 }
 
 TEST_F(EngineTest, PlatformHasACpuHostPerNode) {

@@ -83,11 +83,20 @@ namespace trainsim::scenario {
 namespace {
 
 TEST(SimulatePoint, FsdpPointRunsAndTracksTheModelsPeak) {
+  // Under FSDP the engine follows each unit's gathered parameters and gradients along the
+  // timeline, where the model counts two units and one gradient: a reduce-scatter still holding
+  // one unit's gradient while the next is computed adds a little (24.74 -> 25.12 GiB here).
   const Scenario s = load_scenario("scenarios/p4d-llama2-7b-smp.json");
   const PointResult r = simulate_point(s, s.points[0], false);
   ASSERT_TRUE(r.completed) << r.not_simulated;
   EXPECT_GT(r.samples_per_s, 0);
-  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 1e-9 * r.memory.worst_peak);
+  EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 0.03 * r.memory.worst_peak);
+  // The caching allocator reserves at least what is allocated (less the runtime's reserve,
+  // which it does not manage: 23.6 GiB) and, with 14 GiB to spare, never retries (24.7 GiB).
+  EXPECT_GE(r.peak_reserved + s.points[0].machine->device.runtime_reserve, r.peak_memory);
+  EXPECT_LT(r.peak_reserved + s.points[0].machine->device.runtime_reserve, 1.05 * r.peak_memory);
+  EXPECT_EQ(r.allocator_retries, 0);
+  EXPECT_FALSE(r.allocator_out_of_memory);
 }
 
 }  // namespace

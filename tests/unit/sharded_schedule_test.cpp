@@ -250,6 +250,61 @@ TEST(ShardedSchedule, MemoryIsAllocatedByTheFirstForwardAndFreedByTheLastBackwar
   EXPECT_EQ(find(comp, "backward layer 0 mb0").workspace, 10);
 }
 
+TEST(ShardedSchedule, GatheredUnitsAndGradientsComeFromTheirStreamsPools) {
+  // With the units gathered, the memory model's gathered parameters and gradients leave
+  // `resident` and are allocated unit by unit: parameters by the gather on the gather stream,
+  // freed (into that stream's pool) by the pass that used them; the gradient by the backward on
+  // the compute stream, freed by the reduce-scatter; FSDP1's reduce-dtype cast and padded copy
+  // from the post-backward stream's pool (index 2) although the call runs on the gather stream.
+  ScheduleInputs in = torch_fsdp1(4, 4);
+  in.stages = {{1000, 100, 10, 300}};
+  in.plan.gradient_wire_bytes = 4;  // fp32 reduction (Composer's PURE mixed precision: bf16)
+  const Program prog = build_program(in);
+  const auto& r = prog.ranks[0];
+  EXPECT_EQ(r.resident, 700);
+  const auto& comp = r.streams[0];
+  const auto& gather = r.streams[1];
+  const double layer = model::parameters_per_layer(in.model);
+  const double root = model::embedding_parameters(in.model) + model::head_parameters(in.model);
+  const double wire = in.plan.parameter_wire_bytes, reduce = in.plan.gradient_wire_bytes;
+  const Task& g = find(gather, "all-gather layer 0 mb0");
+  EXPECT_DOUBLE_EQ(g.alloc, layer * wire);
+  EXPECT_EQ(g.alloc_pool, -1);  // its own (gather) stream
+  const Task& f = find(comp, "forward layer 0 mb0");
+  EXPECT_DOUBLE_EQ(f.release_borrowed, layer * wire);
+  EXPECT_EQ(f.borrowed_pool, 1);
+  // The root unit is released by the embedding's backward only, which allocates its gradient.
+  EXPECT_EQ(find(comp, "forward embedding mb0").release_borrowed, 0);
+  const Task& be = find(comp, "backward embedding mb0");
+  EXPECT_DOUBLE_EQ(be.release_borrowed, root * wire);
+  EXPECT_DOUBLE_EQ(be.alloc, root * wire);
+  EXPECT_EQ(find(comp, "backward head mb0").alloc, 0);
+  const Task& bl = find(comp, "backward layer 1 mb0");
+  EXPECT_DOUBLE_EQ(bl.alloc, layer * wire);  // autograd's gradient, in the compute dtype
+  EXPECT_DOUBLE_EQ(bl.release_borrowed, layer * wire);
+  const Task& rs = find(gather, "reduce-scatter layer 1 mb0");
+  EXPECT_DOUBLE_EQ(rs.release_borrowed, layer * wire);
+  EXPECT_EQ(rs.borrowed_pool, 0);
+  EXPECT_DOUBLE_EQ(rs.workspace, layer * reduce * 2);
+  EXPECT_EQ(rs.alloc_pool, 2);
+  // Every gather's allocation is released once: the timeline ends where it began.
+  double allocated = 0, released = 0;
+  for (const auto& s : r.streams)
+    for (const auto& t : s.tasks) {
+      allocated += t.alloc;
+      released += t.release + t.release_borrowed;
+    }
+  EXPECT_DOUBLE_EQ(allocated, released);
+}
+
+TEST(ShardedSchedule, WithoutShardingTheGatheredTermsStayResident) {
+  ScheduleInputs in = inputs(4, 1, 1);
+  in.stages = {{1000, 100, 10, 300}};
+  const Program prog = build_program(in);
+  EXPECT_EQ(prog.ranks[0].resident, 1000);
+  for (const auto& t : prog.ranks[0].streams[0].tasks) EXPECT_EQ(t.release_borrowed, 0);
+}
+
 ScheduleInputs offloading(long layers, long tp) {
   ScheduleInputs in = inputs(4 * tp, 4, tp);
   in.model.layers = layers;
