@@ -63,6 +63,10 @@ struct DeviceProfile {
   /// segment it then reserves. 0: not given.
   Seconds allocator_retry = 0;
   Seconds allocator_retry_per_gb = 0;
+  /// PyTorch's CUDA caching allocator manages the device's memory: profiles that give its retry
+  /// cost. Gaudi's SynapseAI has an allocator of its own, not modelled, so its ranks report no
+  /// reserved memory rather than a CUDA allocator's.
+  [[nodiscard]] bool caching_allocator() const { return allocator_retry > 0; }
   /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
   /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).
   int sm_count = 0;

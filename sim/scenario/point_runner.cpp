@@ -31,6 +31,7 @@ double process_cpu_seconds() {
 /// buffers), the way torch.cuda.memory_reserved leaves them out.
 engine::ExecuteOptions allocator_options(const Point& p, engine::ExecuteOptions o) {
   const auto& dev = p.machine->device;
+  if (!dev.caching_allocator()) return o;
   o.device_memory = p.machine->topology.accelerator.memory - dev.runtime_reserve;
   o.unmanaged_memory = dev.runtime_reserve;
   if (p.training.allocator_retry_stalls) {

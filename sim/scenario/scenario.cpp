@@ -68,6 +68,14 @@ void check_fp8(const plan::TrainingPlan& t, const model::DeviceProfile& dev, con
                       "e.g. A100 or Gaudi, cannot run it; an H100 profile names them in \"gemm_calibrations\")");
 }
 
+/// Retry stalls come from PyTorch's CUDA caching allocator, which a profile without its retry cost
+/// (Gaudi) does not run.
+void check_allocator(const plan::TrainingPlan& t, const model::DeviceProfile& dev, const JsonObject& po) {
+  if (!t.allocator_retry_stalls || dev.caching_allocator()) return;
+  po.fail("training", "allocator_retry_stalls needs PyTorch's CUDA caching allocator, and " + dev.file +
+                      " gives no allocator_retry cost (its framework's allocator is not modelled)");
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -165,6 +173,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     po.allow("training");
     check_attention_kernel(p.training, p.machine->device, po);
     check_fp8(p.training, p.machine->device, po);
+    check_allocator(p.training, p.machine->device, po);
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {

@@ -282,6 +282,15 @@ TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention)
   EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
 }
 
+TEST(ScenarioErrors, AllocatorRetryStallsNeedTheCudaCachingAllocator) {
+  // Gaudi's profile gives no caching-allocator retry cost: SynapseAI's allocator is not modelled.
+  json dl1 = bert_large_doc();
+  dl1["training"]["allocator_retry_stalls"] = true;
+  const ConfigError e = error_of(dl1, "gaudi_alloc");
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "gaudi1.json gives no allocator_retry")) << e.what();
+}
+
 TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
   // An A100 (no FP8 tensor cores, no fp8 samples): rejected, naming the device profile.
   json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
