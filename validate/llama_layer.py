@@ -90,3 +90,13 @@ def time_passes(torch, run, layer, x, cos, sin, g, min_ms=100.0):
             p.grad = None
 
     return cuda_time_us(fwd, torch, min_ms=min_ms), cuda_time_us(fwd_bwd, torch, min_ms=min_ms)
+
+
+def layer_arguments(description):
+    """The command line the Llama-layer scripts share: --out FILE, --seq, --batch."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seq", type=int, default=8192)
+    ap.add_argument("--batch", type=int, default=1)
+    return ap.parse_args()

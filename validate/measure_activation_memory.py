@@ -19,7 +19,7 @@ import collections
 import sys
 
 import llama_layer
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import cuda_torch, failure, measured_provenance, write_json
 
 
 def sac_context(torch):
@@ -160,7 +160,7 @@ def main():
             try:
                 row = measure(torch, F, mode, layers, args.seq, args.vocab)
             except Exception as e:  # recorded; the other points still run
-                row = {"mode": mode, "layers": layers, "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0])}
+                row = {"mode": mode, "layers": layers, "error": failure(e)}
             print(row, flush=True)
             rows.append(row)
     write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_activation_memory.py"),

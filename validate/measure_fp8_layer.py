@@ -11,11 +11,10 @@ weight-gradient products (full-precision accumulation) take transposed copies of
 gradient and input, since Hopper's FP8 products want both operands K-major. Eager runs each cast
 as separate kernels; torch.compile fuses them, as torchtitan's FP8 row did.
 Run on a GPU machine with FP8 tensor cores: python3 validate/measure_fp8_layer.py --out FILE"""
-import argparse
 import sys
 
 import llama_layer
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import cuda_torch, failure, measured_provenance, write_json
 
 
 def fp8_linear_class(torch):
@@ -66,11 +65,7 @@ def time_layer(torch, F, linear, compiled, seq, batch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seq", type=int, default=8192)
-    ap.add_argument("--batch", type=int, default=1)
-    args = ap.parse_args()
+    args = llama_layer.layer_arguments(__doc__.splitlines()[0])
     torch = cuda_torch("measure_fp8_layer")
     if torch is None:
         return 1
@@ -89,7 +84,7 @@ def main():
                 row.update({"forward_us": round(tf, 1), "backward_us": round(tfb - tf, 1), "total_us": round(tfb, 1),
                             "model_tflops": round(flops / (tfb / 1e6) / 1e12, 1)})
             except Exception as e:  # a failed variant is recorded, the others still run
-                row["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                row["error"] = failure(e)
             print(row, flush=True)
             rows.append(row)
             torch._dynamo.reset()

@@ -17,12 +17,11 @@ block every output of aten.mm is saved except every second one, the flash/effici
 and aten.max (the float8 amax) are saved, everything else is recomputed in the backward.
 Run on a GPU machine with FP8 tensor cores (torchao installed for the float8 rows):
 python3 validate/measure_torchtitan_block.py --out FILE"""
-import argparse
 import sys
 from collections import defaultdict
 
 import llama_layer
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import cuda_torch, failure, measured_provenance, write_json
 
 
 def op_policy_context(torch):
@@ -82,11 +81,7 @@ def time_variant(torch, F, linears, compiled, seq, batch, fullgraph=True):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seq", type=int, default=8192)
-    ap.add_argument("--batch", type=int, default=1)
-    args = ap.parse_args()
+    args = llama_layer.layer_arguments(__doc__.splitlines()[0])
     torch = cuda_torch("measure_torchtitan_block")
     if torch is None:
         return 1
@@ -105,13 +100,13 @@ def main():
             except Exception as e:  # torchtitan compiles each block with fullgraph=True; if this
                 if not compiled:    # PyTorch breaks the graph, time the block with its breaks
                     raise
-                row["fullgraph_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+                row["fullgraph_error"] = failure(e)
                 torch._dynamo.reset()
                 tf, tfb = time_variant(torch, F, linears, compiled, args.seq, args.batch, fullgraph=False)
             row.update({"forward_us": round(tf, 1), "forward_backward_us": round(tfb, 1),
                         "model_tflops": round(flops / (tfb / 1e6) / 1e12, 1)})
         except Exception as e:  # a failed variant (no torchao, a compile error) is recorded
-            row["error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            row["error"] = failure(e)
         print(row, flush=True)
         rows.append(row)
         torch._dynamo.reset()

@@ -87,3 +87,9 @@ def cuda_torch(script):
         print("%s: no CUDA device" % script, file=sys.stderr)
         return None
     return torch
+
+
+def failure(e):
+    """A failed measurement's record: the exception's type and first line."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return "%s: %s" % (type(e).__name__, text)
