@@ -127,6 +127,12 @@ struct TrainingPlan {
   /// the sequence-parallel gathers and scatters around the linear projections run in chunks
   /// beside the GEMMs they feed or drain (program/tp_comm_overlap.hpp).
   bool tp_comm_overlap = false;
+  /// With tp_comm_overlap and Transformer Engine's FP8: the output projection's and the second
+  /// MLP linear's pipelined reduce-scatters move FP8 chunks (TE's `fp8_buf` on proj_fprop /
+  /// fc2_fprop, which initialize_ub honours for those two only; the all-gather userbuffers are
+  /// FP8 whenever FP8 is on, the others bf16: program/tp_comm_overlap.hpp).
+  bool tp_overlap_fp8_proj_scatter = false;
+  bool tp_overlap_fp8_fc2_scatter = false;
   long pp = 1;                       ///< pipeline-parallel degree (stages)
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;

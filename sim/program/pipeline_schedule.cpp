@@ -128,7 +128,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
-  const Bytes activation = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
+  const double activation_elements = static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
+  const Bytes activation = 2.0 * activation_elements;
   // A layer's sequence-parallel all-gathers (the norm outputs, the output gradients, the
   // re-gathers), in FP8 where the linears cast before gathering (model/fp8_linear.hpp).
   const Bytes sequence_gather = shape.fp8.sequence_gathers_fp8 ? activation / 2 : activation;
@@ -184,9 +185,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   };
   std::vector<CostedPiece> forward_pieces, backward_pieces;
   if (tp_overlap) {
-    forward_pieces = costed(tp_overlap_pieces(layer_f, true));
+    const UserbufferPrecision buffers{shape.fp8.enabled && shape.fp8.sequence_gathers_fp8, p.tp_overlap_fp8_proj_scatter,
+                                      p.tp_overlap_fp8_fc2_scatter};
+    forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers));
     if (full_recompute) backward_pieces = forward_pieces;
-    for (auto& c : costed(tp_overlap_pieces(layer_b, false))) backward_pieces.push_back(std::move(c));
+    for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers))) backward_pieces.push_back(std::move(c));
   }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
@@ -628,13 +631,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // One ring step: every TP rank sends the shard it holds to the next and receives
             // the previous rank's, one call over the TP group (collective::Op::ring_exchange),
             // so the group's ranks keep identical programs and fold into one class.
-            auto ring_step = [&](TaskDeps after) {
+            auto ring_step = [&](Bytes shard, TaskDeps after) {
               const InternedName& name = labels[n++];
               return push(kRing, {name, TaskKind::collective, phase, 0,
-                                  tp_call(name, collective::Op::ring_exchange, activation / static_cast<double>(tp)),
-                                  std::move(after)});
+                                  tp_call(name, collective::Op::ring_exchange, shard), std::move(after)});
             };
             for (const CostedPiece& c : pieces) {
+              // The userbuffers' wire bytes: FP8 or bf16 per buffer (tp_comm_overlap.hpp).
+              const Bytes gathered_bytes = activation_elements * c.piece.gather_bytes;
+              const Bytes scattered_bytes = activation_elements * c.piece.scatter_bytes;
               switch (c.piece.kind) {
                 case OverlapPiece::Kind::compute:
                   deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
@@ -645,7 +650,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                   TaskRef gemm = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
                   TaskRef received{-1, -1};
                   for (long i = 1; i < tp; ++i) {
-                    received = ring_step(i == 1 ? TaskDeps(deps) : TaskDeps{received});
+                    received = ring_step(gathered_bytes / static_cast<double>(tp), i == 1 ? TaskDeps(deps) : TaskDeps{received});
                     gemm = compute(labels[n++], c.seconds[0], c.kernels[0], {gemm, received});
                   }
                   deps = {gemm};
@@ -657,7 +662,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                   TaskRef gemm{-1, -1}, scattered{-1, -1};
                   for (long i = 0; i < tp; ++i) {
                     gemm = compute(labels[n++], c.seconds[0], c.kernels[0], i == 0 ? TaskDeps(deps) : TaskDeps{gemm});
-                    scattered = tensor(labels[n++], collective::Op::reduce_scatter, activation / static_cast<double>(tp), {gemm});
+                    scattered = tensor(labels[n++], collective::Op::reduce_scatter, scattered_bytes / static_cast<double>(tp), {gemm});
                   }
                   deps = {gemm, scattered};
                   break;
@@ -666,9 +671,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                   // The column-parallel linear's input (sequence-sharded) is re-gathered for its
                   // weight gradient beside the data-gradient GEMM, whose output is then
                   // reduce-scattered beside the weight-gradient GEMM.
-                  const TaskRef gathered = tensor(labels[n++], collective::Op::all_gather, activation, deps);
+                  const TaskRef gathered = tensor(labels[n++], collective::Op::all_gather, gathered_bytes, deps);
                   const TaskRef dgrad = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
-                  const TaskRef scattered = tensor(labels[n++], collective::Op::reduce_scatter, activation, {dgrad});
+                  const TaskRef scattered = tensor(labels[n++], collective::Op::reduce_scatter, scattered_bytes, {dgrad});
                   const TaskRef wgrad = compute(labels[n++], c.seconds[1], c.kernels[1], {dgrad, gathered});
                   deps = {wgrad, scattered};
                   break;

@@ -1,5 +1,8 @@
 #include "program/tp_comm_overlap.hpp"
 
+#include <tuple>
+#include <utility>
+
 #include "core/error.hpp"
 #include "model/fp8_linear.hpp"
 
@@ -22,9 +25,26 @@ Kind kind_of(const std::string& name, bool forward) {
   return Kind::compute;
 }
 
+/// What the piece of GEMM `name` moves per element over its all-gather and its reduce-scatter.
+std::pair<double, double> wire_bytes(const std::string& name, Kind kind, const UserbufferPrecision& u) {
+  const double fp8 = 1, bf16 = 2;
+  const double gather = u.fp8 ? fp8 : bf16;
+  switch (kind) {
+    case Kind::ring_gather: return {gather, bf16};
+    case Kind::bulk: return {gather, bf16};
+    case Kind::pipelined_scatter: {
+      const bool fp8_buf = name == "attn_out" ? u.proj_fprop_fp8_buf : u.fc2_fprop_fp8_buf;
+      return {gather, u.fp8 && fp8_buf ? fp8 : bf16};
+    }
+    case Kind::compute: break;
+  }
+  return {bf16, bf16};
+}
+
 }  // namespace
 
-std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward) {
+std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
+                                            const UserbufferPrecision& precision) {
   std::vector<OverlapPiece> pieces;
   int gathers = 0, scatters = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -36,6 +56,7 @@ std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>&
       continue;
     }
     OverlapPiece piece{kind, {op}};
+    std::tie(piece.gather_bytes, piece.scatter_bytes) = wire_bytes(op.name, kind, precision);
     if (kind == Kind::bulk) {
       // backward_of emits a GEMM's dgrad and then its wgrad.
       TRAINSIM_CHECK(i + 1 < ops.size() && ops[i + 1].name == op.name.substr(0, op.name.size() - 5) + "wgrad",

@@ -12,6 +12,18 @@
 //    reduce-scattered as the next chunk computes.
 //  - bulk (qkv_dgrad/wgrad, fc1_dgrad/wgrad): the weight gradient's input re-gather runs beside
 //    the data-gradient GEMM, and that GEMM's reduce-scatter beside the weight-gradient GEMM.
+// What the userbuffers move per element, read in Transformer Engine 1.12/1.13 (module/base.py
+// initialize_ub: a buffer is uint8 when use_fp8 and its fp8_buf; fp8_buf is set for every
+// all-gather userbuffer, layers_all_gather_overlap, and for a pipeline reduce-scatter, proj_fprop
+// or fc2_fprop, only where the config says fp8_buf; NeMo passes use_fp8 = the model's fp8):
+//  - the ring all-gathers and the bulk re-gathers in FP8 with FP8 on: layernorm_linear.py writes
+//    the norm's FP8 output into the qkv/fc1_fprop buffer and copies its saved FP8 output into the
+//    _dgrad buffer for the re-gather; base.py grad_output_preprocess casts the row-parallel
+//    linear's gradient into the proj/fc2_dgrad buffer before the ring;
+//  - the pipelined reduce-scatters (proj_fprop, fc2_fprop) in FP8 where fp8_buf is configured
+//    (linear.py: the GEMM writes its FP8 output chunks into the buffer, reduced into a bf16 shard):
+//    NeMo 2's GPT-3 175B performance script sets proj_fprop's; the launcher's yaml configs none;
+//  - the bulk reduce-scatters (qkv_wgrad, fc1_wgrad) in bf16: not all-gather buffers, not pipeline.
 // The schedule turns pieces into tasks; the overlap itself is SimGrid's, from the dependencies.
 #include <string>
 #include <vector>
@@ -25,12 +37,26 @@ struct OverlapPiece {
   Kind kind = Kind::compute;
   /// compute: its ops; ring_gather, pipelined_scatter: the one GEMM; bulk: {dgrad, wgrad}.
   std::vector<model::Operation> ops;
+  /// Bytes per element of what the piece's all-gather (ring steps, bulk re-gather) and its
+  /// reduce-scatter (pipelined chunks, bulk) move; compute: unused.
+  double gather_bytes = 2;
+  double scatter_bytes = 2;
+};
+
+/// Which userbuffers hold FP8 (see the header): all-gathers with Transformer Engine's FP8 on,
+/// the two pipelined reduce-scatters where their fp8_buf is configured.
+struct UserbufferPrecision {
+  bool fp8 = false;
+  bool proj_fprop_fp8_buf = false;
+  bool fc2_fprop_fp8_buf = false;
 };
 
 /// A layer pass's ops (layer_forward_ops or layer_backward_ops, in order) as pieces. Throws
 /// InvariantError unless the pass has the fused QKV, the output projection and the MLP's two
 /// linears (TE's LayerNormLinear/Linear/LayerNormMLP).
-[[nodiscard]] std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward);
+/// Each piece's wire bytes per element follow `precision`.
+[[nodiscard]] std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
+                                                          const UserbufferPrecision& precision = {});
 
 /// One of `chunks` equal slices of `gemm` along its rows (tokens), at its own shape's rate.
 [[nodiscard]] model::Operation gemm_chunk(const model::Operation& gemm, long chunks);

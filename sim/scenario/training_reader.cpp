@@ -123,6 +123,22 @@ plan::TrainingPlan read_training(JsonObject o) {
     o.fail("tp_comm_overlap", "modelled in the PTD-P schedule only (schedule ddp or zero1)");
   if (t.tp_comm_overlap && t.eager_kernels)
     o.fail("tp_comm_overlap", "Transformer Engine's fused QKV and MLP linears only; eager_kernels splits them");
+  if (o.has("tp_comm_overlap_fp8_buf")) {
+    // TE's initialize_ub honours a config's fp8_buf only for the pipelined reduce-scatters.
+    if (!t.tp_comm_overlap || t.linear_precision != plan::LinearPrecision::fp8 ||
+        t.fp8_implementation != plan::Fp8Implementation::transformer_engine)
+      o.fail("tp_comm_overlap_fp8_buf",
+             "names Transformer Engine userbuffers to run in FP8: needs tp_comm_overlap true, linear_precision \"fp8\" "
+             "and fp8_implementation \"transformer-engine\"");
+    for (const std::string& name : o.string_array("tp_comm_overlap_fp8_buf")) {
+      if (name == "proj_fprop") t.tp_overlap_fp8_proj_scatter = true;
+      else if (name == "fc2_fprop") t.tp_overlap_fp8_fc2_scatter = true;
+      else
+        o.fail("tp_comm_overlap_fp8_buf", "expected \"proj_fprop\" or \"fc2_fprop\" (the reduce-scatter userbuffers "
+                                          "whose fp8_buf Transformer Engine reads; its all-gather buffers are FP8 "
+                                          "whenever FP8 is on), got \"" + name + "\"");
+    }
+  }
   t.host_dispatch = o.boolean_or("host_dispatch", true);
   {
     const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "torch-layer"}, "fused");

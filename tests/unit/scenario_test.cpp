@@ -317,6 +317,26 @@ TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
   EXPECT_TRUE(contains(e.what(), "linear_precision")) << e.what();
 }
 
+TEST(ScenarioErrors, Fp8UserbuffersNeedTheOverlapAndTransformerEnginesFp8AndAPipelinedScatter) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  doc["training"]["tp_comm_overlap_fp8_buf"] = json::array({"proj_fprop"});
+  ConfigError e = error_of(doc, "no_overlap");
+  EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
+  EXPECT_TRUE(contains(e.what(), "tp_comm_overlap true")) << e.what();
+  doc["training"]["tensor_parallel"] = 2;
+  doc["training"]["sequence_parallel"] = true;
+  doc["training"]["tp_comm_overlap"] = true;
+  doc["training"]["tp_comm_overlap_fp8_buf"] = json::array({"qkv_fprop"});
+  e = error_of(doc, "gather_buffer");
+  EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
+  EXPECT_TRUE(contains(e.what(), "\"qkv_fprop\"")) << e.what();
+  doc["training"]["tp_comm_overlap_fp8_buf"] = json::array({"fc2_fprop"});
+  doc["training"]["fp8_implementation"] = "torchao";
+  e = error_of(doc, "torchao");
+  EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
+}
+
 TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
   const auto dev = model::load_device_profile("topologies/devices/h100-80gb.json");
   ASSERT_NE(model::gemm_curve(dev, model::Dtype::fp8), nullptr);

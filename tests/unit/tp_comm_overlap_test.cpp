@@ -2,8 +2,12 @@
 // into, and the tasks and dependencies the PTD-P schedule makes of them (no SimGrid).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "program/rank_folding.hpp"
@@ -150,6 +154,76 @@ TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
   // position across the data-parallel replicas as well.
   const auto f = fold_ranks(p);
   EXPECT_EQ(f.classes(), 1);
+}
+
+TEST(TpCommOverlap, UserbuffersMoveFp8WhereTransformerEngineAllocatesThemInFp8) {
+  // TE's initialize_ub: every all-gather buffer FP8 with FP8 on; a pipelined reduce-scatter only
+  // where its fp8_buf is configured; the bulk reduce-scatters bf16.
+  const ScheduleInputs in = overlapped();
+  const auto forward = model::layer_forward_ops(in.model, shape_of(in));
+  const auto backward = model::layer_backward_ops(in.model, shape_of(in));
+  for (const auto& p : tp_overlap_pieces(forward, true))
+    if (p.kind != Kind::compute) EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name;
+  const UserbufferPrecision proj_fp8{true, true, false};
+  for (const auto& p : tp_overlap_pieces(forward, true, proj_fp8)) {
+    if (p.kind == Kind::ring_gather) EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;
+    if (p.kind == Kind::pipelined_scatter)
+      EXPECT_EQ(p.scatter_bytes, p.ops.front().name == "attn_out" ? 1 : 2) << p.ops.front().name;
+  }
+  const UserbufferPrecision fc2_fp8{true, false, true};
+  for (const auto& p : tp_overlap_pieces(forward, true, fc2_fp8))
+    if (p.kind == Kind::pipelined_scatter)
+      EXPECT_EQ(p.scatter_bytes, p.ops.front().name == "ffn_out" ? 1 : 2) << p.ops.front().name;
+  // fp8_buf means nothing without FP8: TE allocates the buffer in the activation dtype.
+  for (const auto& p : tp_overlap_pieces(forward, true, {false, true, true}))
+    if (p.kind != Kind::compute) EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name;
+  int bulk = 0;
+  for (const auto& p : tp_overlap_pieces(backward, false, {true, true, true})) {
+    if (p.kind == Kind::ring_gather) EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;  // proj/fc2_dgrad
+    if (p.kind == Kind::bulk) {
+      ++bulk;
+      EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;   // the re-gathered FP8 norm output
+      EXPECT_EQ(p.scatter_bytes, 2) << p.ops.front().name;  // qkv/fc1_wgrad: bf16
+    }
+  }
+  EXPECT_EQ(bulk, 2);
+}
+
+TEST(TpCommOverlap, TheScheduleSizesTheRingAndScattersByTheUserbuffersPrecision) {
+  auto sizes = [](bool fp8, bool proj_fp8_buf) {
+    ScheduleInputs in = overlapped();
+    in.model.learned_positions = false;
+    if (fp8) {
+      in.plan.linear_precision = plan::LinearPrecision::fp8;
+      in.plan.fp8_implementation = plan::Fp8Implementation::transformer_engine;
+      in.device = model::load_device_profile("tests/data/fp8/device.json");
+    }
+    in.plan.tp_overlap_fp8_proj_scatter = proj_fp8_buf;
+    const Program p = build_program(in);
+    validate(p);
+    std::map<std::string, double> by_name;
+    for (const auto& st : p.ranks[0].streams)
+      for (const Task& t : st.tasks)
+        if (t.collective >= 0) by_name[t.name.str()] = p.collectives[static_cast<std::size_t>(t.collective)].size;
+    return by_name;
+  };
+  const auto bf16 = sizes(false, false), fp8 = sizes(true, false), fp8_proj = sizes(true, true);
+  const double activation = 2.0 * 1 * 16 * 64;  // the fixture's b x s x h in bf16; TP 2
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"forward mb0 c0 tp ring exchange qkv chunk 1", 0.5},
+      {"forward mb0 c0 tp ring exchange ffn_in chunk 1", 0.5},
+      {"backward mb0 c0 tp ring exchange attn_out_dgrad chunk 1", 0.5},
+      {"backward mb0 c0 tp re-gather qkv_dgrad", 0.5},
+      {"backward mb0 c0 tp reduce-scatter qkv_dgrad", 1},
+      {"forward mb0 c0 tp reduce-scatter attn_out chunk 0", 1},
+      {"forward mb0 c0 tp reduce-scatter ffn_out chunk 1", 1}};
+  for (const auto& [name, fp8_over_bf16] : expected) {
+    ASSERT_TRUE(bf16.count(name) && fp8.count(name)) << name;
+    EXPECT_DOUBLE_EQ(fp8.at(name), fp8_over_bf16 * bf16.at(name)) << name;
+  }
+  EXPECT_DOUBLE_EQ(bf16.at("forward mb0 c0 tp ring exchange qkv chunk 1"), activation / 2);
+  EXPECT_DOUBLE_EQ(fp8_proj.at("forward mb0 c0 tp reduce-scatter attn_out chunk 0"), activation / 4);
+  EXPECT_DOUBLE_EQ(fp8_proj.at("forward mb0 c0 tp reduce-scatter ffn_out chunk 0"), activation / 2);
 }
 
 TEST(TpCommOverlap, OffByDefaultLeavesTheProgramAsItWas) {
