@@ -75,7 +75,7 @@ std::vector<Operation> fp8_forward_casts(const std::string& linear, double input
     ops.push_back(cast_without_transpose(linear + "_input_fp8_cast", input_elements));
   else if (!norm_writes_fp8_input(f, place))
     ops.push_back(cast(linear + "_input_fp8_cast", input_elements, f));
-  if (f.weight_casts_per_micro_batch > 0) {
+  if (f.weight_casts_per_micro_batch > 0 && !f.weights_gathered_fp8) {
     Operation w = cast(linear + "_weight_fp8_cast", weight_elements, f);
     w.bytes *= f.weight_casts_per_micro_batch;
     w.flops *= f.weight_casts_per_micro_batch;
@@ -95,11 +95,22 @@ std::vector<Operation> fp8_backward_casts(const std::string& linear, double inpu
   } else {
     ops.push_back(cast(linear + "_grad_output_fp8_cast", output_elements, f));
   }
+  if (f.backward_recasts && !f.fused_transpose) {
+    // torchao's matmul_with_hp_or_float8_args (float8_linear.py, early 2025) saves the bf16 input
+    // and casts in the backward again: the gradient once per product (grad_output for the data
+    // gradient, grad_output_for_grad_weight), the input for the weight gradient, each with its
+    // own amax. Compiled, the joint graph's CSE (min_cut_rematerialization_partition:
+    // fx_graph_cse) merges these with the identical casts before them; eager code runs them all.
+    ops.push_back(cast(linear + "_grad_output_fp8_cast_for_grad_weight", output_elements, f));
+    ops.push_back(cast(linear + "_input_fp8_recast", input_elements, f));
+  }
   if (!f.fused_transpose) {
     ops.push_back(transpose_copy(linear + "_grad_output_fp8_transpose", output_elements));
     ops.push_back(transpose_copy(linear + "_input_fp8_transpose", input_elements));
     ops.push_back(transpose_copy(linear + "_weight_fp8_transpose", weight_elements));
-  } else if (norm_writes_fp8_input(f, place) || gathered) {
+  } else {
+    if (f.weights_gathered_fp8) ops.push_back(transpose_copy(linear + "_weight_fp8_transpose", weight_elements));
+    if (!(norm_writes_fp8_input(f, place) || gathered)) return ops;
     // The weight gradient's operand: the FP8 input as the forward GEMM took it (a column-parallel
     // linear's re-gathered along the sequence).
     const double gemm_input = place.row_parallel ? input_elements : input_elements * place.sequence_shards;

@@ -30,7 +30,11 @@
 //    it), then scales and casts; the weight is cast at every forward, the gradient of the output
 //    in backward (e5m2); the GEMMs take FP8 operands in the layouts torch._scaled_mm needs, which
 //    under torch.compile the cast kernel writes at once and in eager code are transposing copies.
-//    The autograd function saves the FP8 input and the FP8 weight.
+//    The autograd function (matmul_with_hp_or_float8_args, early 2025) saves the bf16 input and
+//    the FP8 weight and, in the backward, casts the gradient once per product and the input
+//    again, each after its own amax; under torch.compile the joint graph's common-subexpression
+//    pass merges these with the identical earlier casts, so only eager code pays them. (The
+//    memory model still counts the saved input in FP8.)
 #include <string>
 #include <vector>
 
@@ -52,6 +56,15 @@ struct Fp8Linears {
   /// Weight casts per micro-batch: 1 when every forward casts its weights (torchao), 1 /
   /// micro-batches per step when the FP8 weights are kept across them (Transformer Engine).
   double weight_casts_per_micro_batch = 1;
+  /// torchao's autograd function casts again in the backward (the header): the input for the
+  /// weight gradient and the gradient a second time. Only eager code pays them (fused_transpose
+  /// false); compiled, CSE merges them with the first casts.
+  bool backward_recasts = false;
+  /// The layer's weights arrive FP8 from the FSDP all-gather (torchao's fsdp_pre_all_gather cast
+  /// them on the shards, program/sharded_schedule.cpp): the forward casts none; the gathered
+  /// weight is in the forward GEMM's layout, so the data gradient's GEMM takes a transposing
+  /// copy (torchao's float8_ops: _scaled_mm's second operand column-major).
+  bool weights_gathered_fp8 = false;
   /// How the forward product accumulates; the data- and weight-gradient products accumulate in
   /// full precision. Fast in both implementations: Transformer Engine runs fprop without its
   /// split accumulator and dgrad/wgrad with it (transformer_engine/pytorch/module/base.py:

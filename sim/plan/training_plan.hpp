@@ -143,6 +143,13 @@ struct TrainingPlan {
   /// optimizer states stay as `precision` says, and model FLOPs are counted as in bf16.
   LinearPrecision linear_precision = LinearPrecision::bf16;
   Fp8Implementation fp8_implementation = Fp8Implementation::transformer_engine;
+  /// torchao float8 under FSDP2 (enable_fsdp_float8_all_gather): the linear weights are cast to
+  /// FP8 on their shards and all-gathered at 1 byte per parameter; the forward casts none.
+  bool fsdp_float8_all_gather = false;
+  /// With it, precompute_float8_dynamic_scale_for_fsdp after the optimizer step: one amax pass
+  /// over the shards and one all-reduce of the stacked amaxes per step instead of an amax and a
+  /// scalar all-reduce per weight at every gather.
+  bool float8_precomputed_scales = false;
   Optimizer optimizer = Optimizer::adam;
   long micro_batch = 1;              ///< sequences per micro-batch per model replica
   long accumulation = 1;             ///< micro-batches per optimizer step (pipeline: in flight)

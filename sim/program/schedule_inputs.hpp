@@ -52,6 +52,8 @@ struct ScheduleInputs {
   // torch.compile writes torchao's transposed layouts in the cast kernel; eager code copies.
   f.fused_transpose = te || !p.eager_kernels;
   f.weight_casts_per_micro_batch = te ? 1.0 / static_cast<double>(p.accumulation) : 1.0;
+  f.weights_gathered_fp8 = p.fsdp_float8_all_gather;
+  f.backward_recasts = !te;
   // Megatron-core's TE layer: LayerNormLinear before attention and the MLP, FP8 across the TP
   // group under sequence parallelism (model/fp8_linear.hpp).
   f.norm_writes_input = te;

@@ -1,5 +1,6 @@
 #include "program/sharded_schedule.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
+#include "model/fsdp_float8.hpp"
 
 namespace trainsim::program {
 
@@ -25,6 +27,10 @@ struct Unit {
   int forward_kernels = 0, backward_kernels = 0;  ///< issued by the host (the same split)
   bool tensor_parallel = false;  ///< ends each pass with a TP all-reduce
   bool layer = false;            ///< a transformer layer (its input is checkpointed / offloaded)
+  /// Under torchao's FP8 all-gather: the unit's float8 linear weights (parameters on one TP
+  /// rank, and how many nn.Linear weights), cast on the shards and gathered at 1 byte each.
+  double fp8_params = 0;
+  int fp8_weights = 0;
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -33,6 +39,7 @@ struct UnitCollectives {
   bool backward_gather = true;  ///< gathered again before its backward
   bool reduce = true;           ///< its gradients reduce-scattered after its backward
   double params = 0;            ///< parameters each of them moves
+  double gather_bytes = 0;      ///< what each of its all-gathers moves
 };
 
 std::vector<Unit> units_of(const ScheduleInputs& in) {
@@ -63,6 +70,14 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   }
   for (long l = 0; l < s.layers; ++l)
     units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
+  if (p.fsdp_float8_all_gather)
+    for (auto& u : units)
+      if (u.layer) {
+        // torchao converts every nn.Linear of a block (torchtitan's model: wq, wk, wv, wo and
+        // the MLP's w1, w2, w3); norms stay bf16, and so do the embedding and output head.
+        u.fp8_params = model::linear_weight_parameters(s) / tp;
+        u.fp8_weights = 4 + (s.mlp == model::MlpKind::gelu ? 2 : 3);
+      }
   const auto head = model::head_forward_ops(s, shape);
   units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),
                    ops_duration(model::backward_of(head), dev), model::ops_kernels(head),
@@ -93,11 +108,22 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // Its gradients are reduce-scattered once, after the embedding's backward (its AccumulateGrad
   // hook fires when the whole flat parameter's gradient is complete).
   std::vector<UnitCollectives> moved(n);
-  for (std::size_t u = 0; u < n; ++u) moved[u] = {true, true, true, units[u].params};
+  for (std::size_t u = 0; u < n; ++u)
+    moved[u] = {true, true, true, units[u].params,
+                (units[u].params - units[u].fp8_params) * p.parameter_wire_bytes + units[u].fp8_params};
   if (torch_fsdp) {
-    moved.front() = {true, false, true, units.front().params + units.back().params};
-    moved.back() = {false, false, false, 0};
+    const double root = units.front().params + units.back().params;
+    moved.front() = {true, false, true, root, root * p.parameter_wire_bytes};
+    moved.back() = {false, false, false, 0, 0};
   }
+  // torchao's FP8 all-gather (model/fsdp_float8.hpp): before each gather of a unit with float8
+  // weights its shards are cast on the gather stream (FSDP2's copy-in), after an amax pass and one
+  // scalar MAX all-reduce per weight over the shard group unless the scales were precomputed.
+  const bool fp8_gather = p.fsdp_float8_all_gather;
+  const bool per_weight_amax = fp8_gather && !p.float8_precomputed_scales;
+  // The sharded parameters' dtype (fsdp_mixed: fp32), what the shard casts read.
+  const double shard_dtype_bytes = std::max(p.precision.weights, p.precision.master_weights);
+  constexpr double kAmaxBytes = 4;  // one fp32 amax per weight
   // One process group's collectives share ProcessGroupNCCL's stream (PyTorch FSDP): the
   // reduce-scatters then queue on the gather stream in the order the host issues them.
   const int reduce_stream = torch_fsdp ? kGather : kReduce;
@@ -146,6 +172,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     std::vector<int> tensor_fwd, tensor_bwd, tensor_recompute;   // two per dp index (attention, MLP)
     // Sequence parallelism: the all-gathers before each pass (the passes above reduce-scatter).
     std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // likewise
+    // The first of each group's per-weight amax all-reduces before each gather (FP8 all-gather).
+    std::vector<int> amax_fwd, amax_bwd;  // by group id
   };
   std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
                                             std::vector<UnitCalls>(n));
@@ -153,6 +181,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   struct UnitNames {
     InternedName gather, gather_backward, reduce_scatter, replica_all_reduce;
     InternedName forward, backward, recompute, offload, fetch;
+    InternedName amax, amax_all_reduce, cast, amax_backward, amax_all_reduce_backward, cast_backward;
   };
   std::vector<std::vector<UnitNames>> names(static_cast<std::size_t>(p.accumulation), std::vector<UnitNames>(n));
   for (long mb = 0; mb < p.accumulation; ++mb) {
@@ -170,16 +199,33 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       name.recompute = "recompute " + unit.name + tag;
       name.offload = "offload input " + unit.name + tag;
       name.fetch = "fetch input " + unit.name + tag;
+      if (unit.fp8_weights > 0) {
+        name.amax = "fp8 shard amax " + unit.name + tag;
+        name.amax_all_reduce = "fp8 amax all-reduce " + unit.name + tag;
+        name.cast = "fp8 shard cast " + unit.name + tag;
+        name.amax_backward = "fp8 shard amax " + unit.name + " (backward)" + tag;
+        name.amax_all_reduce_backward = "fp8 amax all-reduce " + unit.name + " (backward)" + tag;
+        name.cast_backward = "fp8 shard cast " + unit.name + " (backward)" + tag;
+      }
       for (long gid = 0; gid < shard_groups; ++gid) {
         const long t = gid % p.tp, replica = gid / p.tp;
         if (shard > 1) {
-          if (moved[u].forward_gather)
-            c.gather_fwd.push_back(add_call(name.gather, collective::Op::all_gather,
-                                            moved[u].params * p.parameter_wire_bytes, shard_group(t, replica)));
-          if (moved[u].backward_gather)
-            c.gather_bwd.push_back(add_call(name.gather_backward,
-                                            collective::Op::all_gather, moved[u].params * p.parameter_wire_bytes,
+          auto amax_calls = [&](InternedName call_name, std::vector<int>& first) {
+            if (!per_weight_amax || unit.fp8_weights == 0) return;
+            first.push_back(static_cast<int>(prog.collectives.size()));
+            for (int w = 0; w < unit.fp8_weights; ++w)
+              add_call(call_name, collective::Op::all_reduce, kAmaxBytes, shard_group(t, replica));
+          };
+          if (moved[u].forward_gather) {
+            amax_calls(name.amax_all_reduce, c.amax_fwd);
+            c.gather_fwd.push_back(add_call(name.gather, collective::Op::all_gather, moved[u].gather_bytes,
                                             shard_group(t, replica)));
+          }
+          if (moved[u].backward_gather) {
+            amax_calls(name.amax_all_reduce_backward, c.amax_bwd);
+            c.gather_bwd.push_back(add_call(name.gather_backward, collective::Op::all_gather, moved[u].gather_bytes,
+                                            shard_group(t, replica)));
+          }
           if (moved[u].reduce)
             c.reduce.push_back(add_call(name.reduce_scatter, collective::Op::reduce_scatter,
                                         moved[u].params * p.gradient_wire_bytes, shard_group(t, replica)));
@@ -221,6 +267,17 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     }
   }
 
+  // precompute_float8_dynamic_scale_for_fsdp's one all-reduce of the stacked amaxes, per shard group.
+  double fp8_shard_params = 0, fp8_weights = 0;
+  for (const auto& u : units) {
+    fp8_shard_params += u.fp8_params / static_cast<double>(shard);
+    fp8_weights += u.fp8_weights;
+  }
+  std::vector<int> precompute_calls;
+  if (p.float8_precomputed_scales && shard > 1)
+    for (long gid = 0; gid < shard_groups; ++gid)
+      precompute_calls.push_back(add_call("float8 precompute amax all-reduce", collective::Op::all_reduce,
+                                          kAmaxBytes * fp8_weights, shard_group(gid % p.tp, gid / p.tp)));
   // The step's passes over this rank's shard: gradient clipping, then the optimizer. The norm's
   // all-reduce between clipping's two passes (one scalar over the shard group, tens of
   // microseconds of latency) is left out.
@@ -250,7 +307,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   std::vector<Bytes> gathered_bytes(n, 0), gradient_bytes(n, 0), reduce_input_bytes(n, 0);
   if (per_unit_memory)
     for (std::size_t u = 0; u < n; ++u) {
-      gathered_bytes[u] = moved[u].params * p.parameter_wire_bytes;
+      gathered_bytes[u] = moved[u].gather_bytes;
       if (!moved[u].reduce) continue;
       gradient_bytes[u] = moved[u].params * (torch_fsdp ? p.parameter_wire_bytes : p.gradient_wire_bytes);
       if (torch_fsdp) {
@@ -326,6 +383,32 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         return after;
       };
       auto sp_gather = [&](const std::vector<int>& by_rank) { return sequence_parallel ? of_rank(by_rank) : kNoCalls; };
+      // The FP8 shard casts (and amax all-reduces) before unit u's gather, after `deps`; returns
+      // what the gather waits for.
+      auto fp8_shard_cast = [&](std::size_t u, InternedName amax_name, InternedName amax_all_reduce,
+                                InternedName cast_name, const std::vector<int>& first_amax,
+                                std::vector<TaskRef> deps) {
+        if (units[u].fp8_weights == 0) return deps;
+        const double elements = units[u].fp8_params / static_cast<double>(shard);
+        auto on_gather_stream = [&](InternedName task_name, const model::Operation& op, int per_weight_kernels) {
+          Task k{task_name, TaskKind::compute, Phase::parameter_sync, ops_duration({op}, in.device), -1, std::move(deps)};
+          k.kernels = per_weight_kernels * units[u].fp8_weights;
+          gather.push_back(std::move(k));
+          deps = {last(gather, kGather)};
+        };
+        if (per_weight_amax) {
+          const model::Operation amax = model::fsdp_float8_shard_amax(elements, shard_dtype_bytes);
+          on_gather_stream(amax_name, amax, amax.kernels);
+          for (int w = 0; w < units[u].fp8_weights; ++w) {
+            gather.push_back({amax_all_reduce, TaskKind::collective, Phase::parameter_sync, 0,
+                              first_amax[static_cast<std::size_t>(shard_gid)] + w, std::move(deps)});
+            deps = {last(gather, kGather)};
+          }
+        }
+        const model::Operation cast = model::fsdp_float8_shard_cast(elements, shard_dtype_bytes);
+        on_gather_stream(cast_name, cast, cast.kernels);
+        return deps;
+      };
       std::vector<TaskRef> reduced;
       for (long mb = 0; mb < p.accumulation; ++mb) {
         const auto& c = calls[mb];
@@ -339,6 +422,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard > 1 && moved[u].forward_gather) {
             std::vector<TaskRef> gdeps;
             if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
+            if (fp8_gather)
+              gdeps = fp8_shard_cast(u, name[u].amax, name[u].amax_all_reduce, name[u].cast, c[u].amax_fwd, gdeps);
             gather.push_back({name[u].gather, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
             gather.back().alloc = gathered_bytes[u];
@@ -369,6 +454,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard <= 1 || !moved[u].backward_gather) return;
           std::vector<TaskRef> gdeps;
           if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
+          if (fp8_gather)
+            gdeps = fp8_shard_cast(u, name[u].amax_backward, name[u].amax_all_reduce_backward, name[u].cast_backward,
+                                   c[u].amax_bwd, gdeps);
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
@@ -435,6 +523,25 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, reduced};
       step.kernels = optimizer_kernels;
       comp.push_back(std::move(step));
+      if (p.float8_precomputed_scales) {
+        // precompute_float8_dynamic_scale_for_fsdp after the step (model/fsdp_float8.hpp): the
+        // amaxes of every float8 shard, one all-reduce of them stacked, the scales.
+        const auto ops = model::float8_precompute_scale_ops(fp8_shard_params, shard_dtype_bytes);
+        Task norm{"float8 precompute amax", TaskKind::compute, Phase::optimizer, ops_duration({ops[0]}, in.device), -1,
+                  {last(comp, kCompute)}};
+        norm.kernels = ops[0].kernels;
+        comp.push_back(std::move(norm));
+        std::vector<TaskRef> after{last(comp, kCompute)};
+        if (shard > 1) {
+          gather.push_back({"float8 precompute amax all-reduce", TaskKind::collective, Phase::parameter_sync, 0,
+                            precompute_calls[static_cast<std::size_t>(shard_gid)], after});
+          after = {last(gather, kGather)};
+        }
+        Task scales{"float8 precompute scales", TaskKind::compute, Phase::optimizer, ops_duration({ops[1]}, in.device),
+                    -1, after};
+        scales.kernels = ops[1].kernels;
+        comp.push_back(std::move(scales));
+      }
       prog.ranks.push_back(std::move(rp));
     }
   // Ranks in global order (rank_of puts TP innermost, and this loop visits d then t).

@@ -227,6 +227,19 @@ plan::TrainingPlan read_training(JsonObject o) {
                             : impl == "torch-fsdp2" ? plan::FsdpImplementation::torch_fsdp2
                                                     : plan::FsdpImplementation::generic;
   }
+  // torchao's float8 under FSDP2 (torchao/float8/fsdp_utils.py): the linear weights' shards are
+  // cast to FP8 before the all-gather (WeightWithDynamicFloat8CastTensor's fsdp_pre_all_gather),
+  // with their scales from a per-step precomputation (precompute_float8_dynamic_scale_for_fsdp).
+  t.fsdp_float8_all_gather = o.boolean_or("fsdp_float8_all_gather", false);
+  t.float8_precomputed_scales = o.boolean_or("float8_precompute_scale", false);
+  if (t.fsdp_float8_all_gather &&
+      (t.linear_precision != plan::LinearPrecision::fp8 || t.fp8_implementation != plan::Fp8Implementation::torchao ||
+       t.fsdp_implementation != plan::FsdpImplementation::torch_fsdp2))
+    o.fail("fsdp_float8_all_gather", "torchao's FP8 all-gather of FSDP2: needs linear_precision \"fp8\", "
+                                     "fp8_implementation \"torchao\", schedule fsdp and fsdp_implementation \"torch-fsdp2\"");
+  if (t.float8_precomputed_scales && !t.fsdp_float8_all_gather)
+    o.fail("float8_precompute_scale", "precomputes the scales of the FP8 all-gather's weights: needs "
+                                      "fsdp_float8_all_gather true (torchao casts no other weight with them)");
   if (o.has("deepspeed_zero3")) {
     if (t.zero3_implementation != plan::Zero3Implementation::deepspeed_0_3)
       o.fail("deepspeed_zero3", "DeepSpeed's stage 3 settings need zero3_implementation \"deepspeed-0.3\"");

@@ -11,6 +11,10 @@
 //   linear_precision    bf16 | fp8 [bf16]: the linear projections' GEMMs (model/fp8_linear.hpp);
 //                       fp8 needs fp8 GEMM samples in the device profile's calibrations
 //   fp8_implementation  with fp8: transformer-engine | torchao (required)
+//   fsdp_float8_all_gather  [false]: torchao float8 under FSDP2 gathers the linear weights in FP8,
+//                       cast on the shards (needs fp8, torchao, fsdp, torch-fsdp2; program/
+//                       sharded_schedule.cpp); float8_precompute_scale [false]: their scales
+//                       once per step after the optimizer (needs fsdp_float8_all_gather)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],

@@ -52,6 +52,7 @@ Fp8Linears torchao(bool compiled) {
   f.enabled = true;
   f.dynamic_scaling = true;
   f.fused_transpose = compiled;
+  f.backward_recasts = true;
   return f;
 }
 
@@ -208,6 +209,40 @@ TEST(Fp8Linear, TorchaoReadsEachTensorForItsAmaxAndEagerCodeTransposesApart) {
   EXPECT_DOUBLE_EQ(tr->bytes, 2 * t * 1024);  // FP8 read and write
   EXPECT_NE(find(eager_back, "ffn_in_weight_fp8_transpose"), nullptr);
   EXPECT_NE(find(eager_back, "ffn_in_grad_output_fp8_transpose"), nullptr);
+}
+
+TEST(Fp8Linear, EagerTorchaoRecastsTheInputAndTheGradientInTheBackwardCompiledCodeDoesNot) {
+  const TransformerSpec s = gpt();
+  const double t = 2 * 512;
+  const auto eager_back = layer_backward_ops(s, shape_with(torchao(false)));
+  // The bf16 input saved by matmul_with_hp_or_float8_args, cast again for the weight gradient,
+  // and the gradient cast a second time: eager chains of six kernels, 33 B per element.
+  const Operation* recast = find(eager_back, "ffn_in_input_fp8_recast");
+  ASSERT_NE(recast, nullptr);
+  EXPECT_DOUBLE_EQ(recast->bytes, 33 * t * 1024);
+  EXPECT_EQ(recast->kernels, 6);
+  ASSERT_NE(find(eager_back, "ffn_in_grad_output_fp8_cast_for_grad_weight"), nullptr);
+  // Compiled: CSE merges them with the first casts.
+  const auto compiled_back = layer_backward_ops(s, shape_with(torchao(true)));
+  EXPECT_EQ(find(compiled_back, "ffn_in_input_fp8_recast"), nullptr);
+  EXPECT_EQ(find(compiled_back, "ffn_in_grad_output_fp8_cast_for_grad_weight"), nullptr);
+  // Transformer Engine keeps its FP8 transposed input: no re-cast.
+  EXPECT_EQ(find(layer_backward_ops(s, shape_with(transformer_engine(1))), "ffn_in_input_fp8_recast"), nullptr);
+}
+
+TEST(Fp8Linear, WeightsGatheredInFp8AreNotCastButTransposedForTheDataGradient) {
+  const TransformerSpec s = gpt();
+  Fp8Linears f = torchao(true);
+  f.weights_gathered_fp8 = true;
+  const auto fwd = layer_forward_ops(s, shape_with(f));
+  EXPECT_EQ(find(fwd, "ffn_in_weight_fp8_cast"), nullptr);
+  EXPECT_NE(find(fwd, "ffn_in_input_fp8_cast"), nullptr);  // activations are still cast
+  const auto back = layer_backward_ops(s, shape_with(f));
+  const Operation* tr = find(back, "ffn_in_weight_fp8_transpose");
+  ASSERT_NE(tr, nullptr);
+  EXPECT_DOUBLE_EQ(tr->bytes, 2 * 1024.0 * 4096);
+  // Without the FP8 gather the compiled cast wrote the transposed weight: no copy.
+  EXPECT_EQ(find(layer_backward_ops(s, shape_with(torchao(true))), "ffn_in_weight_fp8_transpose"), nullptr);
 }
 
 TEST(Fp8Linear, SequenceParallelColumnInputsAreCastBeforeTheGather) {

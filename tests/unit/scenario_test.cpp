@@ -337,6 +337,28 @@ TEST(ScenarioErrors, Fp8UserbuffersNeedTheOverlapAndTransformerEnginesFp8AndAPip
   EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
 }
 
+TEST(ScenarioErrors, Float8AllGatherNeedsTorchaoFp8UnderFsdp2) {
+  json doc = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
+  doc["topology"] = absolute("topologies/p5.48xlarge.json");
+  doc["training"]["float8_precompute_scale"] = true;
+  ConfigError e = error_of(doc, "precompute_only");
+  EXPECT_EQ(e.json_path(), "/training/float8_precompute_scale");
+  EXPECT_TRUE(contains(e.what(), "fsdp_float8_all_gather")) << e.what();
+  doc["training"].erase("float8_precompute_scale");
+  doc["training"]["fsdp_float8_all_gather"] = true;  // the bf16 points: no FP8 linears
+  e = error_of(doc, "bf16");
+  EXPECT_EQ(e.json_path(), "/training/fsdp_float8_all_gather");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp2")) << e.what();
+  doc["training"]["linear_precision"] = "fp8";
+  doc["training"]["fp8_implementation"] = "transformer-engine";
+  e = error_of(doc, "te");
+  EXPECT_EQ(e.json_path(), "/training/fsdp_float8_all_gather");
+  doc["training"]["fp8_implementation"] = "torchao";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  e = error_of(doc, "fsdp1");
+  EXPECT_EQ(e.json_path(), "/training/fsdp_float8_all_gather");
+}
+
 TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
   const auto dev = model::load_device_profile("topologies/devices/h100-80gb.json");
   ASSERT_NE(model::gemm_curve(dev, model::Dtype::fp8), nullptr);

@@ -197,6 +197,86 @@ TEST(ShardedSchedule, TorchFsdp2SchedulesAsFsdp1) {
   EXPECT_EQ(names_on(build_program(in).ranks[0].streams[1]), fsdp1);
 }
 
+ScheduleInputs torchao_fsdp2(bool fp8_gather, bool precomputed) {
+  ScheduleInputs in = torch_fsdp1(4, 4);
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
+  in.plan.linear_precision = plan::LinearPrecision::fp8;
+  in.plan.fp8_implementation = plan::Fp8Implementation::torchao;
+  in.plan.fsdp_float8_all_gather = fp8_gather;
+  in.plan.float8_precomputed_scales = precomputed;
+  in.device = model::load_device_profile("topologies/devices/h100-80gb.json");  // fp8 GEMM samples
+  return in;
+}
+
+double call_bytes(const Program& prog, const std::string& name) {
+  for (const auto& c : prog.collectives)
+    if (c.name == name) return c.size;
+  ADD_FAILURE() << "no call " << name;
+  return 0;
+}
+
+int calls_named(const Program& prog, const std::string& name, int rank) {
+  int k = 0;
+  for (const auto& c : prog.collectives)
+    if (c.name == name && c.group.front() == rank) ++k;
+  return k;
+}
+
+TEST(ShardedSchedule, TorchaoFp8AllGatherMovesLinearWeightsAtOneByte) {
+  const ScheduleInputs bf16_in = torchao_fsdp2(false, false);
+  const Program bf16 = build_program(bf16_in);
+  const Program fp8 = build_program(torchao_fsdp2(true, false));
+  validate(fp8);
+  const double linear = model::linear_weight_parameters(bf16_in.model);
+  // A layer's linear weights go from 2 bytes to 1; its norms stay bf16.
+  EXPECT_DOUBLE_EQ(call_bytes(bf16, "all-gather layer 0 mb0") - call_bytes(fp8, "all-gather layer 0 mb0"), linear);
+  EXPECT_DOUBLE_EQ(call_bytes(bf16, "all-gather layer 1 (backward) mb0") -
+                       call_bytes(fp8, "all-gather layer 1 (backward) mb0"),
+                   linear);
+  // The root unit (embedding and head) stays bf16; the reduce-scatters keep their dtype.
+  EXPECT_DOUBLE_EQ(call_bytes(fp8, "all-gather embedding mb0"), call_bytes(bf16, "all-gather embedding mb0"));
+  EXPECT_DOUBLE_EQ(call_bytes(fp8, "reduce-scatter layer 0 mb0"), call_bytes(bf16, "reduce-scatter layer 0 mb0"));
+}
+
+TEST(ShardedSchedule, TorchaoFp8AllGatherCastsEachShardAfterPerWeightAmaxAllReduces) {
+  const Program prog = build_program(torchao_fsdp2(true, false));
+  const auto& g = prog.ranks[0].streams[1];
+  // Each gather of a layer: amax pass, a scalar all-reduce per weight (the tiny model's GELU MLP:
+  // wq wk wv wo and two MLP linears), the cast.
+  const int cast = index_of(g, "fp8 shard cast layer 0 mb0");
+  EXPECT_TRUE(waits_for(find(g, "all-gather layer 0 mb0"), 1, cast));
+  EXPECT_TRUE(waits_for(g.tasks[static_cast<std::size_t>(cast)], 1, cast - 1));
+  EXPECT_EQ(g.tasks[static_cast<std::size_t>(cast - 1)].name, "fp8 amax all-reduce layer 0 mb0");
+  EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 mb0", 0), 6);
+  EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 (backward) mb0", 0), 6);
+  EXPECT_DOUBLE_EQ(call_bytes(prog, "fp8 amax all-reduce layer 0 mb0"), 4);
+  EXPECT_EQ(find(g, "fp8 shard amax layer 0 mb0").kernels, 2 * 6);
+  EXPECT_EQ(find(g, "fp8 shard cast layer 1 (backward) mb0").kernels, 3 * 6);
+  // The root unit has no float8 weights: nothing cast before its gather.
+  for (const auto& t : g.tasks) EXPECT_EQ(t.name.str().find("embedding mb0") != std::string::npos &&
+                                              t.name.str().find("fp8") != std::string::npos,
+                                          false);
+  EXPECT_EQ(calls_named(prog, "float8 precompute amax all-reduce", 0), 0);
+}
+
+TEST(ShardedSchedule, PrecomputedFloat8ScalesReplaceThePerWeightAmaxByOneAllReducePerStep) {
+  const ScheduleInputs in = torchao_fsdp2(true, true);
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[0];
+  EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 mb0", 0), 0);
+  for (const auto& t : r.streams[1].tasks) EXPECT_EQ(t.name.str().find("fp8 shard amax"), std::string::npos);
+  EXPECT_TRUE(waits_for(find(r.streams[1], "all-gather layer 0 mb0"), 1,
+                        index_of(r.streams[1], "fp8 shard cast layer 0 mb0")));
+  // After the optimizer: the amax pass, one all-reduce of 2 layers x 6 amaxes, the scales.
+  const auto& comp = r.streams[0];
+  EXPECT_EQ(comp.tasks[comp.tasks.size() - 3].name, "optimizer step (shard)");
+  EXPECT_EQ(comp.tasks[comp.tasks.size() - 2].name, "float8 precompute amax");
+  EXPECT_EQ(comp.tasks.back().name, "float8 precompute scales");
+  EXPECT_EQ(calls_named(prog, "float8 precompute amax all-reduce", 0), 1);
+  EXPECT_DOUBLE_EQ(call_bytes(prog, "float8 precompute amax all-reduce"), 4.0 * 2 * 6);
+}
+
 TEST(ShardedSchedule, TorchFsdp1HybridShardingAllReducesOnTheReplicaStream) {
   const Program prog = build_program(torch_fsdp1(4, 2));
   validate(prog);
