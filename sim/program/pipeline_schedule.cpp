@@ -631,10 +631,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // One ring step: every TP rank sends the shard it holds to the next and receives
             // the previous rank's, one call over the TP group (collective::Op::ring_exchange),
             // so the group's ranks keep identical programs and fold into one class.
-            auto ring_step = [&](Bytes shard, TaskDeps after) {
+            auto ring_step = [&](Bytes chunk, TaskDeps after) {
               const InternedName& name = labels[n++];
               return push(kRing, {name, TaskKind::collective, phase, 0,
-                                  tp_call(name, collective::Op::ring_exchange, shard), std::move(after)});
+                                  tp_call(name, collective::Op::ring_exchange, chunk), std::move(after)});
             };
             for (const CostedPiece& c : pieces) {
               // The userbuffers' wire bytes: FP8 or bf16 per buffer (tp_comm_overlap.hpp).

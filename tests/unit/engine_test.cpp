@@ -143,7 +143,7 @@ TEST_F(EngineTest, AHostTaskDelaysWhatWaitsForItButUsesNoDevice) {
   EXPECT_TRUE(r.completed);
   ASSERT_EQ(r.records.size(), 3u);
   for (const auto& rec : r.records)
-    if (rec.stream < 2) EXPECT_NEAR(rec.end, 1.0, 1e-9);
+    if (rec.stream < 2) { EXPECT_NEAR(rec.end, 1.0, 1e-9); }
   // b shares the accelerator with nothing: 0.5 s after the host's 1 s.
   EXPECT_NEAR(r.makespan, 1.5, 1e-9);
 }

@@ -105,7 +105,7 @@ TEST(Fp8Linear, ProjectionsRunInFp8AttentionStaysBf16AndFlopsAreUnchanged) {
   EXPECT_DOUBLE_EQ(gemm_flops(back), gemm_flops(layer_backward_ops(s, shape_with({}))));
   // The head's vocabulary projection stays bf16 (neither implementation casts it).
   for (const auto& op : head_forward_ops(s, shape_with(transformer_engine(1))))
-    if (op.kind == OpKind::gemm) EXPECT_EQ(op.dtype, Dtype::bf16);
+    if (op.kind == OpKind::gemm) { EXPECT_EQ(op.dtype, Dtype::bf16); }
 }
 
 TEST(Fp8Linear, TransformerEngineCastsTransposeInOneKernelAndWeightsOncePerStep) {

@@ -291,8 +291,9 @@ TEST(PipelineProgram, TensorParallelZero2ReduceScattersEveryMicroBatchsGradients
       EXPECT_NE(dep.name.str().find("mb" + std::to_string(k)), std::string::npos) << dep.name.str();
     }
   // Every micro-batch reduces every gradient (layers, embedding, head: TP 2, bf16).
-  const double params = (layers * model::parameters_per_layer(in.model) + model::embedding_parameters(in.model) +
-                         model::head_parameters(in.model)) / 2;
+  const double params = (static_cast<double>(layers) * model::parameters_per_layer(in.model) +
+                         model::embedding_parameters(in.model) + model::head_parameters(in.model)) /
+                        2;
   EXPECT_DOUBLE_EQ(reduced, static_cast<double>(m) * 2 * params);
   EXPECT_EQ(prog.collectives[dp.back().collective].op, collective::Op::all_gather);
   EXPECT_EQ(r.streams[kCompute].tasks.back().name, "optimizer step (shard)");
@@ -639,8 +640,9 @@ TEST(PipelineProgram, OverlappedParameterGatherOpensTheStepBucketByBucket) {
   EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
   EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
   for (const auto& t : comp.tasks)
-    if (t.name.str().find("mb1") != std::string::npos)
+    if (t.name.str().find("mb1") != std::string::npos) {
       for (const auto& dep : t.deps) EXPECT_NE(dep.stream, kDataParallel) << t.name;
+    }
   // Stage 1 gathers when its first activation has arrived (received, then all-gathered over TP:
   // scatter/gather).
   const auto& last = prog.ranks[5];

@@ -54,7 +54,7 @@ TEST(TpCommOverlap, BackwardRingsBeforeTheRowParallelDgradsAndBulkAroundTheColum
     if (p.kind != Kind::compute) overlapped_gemms.push_back(p.ops.front().name);
   EXPECT_EQ(overlapped_gemms, (std::vector<std::string>{"ffn_out_dgrad", "ffn_in_dgrad", "attn_out_dgrad", "qkv_dgrad"}));
   for (const auto& p : pieces)
-    if (p.kind == Kind::bulk) EXPECT_EQ(p.ops.size(), 2u);
+    if (p.kind == Kind::bulk) { EXPECT_EQ(p.ops.size(), 2u); }
 }
 
 TEST(TpCommOverlap, AChunkIsOneTpthOfTheRows) {
@@ -141,7 +141,7 @@ TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
     const auto& call = p.collectives[static_cast<std::size_t>(step.collective)];
     EXPECT_EQ(call.op, collective::Op::ring_exchange);
     EXPECT_EQ(call.group, (std::vector<int>{0, 1, 2, 3}));
-    if (k > 0) EXPECT_TRUE((step.deps == TaskDeps{TaskRef{ring_index, steps[static_cast<std::size_t>(k - 1)]}}));
+    if (k > 0) { EXPECT_TRUE((step.deps == TaskDeps{TaskRef{ring_index, steps[static_cast<std::size_t>(k - 1)]}})); }
     const Task& chunk = compute->tasks[static_cast<std::size_t>(chunks[static_cast<std::size_t>(k + 1)])];
     EXPECT_TRUE((chunk.deps == TaskDeps{TaskRef{0, chunks[static_cast<std::size_t>(k)]},
                                         TaskRef{ring_index, steps[static_cast<std::size_t>(k)]}}))
@@ -163,23 +163,26 @@ TEST(TpCommOverlap, UserbuffersMoveFp8WhereTransformerEngineAllocatesThemInFp8) 
   const auto forward = model::layer_forward_ops(in.model, shape_of(in));
   const auto backward = model::layer_backward_ops(in.model, shape_of(in));
   for (const auto& p : tp_overlap_pieces(forward, true))
-    if (p.kind != Kind::compute) EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name;
+    if (p.kind != Kind::compute) { EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name; }
   const UserbufferPrecision proj_fp8{true, true, false};
   for (const auto& p : tp_overlap_pieces(forward, true, proj_fp8)) {
-    if (p.kind == Kind::ring_gather) EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;
-    if (p.kind == Kind::pipelined_scatter)
+    if (p.kind == Kind::ring_gather) { EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name; }
+    if (p.kind == Kind::pipelined_scatter) {
       EXPECT_EQ(p.scatter_bytes, p.ops.front().name == "attn_out" ? 1 : 2) << p.ops.front().name;
+    }
   }
   const UserbufferPrecision fc2_fp8{true, false, true};
-  for (const auto& p : tp_overlap_pieces(forward, true, fc2_fp8))
-    if (p.kind == Kind::pipelined_scatter)
+  for (const auto& p : tp_overlap_pieces(forward, true, fc2_fp8)) {
+    if (p.kind == Kind::pipelined_scatter) {
       EXPECT_EQ(p.scatter_bytes, p.ops.front().name == "ffn_out" ? 1 : 2) << p.ops.front().name;
+    }
+  }
   // fp8_buf means nothing without FP8: TE allocates the buffer in the activation dtype.
   for (const auto& p : tp_overlap_pieces(forward, true, {false, true, true}))
-    if (p.kind != Kind::compute) EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name;
+    if (p.kind != Kind::compute) { EXPECT_TRUE(p.gather_bytes == 2 && p.scatter_bytes == 2) << p.ops.front().name; }
   int bulk = 0;
   for (const auto& p : tp_overlap_pieces(backward, false, {true, true, true})) {
-    if (p.kind == Kind::ring_gather) EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;  // proj/fc2_dgrad
+    if (p.kind == Kind::ring_gather) { EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name; }  // proj/fc2_dgrad
     if (p.kind == Kind::bulk) {
       ++bulk;
       EXPECT_EQ(p.gather_bytes, 1) << p.ops.front().name;   // the re-gathered FP8 norm output
