@@ -207,8 +207,9 @@ TEST(LayerComparison, H100CalibrationPredictsLayerNormsAtTheLayerNormSamplesRate
   ASSERT_GT(bwd_rate, 0);
   int residuals = 0;
   for (const auto& op : bwd) {
-    if (op.kernel == "layer_norm_bwd")
+    if (op.kernel == "layer_norm_bwd") {
       EXPECT_NEAR(model::op_duration(op, dev), op.bytes / bwd_rate + *c.launch_overhead, 1e-12);
+    }
     if (op.kernel == "residual_add_bwd") {
       ++residuals;
       EXPECT_NEAR(model::op_duration(op, dev), op.bytes / *c.memory_bandwidth + *c.launch_overhead, 1e-12);
