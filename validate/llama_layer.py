@@ -92,6 +92,13 @@ def time_passes(torch, run, layer, x, cos, sin, g, min_ms=100.0):
     return cuda_time_us(fwd, torch, min_ms=min_ms), cuda_time_us(fwd_bwd, torch, min_ms=min_ms)
 
 
+def time_module(torch, module, compiled, seq, batch, fullgraph=False, min_ms=200.0):
+    """time_passes of a layer-shaped module on fresh inputs, eager or under torch.compile."""
+    x, cos, sin, g = inputs(torch, seq, batch)
+    run = torch.compile(module, fullgraph=fullgraph) if compiled else module
+    return time_passes(torch, run, module, x, cos, sin, g, min_ms=min_ms)
+
+
 def layer_arguments(description):
     """The command line the Llama-layer scripts share: --out FILE, --seq, --batch."""
     import argparse

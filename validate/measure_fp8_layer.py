@@ -58,10 +58,7 @@ def fp8_linear_class(torch):
 
 
 def time_layer(torch, F, linear, compiled, seq, batch):
-    layer = llama_layer.build(torch, F, linear)
-    x, cos, sin, g = llama_layer.inputs(torch, seq, batch)
-    run = torch.compile(layer) if compiled else layer
-    return llama_layer.time_passes(torch, run, layer, x, cos, sin, g, min_ms=200.0)
+    return llama_layer.time_module(torch, llama_layer.build(torch, F, linear), compiled, seq, batch)
 
 
 def main():

@@ -74,10 +74,7 @@ def time_variant(torch, F, linears, compiled, seq, batch, fullgraph=True):
     layer = llama_layer.build(torch, F, lambda i, o: torch.nn.Linear(i, o, bias=False))
     if linears == "torchao-fp8":
         layer = float8_converted(torch, layer)
-    block = checkpointed(torch, layer)
-    run = torch.compile(block, fullgraph=fullgraph) if compiled else block
-    x, cos, sin, g = llama_layer.inputs(torch, seq, batch)
-    return llama_layer.time_passes(torch, run, block, x, cos, sin, g, min_ms=200.0)
+    return llama_layer.time_module(torch, checkpointed(torch, layer), compiled, seq, batch, fullgraph=fullgraph)
 
 
 def main():
