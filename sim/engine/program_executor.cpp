@@ -64,7 +64,7 @@ public:
           for (const auto& t : s.tasks)
             TRAINSIM_CHECK(t.kind != TaskKind::host_copy,
                            "task " + t.name + " copies to host memory, but the topology's node has no cpu vertex");
-    merge_calls(plan);
+    for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
       std::vector<std::vector<Seconds>> done;
@@ -405,75 +405,61 @@ private:
     return routes_.emplace(key, std::move(r)).first->second;
   }
 
-  /// Where a flow stands among the planned calls: set, instance, phase, flow.
+  /// Where a flow stands in a merged call's plans: instance, phase, flow.
   struct FlowAt {
-    std::size_t set, instance, phase, flow;
+    std::size_t instance, phase, flow;
   };
-  using FlowShape = std::tuple<std::size_t, std::size_t, Bytes, std::size_t, double, double>;
+  using FlowShape = std::tuple<std::size_t, Bytes, std::size_t, double, double>;
   using Shape = std::vector<FlowShape>;
-  using Keep = std::vector<std::vector<std::vector<char>>>;  ///< [instance][phase][flow]
 
-  /// What makes flows interchangeable: planned set, phase, bytes, route length, narrowest link
-  /// and the route's latency (CM02 weighs a flow's share by it).
-  [[nodiscard]] FlowShape flow_shape(const FlowAt& at, const collective::Flow& f) {
+  /// What makes flows interchangeable: phase, bytes, route length, narrowest link and the
+  /// route's latency (CM02 weighs a flow's share by it).
+  [[nodiscard]] FlowShape flow_shape(std::size_t phase, const collective::Flow& f) {
     const auto& r = route(f.src, f.dst);
-    return {at.set, at.phase, f.bytes, r.links.size(), r.narrowest, r.latency};
+    return {phase, f.bytes, r.links.size(), r.narrowest, r.latency};
   }
 
-  /// Which flows of the planned calls must be sent, per planned set as keep[instance][phase][flow].
-  /// Flows that share a link form a component, across every call of the step (whichever
-  /// collective they belong to, since calls run concurrently: a ring step beside a pipeline send
-  /// on one NVLink port); a component that touches no class representative and whose shape
-  /// (sorted flow shapes) equals a kept component's is dropped: it runs on links of its own, in
-  /// step with a kept twin, so simulating it would change nothing but the simulator's cost
-  /// (every other node's tensor-parallel traffic, every other rail of a data-parallel ring).
-  /// Components are taken over the whole step, not call by call: a flow dropped as its own
-  /// call's twin could share a link with another call's kept flow, which would then run
-  /// uncontended where the job's runs contended (folded and unfolded step times drifted apart).
-  [[nodiscard]] std::vector<Keep> flows_to_simulate() {
-    std::vector<Keep> keep(planned_.size());
+  /// Which flows of a merged call's instances (one per original call) must be sent, as
+  /// keep[instance][phase][flow]. Flows that share a link form a component, across instances
+  /// and phases; a component that touches no class representative and whose shape (sorted
+  /// flow shapes) equals a kept component's is dropped: it runs on links of its own, in step
+  /// with a kept twin, so simulating it would change nothing but the simulator's cost (every
+  /// other NVLink pair of a ring, every other node pair of its inter-node hops, another node's
+  /// tensor-parallel all-reduce, another replica's stage-to-stage sends). Everything else is
+  /// sent and contends on the platform as in the job.
+  [[nodiscard]] std::vector<std::vector<std::vector<char>>> flows_to_simulate(
+      const std::vector<collective::CollectivePlan>& plans) {
+    std::vector<std::vector<std::vector<char>>> keep(plans.size());
     std::vector<FlowAt> at;
-    for (std::size_t s = 0; s < planned_.size(); ++s) {
-      const auto& plans = planned_[s];
-      keep[s].resize(plans.size());
-      for (std::size_t i = 0; i < plans.size(); ++i) {
-        keep[s][i].resize(plans[i].phases.size());
-        for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
-          keep[s][i][p].assign(plans[i].phases[p].flows.size(), 1);
-          for (std::size_t f = 0; f < plans[i].phases[p].flows.size(); ++f) at.push_back({s, i, p, f});
-        }
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      keep[i].resize(plans[i].phases.size());
+      for (std::size_t p = 0; p < plans[i].phases.size(); ++p) {
+        keep[i][p].assign(plans[i].phases[p].flows.size(), 1);
+        for (std::size_t f = 0; f < plans[i].phases[p].flows.size(); ++f) at.push_back({i, p, f});
       }
     }
-    auto flow = [&](const FlowAt& x) -> const collective::Flow& {
-      return planned_[x.set][x.instance].phases[x.phase].flows[x.flow];
+    const std::size_t n = at.size();
+    if (n < 2) return keep;
+    auto flow = [&](std::size_t x) -> const collective::Flow& {
+      return plans[at[x].instance].phases[at[x].phase].flows[at[x].flow];
     };
-    // Links joined by the flows that cross them.
-    std::unordered_map<const sg4::Link*, std::size_t> link_index;
-    std::vector<std::size_t> parent;
-    auto index_of = [&](const sg4::Link* l) {
-      const auto [it, fresh] = link_index.emplace(l, parent.size());
-      if (fresh) parent.push_back(parent.size());
-      return it->second;
-    };
+    std::vector<std::size_t> parent(n);
+    std::iota(parent.begin(), parent.end(), 0);
     auto find = [&](std::size_t x) {
       while (parent[x] != x) x = parent[x] = parent[parent[x]];
       return x;
     };
-    for (const auto& x : at) {
-      const auto& links = route(flow(x).src, flow(x).dst).links;
-      if (links.empty()) continue;
-      const std::size_t first = index_of(links.front());
-      for (std::size_t k = 1; k < links.size(); ++k) {
-        const auto a = find(first), b = find(index_of(links[k]));
-        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    std::unordered_map<const sg4::Link*, std::size_t> first_user;
+    for (std::size_t x = 0; x < n; ++x)
+      for (const auto* l : route(flow(x).src, flow(x).dst).links) {
+        auto [it, fresh] = first_user.emplace(l, x);
+        if (!fresh) {
+          const auto a = find(it->second), b = find(x);
+          if (a != b) parent[std::max(a, b)] = std::min(a, b);
+        }
       }
-    }
-    // Flows by component (the root of their links); a flow without links is always sent.
-    std::map<std::size_t, std::vector<std::size_t>> components;
-    for (std::size_t x = 0; x < at.size(); ++x) {
-      const auto& links = route(flow(at[x]).src, flow(at[x]).dst).links;
-      if (!links.empty()) components[find(link_index.at(links.front()))].push_back(x);
-    }
+    std::map<std::size_t, std::vector<std::size_t>> components;  // root -> flows, ascending
+    for (std::size_t x = 0; x < n; ++x) components[find(x)].push_back(x);
     if (components.size() < 2) return keep;
     auto is_representative = [&](int r) {
       return fold_.representative[static_cast<std::size_t>(fold_.class_of_rank[static_cast<std::size_t>(r)])] == r;
@@ -484,9 +470,9 @@ private:
       bool has_representative = false;
       Shape shape;
       for (std::size_t x : members) {
-        const auto& f = flow(at[x]);
+        const auto& f = flow(x);
         has_representative = has_representative || is_representative(f.src) || is_representative(f.dst);
-        shape.push_back(flow_shape(at[x], f));
+        shape.push_back(flow_shape(at[x].phase, f));
       }
       std::sort(shape.begin(), shape.end());
       if (has_representative)
@@ -496,7 +482,7 @@ private:
     }
     for (auto& [members, shape] : candidates)
       if (!kept_shapes.insert(std::move(shape)).second)
-        for (std::size_t x : *members) keep[at[x].set][at[x].instance][at[x].phase][at[x].flow] = 0;
+        for (std::size_t x : *members) keep[at[x].instance][at[x].phase][at[x].flow] = 0;
     return keep;
   }
 
@@ -528,54 +514,37 @@ private:
     return plan;
   }
 
-  /// Plans every call each merged call stands for (calls with the same op, size and groups,
-  /// every layer's tensor-parallel all-reduce or ring step, are planned once and share their
-  /// flows), decides which flows are sent over the whole step (flows_to_simulate) and makes the
-  /// barriers of calls that several classes take part in.
-  void merge_calls(const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
-    std::map<CallsKey, std::size_t> set_of_key;
-    std::vector<std::size_t> set_of_merged;
-    std::vector<std::size_t> first_merged;  // planned set -> the first merged call planned into it
-    for (std::size_t m = 0; m < fold_.calls.size(); ++m) {
-      const auto& calls = fold_.calls[m];
-      CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
-                   prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
-      for (int c : calls) {
-        const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
-        if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
-        std::get<2>(key).insert(std::get<2>(key).end(), call.group.begin(), call.group.end());
-        std::get<2>(key).push_back(-1);
-      }
-      if (std::get<1>(key) >= 0)
-        if (auto it = set_of_key.find(key); it != set_of_key.end()) {
-          set_of_merged.push_back(it->second);
-          continue;
-        }
-      set_of_merged.push_back(planned_.size());
-      if (std::get<1>(key) >= 0) set_of_key.emplace(std::move(key), planned_.size());
-      planned_.push_back(planned_instances(calls, plan));
-      first_merged.push_back(m);
+  /// Plans every call a merged call stands for and keeps the flows that must be simulated
+  /// (flows_to_simulate: twins of kept flows on links of their own are not sent).
+  MergedCollective merge_calls(std::size_t merged,
+                               const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
+    const auto& calls = fold_.calls[merged];
+    // Calls with the same op, size and groups have the same flows: every layer's tensor-parallel
+    // all-reduce, every micro-batch's send between two stages. Plan and prune them once.
+    CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
+                 prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
+    for (int c : calls) {
+      const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
+      if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
+      std::get<2>(key).insert(std::get<2>(key).end(), call.group.begin(), call.group.end());
+      std::get<2>(key).push_back(-1);
     }
-    const auto keep = flows_to_simulate();
-    std::vector<std::shared_ptr<const MergedFlows>> flows;
-    for (std::size_t s = 0; s < planned_.size(); ++s)
-      flows.push_back(std::make_shared<const MergedFlows>(merged_flows(fold_.calls[first_merged[s]], planned_[s], keep[s])));
-    planned_.clear();
-    for (std::size_t m = 0; m < fold_.calls.size(); ++m) {
-      MergedCollective mc;
-      mc.flows = flows[set_of_merged[m]];
-      const auto taking_part = static_cast<unsigned>(fold_.classes_of[m].size());
-      if (taking_part > 1) {
-        mc.arrival = sg4::Barrier::create(taking_part);
-        for (std::size_t p = 0; p < mc.flows->phases.size(); ++p) mc.phase_end.push_back(sg4::Barrier::create(taking_part));
-      }
-      collectives_.push_back(std::move(mc));
+    MergedCollective mc;
+    if (std::get<1>(key) >= 0)
+      if (auto it = merged_flows_.find(key); it != merged_flows_.end()) mc.flows = it->second;
+    if (!mc.flows) {
+      mc.flows = std::make_shared<const MergedFlows>(merged_phases(calls, plan));
+      if (std::get<1>(key) >= 0) merged_flows_.emplace(std::move(key), mc.flows);
     }
+    const auto taking_part = static_cast<unsigned>(fold_.classes_of[merged].size());
+    if (taking_part > 1) {
+      mc.arrival = sg4::Barrier::create(taking_part);
+      for (std::size_t p = 0; p < mc.flows->phases.size(); ++p) mc.phase_end.push_back(sg4::Barrier::create(taking_part));
+    }
+    return mc;
   }
 
-  /// The plan of each call a merged call stands for; calls whose groups sit on nodes alike
-  /// reuse one plan, relabelled.
-  [[nodiscard]] std::vector<collective::CollectivePlan> planned_instances(
+  [[nodiscard]] MergedFlows merged_phases(
       const std::vector<int>& calls,
       const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
     std::vector<collective::CollectivePlan> plans;
@@ -597,12 +566,7 @@ private:
                            "collective " + call.name + " has a flow from a rank outside its group");
       }
     }
-    return plans;
-  }
-
-  /// A merged call's flows to send, by phase and sending class, and each phase's latency.
-  [[nodiscard]] MergedFlows merged_flows(const std::vector<int>& calls, const std::vector<collective::CollectivePlan>& plans,
-                                         const Keep& keep) const {
+    const auto keep = flows_to_simulate(plans);
     MergedFlows merged;
     auto& phases = merged.phases;
     for (const auto& pl : plans) merged.channels = std::max(merged.channels, pl.channels);
@@ -635,7 +599,7 @@ private:
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::unordered_map<std::uint64_t, Route> routes_;
-  std::vector<std::vector<collective::CollectivePlan>> planned_;  ///< while merging: per distinct set of calls
+  std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
   // Per class:
   static constexpr Seconds kNotDone = -1;
   std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished

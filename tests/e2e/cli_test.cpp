@@ -530,29 +530,4 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   }
 }
 
-TEST(CliFolding, FoldedRunsMatchWithTpOverlapAcrossStagesSharingNodes) {
-  // NeMo's GPT-3 175B layout on DGX H100 (TP 4, so two pipeline stages share each node, PP 8
-  // interleaved, DP 4) with Transformer Engine's TP overlap, shortened to 48 layers and 8
-  // micro-batches: userbuffers ring steps share NVLink ports with pipeline sends, and pipeline
-  // sends share node uplinks with data-parallel rings. Flows dropped as one call's twins once
-  // left another call's flows uncontended (0.542219 s folded, 0.542309 s every rank).
-  json nemo = json::parse(read_text("scenarios/nemo-h100-fp8.json"));
-  nemo["topology"] = (fs::current_path() / "topologies/dgx-h100-ib.json").string();
-  json row;
-  for (const auto& p : nemo["points"])
-    if (p["label"] == "GPT3-175B, 128 GPUs") row = p;
-  ASSERT_FALSE(row.is_null());
-  row["model"]["layers"] = 48;
-  row["training"]["virtual_stages"] = 3;
-  row["training"]["gradient_accumulation"] = 8;
-  nemo["points"] = json::array({row});
-  const std::string scenario = temp_path("nemo-175b-folding.json");
-  std::ofstream(scenario) << nemo.dump(2);
-  const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
-  const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
-  ASSERT_EQ(folded.status, 0) << folded.err;
-  ASSERT_EQ(every_rank.status, 0) << every_rank.err;
-  EXPECT_EQ(folded.out, every_rank.out);
-}
-
 }  // namespace
