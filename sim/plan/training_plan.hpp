@@ -197,6 +197,13 @@ struct TrainingPlan {
   /// receiving stage all-gathers it over TP (Megatron's scatter/gather optimisation, on by
   /// default in 2021: --no-scatter-gather-tensors-in-pipeline turns it off).
   bool pipeline_scatter_gather = true;
+  /// Megatron-core's overlap_p2p_comm (interleaved schedule, batch_p2p_comm off): the stage
+  /// exchanges are isend/irecv left in flight, each waited for by the compute stream where its
+  /// tensor is needed, with no torch.cuda.synchronize (program/pipeline_exchanges.hpp).
+  bool overlap_p2p_comm = false;
+  /// Transformer Engine's FP8 amax reduction over the TP group only (Megatron-core's
+  /// tp_only_amax_red); otherwise over the stage's TP x DP group (model/fp8_amax_reduction.hpp).
+  bool fp8_amax_tp_only = false;
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::fused;
   /// torch.nn.utils.clip_grad_norm_ before the optimizer step: a foreach norm of the rank's
   /// gradients and a scale pass that runs every step (model::torch_clip_grad_norm_ops).

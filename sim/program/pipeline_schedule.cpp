@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
+#include "model/fp8_amax_reduction.hpp"
 #include "program/pipeline_exchanges.hpp"
 #include "program/tp_comm_overlap.hpp"
 
@@ -31,7 +33,7 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
 /// if the rank is the first member to get there. A stage's first rank records these in the order
 /// it asks; the stage's other ranks, which share its body, replay them for their own groups.
 struct CallRequest {
-  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel };
+  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel, amax };
   Group group = Group::tensor;
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
@@ -44,7 +46,7 @@ struct CallRequest {
 /// One rank's place in the sequences of calls its groups make.
 struct RankCalls {
   long d = 0, t = 0;
-  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0;
+  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0, amax = 0;
 };
 
 Program build_pipeline(const ScheduleInputs& in, bool share);
@@ -141,7 +143,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // over its TP group; without it every TP rank sends the whole tensor.
   const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
-  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine);
+  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
   // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
   // instruction order (pipeline_exchanges): with bf16 its BF16_Optimizer adds each micro-batch's
   // bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
@@ -269,6 +271,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // (SUM), one fp32 each, by data-parallel index, in issue order.
   const bool model_parallel_scalars = (megatron_optimizer || hp_grad_accumulation) && pp * tp > 1;
   std::vector<std::vector<int>> model_parallel_calls(static_cast<std::size_t>(L.dp));
+  // Transformer Engine's FP8 amax reductions (model/fp8_amax_reduction.hpp): at the end of every
+  // chunk's forward and backward, over the stage's TP x DP group (by stage) or with
+  // tp_only_amax_red the TP group (by stage and dp index), in issue order; none where the group
+  // is one rank (TE skips the all-reduce), though the two kernels run.
+  const bool amax_reduction = shape.fp8.enabled && p.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  const bool amax_all_reduce = amax_reduction && (p.fp8_amax_tp_only ? tp : tp * L.dp) > 1;
+  std::vector<std::vector<int>> amax_calls(static_cast<std::size_t>(pp * L.dp));
   for (long stage = 0; stage < pp; ++stage) {
     // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
     const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
@@ -323,6 +332,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
       std::vector<InternedName> recomputes;      // backward: each layer's core attention again
       InternedName tp_gather, tp_reduce, tp_regather, tp_restore_output, accumulate;
+      InternedName amax_concat, amax_reduce, amax_update;  // TE's FP8 amax reduction at the pass's end
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
@@ -348,6 +358,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         names.accumulate = "fp32 gradient accumulation" + tag;
       }
       names.tp_reduce = (sequence_parallel ? "tp reduce-scatter" : "tp all-reduce") + tag;
+      if (amax_reduction) {
+        names.amax_concat = "fp8 amax concat" + tag;
+        names.amax_reduce = "fp8 amax all-reduce" + tag;
+        names.amax_update = "fp8 amax and scale update" + tag;
+      }
       if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
       const long vs = slot.chunk * pp + stage;
       const std::string pass = slot.forward ? "forward" : "backward";
@@ -423,6 +438,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           return calls[sequence++];
         }
+        case G::amax: {
+          auto& calls = amax_calls[static_cast<std::size_t>(stage * L.dp + (p.fp8_amax_tp_only ? d : 0))];
+          if (rc.amax == calls.size()) {
+            std::vector<int> group;
+            for (long dd = 0; dd < L.dp; ++dd)
+              if (!p.fp8_amax_tp_only || dd == d)
+                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, dd, k));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.amax++];
+        }
         case G::model_parallel: {
           auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
           if (rc.model_parallel == calls.size()) {
@@ -483,6 +509,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // reduce-scatters and bulk gathers.
         const int kRing = static_cast<int>(rp.streams.size());
         if (tp_overlap) rp.streams.push_back({"tp ring", StreamKind::communication, {}});
+        // TE's amax all-reduces: their own communicator (the amax reduction group), so their own stream.
+        const int kAmax = static_cast<int>(rp.streams.size());
+        if (amax_all_reduce) rp.streams.push_back({"fp8 amax", StreamKind::communication, {}});
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -574,18 +603,42 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           return request({CallRequest::Group::tensor, name, op, size});
         };
         bool after_exchange = false;  // the next compute task follows a blocking exchange
+        // overlap_p2p_comm: receives left in flight, by (gradient, boundary, micro-batch), until
+        // the slot that reads them; and the last send left in flight each way (activation,
+        // gradient), waited for once the next exchange sending that way is issued (Megatron's
+        // send_next_wait_handle / send_prev_wait_handle).
+        std::map<std::tuple<bool, long, long>, TaskRef> in_flight;
+        TaskRef unwaited_send[2] = {{-1, -1}, {-1, -1}};
         for (std::size_t e = 0; e < steps.size(); ++e) {
           const PipelineStep& step = steps[e];
           if (!step.compute) {
             const std::vector<InternedName>& names = exchange_names[e];
             std::vector<TaskRef> done;
+            std::vector<TaskRef> sends_waited;
             for (std::size_t k = 0; k < step.transfers.size(); ++k) {
               const PipelineTransfer& x = step.transfers[k];
               const int stream = x.send ? (x.gradient ? kSendPrev : kSendNext) : (x.gradient ? kRecvNext : kRecvPrev);
               const int call = request({CallRequest::Group::point_to_point, {}, collective::Op::send_recv, boundary,
                                         x.gradient ? 1 : 0, x.boundary, x.micro_batch});
+              // PyTorch's NCCL process group makes its stream wait for the compute issued before
+              // the call, so a receive too starts after the slot before it.
               done.push_back(push(stream, {names[k], TaskKind::collective, x.gradient ? Phase::backward : Phase::forward,
                                            0, call, cursor}));
+              if (!p.overlap_p2p_comm) continue;
+              if (x.send) {
+                TaskRef& pending = unwaited_send[x.gradient ? 1 : 0];
+                if (pending.stream >= 0) sends_waited.push_back(pending);
+                pending = step.waited ? TaskRef{-1, -1} : done.back();
+              } else if (!step.waited) {
+                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done.back());
+              }
+            }
+            if (p.overlap_p2p_comm) {
+              // Plain isend/irecv: waits are the compute stream's (no torch.cuda.synchronize), and
+              // an exchange left in flight holds back only what reads it.
+              if (step.waited) cursor = std::move(done);
+              for (const TaskRef& t : sends_waited) cursor.push_back(t);
+              continue;
             }
             std::vector<TaskRef> gathered;
             if (scatter_gather)
@@ -608,6 +661,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
           const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready = cursor;
+          if (!in_flight.empty()) {
+            // overlap_p2p_comm: the slot's input, if it was left in flight (recv_prev_wait_handle,
+            // recv_next_wait_handle).
+            const auto input = in_flight.find(slot.forward ? std::make_tuple(false, vs - 1, slot.micro_batch)
+                                                           : std::make_tuple(true, vs, slot.micro_batch));
+            if (input != in_flight.end()) {
+              ready.push_back(input->second);
+              in_flight.erase(input);
+            }
+          }
           // Dependencies as TaskDeps: up to three inline, no allocation per task.
           auto compute = [&](InternedName name, Seconds duration, int kernels, TaskDeps deps) {
             Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
@@ -806,6 +869,21 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 previous = push(kTensor, {names.tp_reduce, TaskKind::collective, phase, 0, c, ready});
                 ready = {previous};
               }
+          }
+          if (amax_reduction) {
+            // The chunk's fp8_autocast exits (forward) or its first FP8 module's backward ends:
+            // reduce_and_update_fp8_tensors on the compute stream's path.
+            const long rank_layers = layers_per_chunk * v;
+            const auto concat = model::te_amax_concat_op(rank_layers, slot.forward);
+            previous = compute(names.amax_concat, model::op_duration(concat, in.device), concat.kernels, ready);
+            if (amax_all_reduce) {
+              const int c = request({CallRequest::Group::amax, names.amax_reduce, collective::Op::all_reduce,
+                                     model::te_amax_buffer_bytes(rank_layers, slot.forward)});
+              previous = push(kAmax, {names.amax_reduce, TaskKind::collective, phase, 0, c, {previous}});
+            }
+            const auto update = model::te_amax_update_op(rank_layers, slot.forward);
+            previous = compute(names.amax_update, model::op_duration(update, in.device), update.kernels, {previous});
+            ready = {previous};
           }
           if (slot.forward && last) {
             // Output projection and loss; under sequence parallelism the column-parallel output

@@ -182,6 +182,25 @@ plan::TrainingPlan read_training(JsonObject o) {
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.
   t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
+  t.fp8_amax_tp_only = o.boolean_or("tp_only_amax_red", false);
+  if (t.fp8_amax_tp_only && (t.linear_precision != plan::LinearPrecision::fp8 ||
+                             t.fp8_implementation != plan::Fp8Implementation::transformer_engine))
+    o.fail("tp_only_amax_red", "narrows Transformer Engine's FP8 amax reduction: needs linear_precision \"fp8\" and "
+                               "fp8_implementation \"transformer-engine\"");
+  t.overlap_p2p_comm = o.boolean_or("overlap_p2p_comm", false);
+  if (t.overlap_p2p_comm) {
+    // Megatron-core's condition (schedules.py: overlap_p2p_comm is read only by the interleaved
+    // schedule, and it rejects batch_p2p_comm with it); its stage exchanges move whole tensors
+    // under sequence parallelism, never 2021's scatter/gather.
+    if (t.pipeline != plan::PipelineSchedule::interleaved || t.virtual_stages < 2 || t.pp < 2)
+      o.fail("overlap_p2p_comm", "Megatron-core overlaps the exchanges of its interleaved schedule only: needs "
+                                 "pipeline_parallel > 1, pipeline_schedule \"interleaved\" and virtual_stages > 1");
+    if (t.pipeline_engine != plan::PipelineEngine::megatron)
+      o.fail("overlap_p2p_comm", "is Megatron-core's: needs pipeline_engine \"megatron\"");
+    if (t.tp > 1 && !t.sequence_parallel && t.pipeline_scatter_gather)
+      o.fail("overlap_p2p_comm", "Megatron-core has no scatter/gather of stage tensors: with tensor_parallel > 1 "
+                                 "needs sequence_parallel true or pipeline_scatter_gather false");
+  }
   const std::string optimizer_kernels =
       o.choice_or("optimizer_implementation", {"fused", "megatron-fp16", "torch-foreach"}, "fused");
   if (optimizer_kernels == "torch-foreach") {
