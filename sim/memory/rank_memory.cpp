@@ -79,7 +79,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   // two KV ring buffers (2 x 2 x b x s/CP x kv-heads/TP x d bf16), transient.
   MemoryInputs in = job;
   if (job.plan.cp > 1) {
-    in.model.seq_len /= job.plan.cp;
+    in.model = model::context_parallel_share(job.model, job.plan.cp);
     in.layout = plan::context_parallel_rank_layout(job.layout);
   }
   const auto& s = in.model;

@@ -47,7 +47,7 @@ Operation half_block(const model::TransformerSpec& s, const model::LayerShape& s
 ScheduleInputs context_parallel_rank_view(const ScheduleInputs& in) {
   ScheduleInputs view = in;
   if (in.plan.cp <= 1) return view;
-  view.model.seq_len /= in.plan.cp;
+  view.model = model::context_parallel_share(in.model, in.plan.cp);
   view.layout = plan::context_parallel_rank_layout(in.layout);
   return view;
 }
