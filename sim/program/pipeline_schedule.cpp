@@ -11,6 +11,7 @@
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fp8_amax_reduction.hpp"
+#include "program/context_parallel.hpp"
 #include "program/pipeline_exchanges.hpp"
 #include "program/tp_comm_overlap.hpp"
 
@@ -33,7 +34,7 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
 /// if the rank is the first member to get there. A stage's first rank records these in the order
 /// it asks; the stage's other ranks, which share its body, replay them for their own groups.
 struct CallRequest {
-  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel, amax };
+  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel, amax, context };
   Group group = Group::tensor;
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
@@ -46,7 +47,7 @@ struct CallRequest {
 /// One rank's place in the sequences of calls its groups make.
 struct RankCalls {
   long d = 0, t = 0;
-  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0, amax = 0;
+  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0, amax = 0, context = 0;
 };
 
 Program build_pipeline(const ScheduleInputs& in, bool share);
@@ -83,7 +84,14 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
   return order;
 }
 
-Program build_pipeline_parallel(const ScheduleInputs& in) { return build_pipeline(in, in.share_task_bodies); }
+Program build_pipeline_parallel(const ScheduleInputs& in) {
+  if (in.plan.cp <= 1) return build_pipeline(in, in.share_task_bodies);
+  // Context parallelism: each rank runs the model on its 1/cp of the sequences, its attention
+  // around the CP ring (context_parallel.hpp); a step still trains micro_batch x m x dp sequences.
+  Program prog = build_pipeline(context_parallel_rank_view(in), in.share_task_bodies);
+  prog.samples_per_step /= in.plan.cp;
+  return prog;
+}
 
 namespace {
 
@@ -160,16 +168,45 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // each piece's task durations and kernels (compute: the ops; ring and pipelined: one GEMM
   // chunk of tp; bulk: dgrad, wgrad). Full recompute runs the forward's pieces again first.
   const bool tp_overlap = p.tp_comm_overlap && sequence_parallel;
+  // Context parallelism: the pass's attention as ring steps (context_parallel.hpp), each part's
+  // duration and kernels: the ops before, each step's, the ops after.
+  const long cp = p.cp;
+  const bool context_parallel = cp > 1;
+  TRAINSIM_CHECK(!context_parallel || !p.activation_checkpointing, "context parallelism with recompute has no schedule");
+  struct CostedRing {
+    RingAttentionPass pass;
+    std::vector<std::string> labels;
+    Seconds before = 0, after = 0;
+    int before_kernels = 0, after_kernels = 0;
+    std::vector<Seconds> steps;
+    std::vector<int> step_kernels;
+  };
+  auto costed_ring = [&](const std::vector<model::Operation>& ops, bool forward) {
+    CostedRing r{ring_attention_pass(ops, s, shape, cp, forward), {}, 0, 0, 0, 0, {}, {}};
+    r.labels = ring_pass_labels(r.pass);
+    r.before = ops_duration(r.pass.before, in.device);
+    r.after = ops_duration(r.pass.after, in.device);
+    r.before_kernels = model::ops_kernels(r.pass.before);
+    r.after_kernels = model::ops_kernels(r.pass.after);
+    for (const auto& step : r.pass.steps) {
+      r.steps.push_back(ops_duration(step, in.device));
+      r.step_kernels.push_back(model::ops_kernels(step));
+    }
+    return r;
+  };
   struct CostedPiece {
     OverlapPiece piece;
     std::vector<Seconds> seconds;
     std::vector<int> kernels;
+    std::vector<CostedRing> ring;  ///< context parallelism: the compute piece holding the attention
   };
-  auto costed = [&](const std::vector<OverlapPiece>& pieces) {
+  auto costed = [&](const std::vector<OverlapPiece>& pieces, bool forward) {
     std::vector<CostedPiece> out;
     for (const auto& piece : pieces) {
-      CostedPiece c{piece, {}, {}};
-      if (piece.kind == OverlapPiece::Kind::compute) {
+      CostedPiece c{piece, {}, {}, {}};
+      if (piece.kind == OverlapPiece::Kind::compute && context_parallel && has_fused_attention(piece.ops)) {
+        c.ring.push_back(costed_ring(piece.ops, forward));
+      } else if (piece.kind == OverlapPiece::Kind::compute) {
         c.seconds.push_back(ops_duration(piece.ops, in.device));
         c.kernels.push_back(model::ops_kernels(piece.ops));
       } else if (piece.kind == OverlapPiece::Kind::bulk) {
@@ -189,9 +226,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   if (tp_overlap) {
     const UserbufferPrecision buffers{shape.fp8.enabled && shape.fp8.sequence_gathers_fp8, p.tp_overlap_fp8_proj_scatter,
                                       p.tp_overlap_fp8_fc2_scatter};
-    forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers));
+    forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers), true);
     if (full_recompute) backward_pieces = forward_pieces;
-    for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers))) backward_pieces.push_back(std::move(c));
+    for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers), false)) backward_pieces.push_back(std::move(c));
+  }
+  std::vector<CostedRing> ring_forward, ring_backward;  // without tp_comm_overlap: the whole pass
+  if (context_parallel && !tp_overlap) {
+    ring_forward.push_back(costed_ring(layer_f, true));
+    ring_backward.push_back(costed_ring(layer_b, false));
   }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
@@ -244,6 +286,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
   const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
+  // Context parallelism's ring steps by (stage, CP group, tp index), in issue order: a CP group
+  // is the cp consecutive data-parallel indices of the rank view (Megatron's tp-cp-dp order).
+  std::vector<std::vector<int>> cp_calls(static_cast<std::size_t>(context_parallel ? pp * (L.dp / cp) * tp : 0));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
   std::vector<InternedName> p2p_names(static_cast<std::size_t>(2 * virtual_stages * m));
@@ -337,6 +382,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
       std::vector<InternedName> overlap;  // tp_comm_overlap: a layer pass's tasks, in push order
+      std::vector<std::vector<InternedName>> ring;  // context parallelism: each layer's ring pass, in push order
     };
     std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
@@ -351,8 +397,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       names.tp_gather = "tp all-gather" + tag;
       if (tp_overlap)
         for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
-          for (const auto& label : piece_task_labels(c.piece, tp))
+          for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp) : c.ring.front().labels)
             names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
+      if (context_parallel && !tp_overlap)
+        for (long l = 0; l < layers_per_chunk; ++l) {
+          auto& ring = names.ring.emplace_back();
+          for (const auto& label : (slot.forward ? ring_forward : ring_backward).front().labels)
+            ring.emplace_back((slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l) + " " + label);
+        }
       if (!slot.forward) {
         names.tp_restore_output = "tp gather own output" + tag;
         names.accumulate = "fp32 gradient accumulation" + tag;
@@ -449,6 +501,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           return calls[rc.amax++];
         }
+        case G::context: {
+          auto& calls = cp_calls[static_cast<std::size_t>((stage * (L.dp / cp) + d / cp) * tp + t)];
+          if (rc.context == calls.size()) {
+            std::vector<int> group;
+            for (long c = 0; c < cp; ++c) group.push_back(rank_of(in, stage, d / cp * cp + c, t));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.context++];
+        }
         case G::model_parallel: {
           auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
           if (rc.model_parallel == calls.size()) {
@@ -512,6 +573,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // TE's amax all-reduces: their own communicator (the amax reduction group), so their own stream.
         const int kAmax = static_cast<int>(rp.streams.size());
         if (amax_all_reduce) rp.streams.push_back({"fp8 amax", StreamKind::communication, {}});
+        // Context parallelism: the KV (and dKV) transfers around the CP ring, beside the attention.
+        const int kCpRing = static_cast<int>(rp.streams.size());
+        if (context_parallel) rp.streams.push_back({"cp ring", StreamKind::communication, {}});
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -686,6 +750,37 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps) {
             return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size), std::move(deps)});
           };
+          // Context parallelism: a pass's attention as ring steps (context_parallel.hpp), named in
+          // push order from `labels`; returns what the pass's successor waits for, its last
+          // compute task first. Step i's transfer leaves once step i - 1's has arrived (backward:
+          // and step i - 1's gradient is added in); step i's attention needs step i - 1's KV.
+          auto ring_pass = [&](const CostedRing& r, const InternedName* labels, std::vector<TaskRef> deps) {
+            std::size_t n = 0;
+            if (!r.pass.before.empty()) deps = {compute(labels[n++], r.before, r.before_kernels, deps)};
+            TaskRef transfer{-1, -1}, block{-1, -1};
+            for (std::size_t i = 0; i < r.steps.size(); ++i) {
+              TaskRef sent{-1, -1};
+              if (r.pass.ring_bytes[i] > 0) {
+                std::vector<TaskRef> after = i == 0 ? deps : std::vector<TaskRef>{};
+                if (transfer.stream >= 0) after.push_back(transfer);
+                if (i > 0 && r.pass.transfer_after_previous_step) after.push_back(block);
+                const InternedName& name = labels[n++];
+                sent = push(kCpRing, {name, TaskKind::collective, phase, 0,
+                                      request({CallRequest::Group::context, name, collective::Op::ring_exchange,
+                                               r.pass.ring_bytes[i]}),
+                                      after});
+              }
+              std::vector<TaskRef> ready_step = i == 0 ? deps : std::vector<TaskRef>{block};
+              if (i > 0 && transfer.stream >= 0) ready_step.push_back(transfer);
+              block = compute(labels[n++], r.steps[i], r.step_kernels[i], ready_step);
+              if (sent.stream >= 0) transfer = sent;
+            }
+            deps = {block};
+            if (r.pass.transfer_after_previous_step && transfer.stream >= 0) deps.push_back(transfer);
+            if (!r.pass.after.empty()) deps = {compute(labels[n++], r.after, r.after_kernels, deps)};
+            TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
+            return deps;
+          };
           // tp_comm_overlap: one layer pass's pieces as tasks, named in push order; returns what
           // the pass's successor waits for, its last compute task first.
           auto overlapped_pass = [&](const std::vector<CostedPiece>& pieces, const std::vector<InternedName>& labels,
@@ -705,7 +800,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               const Bytes scattered_bytes = activation_elements * c.piece.scatter_bytes;
               switch (c.piece.kind) {
                 case OverlapPiece::Kind::compute:
-                  deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
+                  if (!c.ring.empty()) {
+                    deps = ring_pass(c.ring.front(), &labels[n], deps);
+                    n += c.ring.front().labels.size();
+                  } else {
+                    deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
+                  }
                   break;
                 case OverlapPiece::Kind::ring_gather: {
                   // Chunk 0 is the rank's own shard; at step i it forwards the shard it received
@@ -838,6 +938,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             }
             if (tp_overlap) {
               ready = overlapped_pass(slot.forward ? forward_pieces : backward_pieces, names.overlap, ready);
+              previous = ready.front();
+            } else if (context_parallel) {
+              ready = ring_pass((slot.forward ? ring_forward : ring_backward).front(),
+                                names.ring[static_cast<std::size_t>(l)].data(), ready);
               previous = ready.front();
             } else {
               previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,

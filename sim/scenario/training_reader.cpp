@@ -117,6 +117,22 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (!t.attention_kernel.empty() && !t.flash_attention)
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
+  if (o.has("context_parallel")) {
+    t.cp = o.positive_integer("context_parallel");
+    // Modelled as Megatron-core with Transformer Engine runs it (program/context_parallel.hpp):
+    // the PTD-P schedule, TE's fused attention split into ring steps, nothing recomputed.
+    if (t.cp > 1) {
+      if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
+        o.fail("context_parallel", "is modelled in the PTD-P schedule only (schedule ddp or zero1)");
+      if (t.shard_degree > 0)
+        o.fail("context_parallel", "with hybrid_shard_degree is not modelled (the distributed optimizer shards over "
+                                   "the whole data-parallel x context-parallel group)");
+      if (!t.flash_attention)
+        o.fail("context_parallel", "splits Transformer Engine's fused attention into ring steps: enable flash_attention");
+      if (t.activation_checkpointing)
+        o.fail("context_parallel", "with activation_checkpointing is not modelled (the recompute would run the KV ring again)");
+    }
+  }
   t.eager_kernels = o.boolean_or("eager_kernels", false);
   t.allocator_retry_stalls = o.boolean_or("allocator_retry_stalls", false);
   if (t.tp_comm_overlap && t.sharding != Sharding::none && t.sharding != Sharding::zero1)
@@ -158,8 +174,9 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather: needs schedule zero1");
     if (!t.overlap_grad_reduce)
       o.fail("overlap_param_gather", "needs overlap_grad_reduce true (Megatron asserts both)");
-    if (t.tp == 1 && t.pp == 1)
-      o.fail("overlap_param_gather", "is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
+    if (t.tp == 1 && t.pp == 1 && t.cp == 1)
+      o.fail("overlap_param_gather",
+             "is modelled in the PTD-P schedule only (tensor_parallel, pipeline_parallel or context_parallel > 1)");
   }
   if (o.choice_or("zero1_gradient_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce") {
     if (t.sharding != Sharding::zero1 || t.pp < 2)
@@ -176,6 +193,7 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.overlap_grad_reduce)
       o.fail("pipeline_engine", "deepspeed reduces the gradients after the pipeline flush: needs overlap_grad_reduce false");
     t.pipeline_engine = plan::PipelineEngine::deepspeed;
+    if (t.cp > 1) o.fail("pipeline_engine", "context_parallel is Megatron-core's: modelled with pipeline_engine \"megatron\"");
     if (t.activation_checkpointing && t.checkpoint_policy == plan::CheckpointPolicy::selective_attention)
       o.fail("pipeline_engine", "selective_attention is Megatron's recomputation: modelled with pipeline_engine \"megatron\"");
   }

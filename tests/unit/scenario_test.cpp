@@ -366,6 +366,34 @@ TEST(ScenarioErrors, TensorParallelAmaxReductionNeedsTransformerEnginesFp8) {
   EXPECT_TRUE(contains(e.what(), "transformer-engine")) << e.what();
 }
 
+TEST(ScenarioErrors, ContextParallelMustDivideTheRanksAndTwiceItTheSequence) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  json& point = doc["points"][7];
+  ASSERT_EQ(point["training"]["context_parallel"], 2);
+  point["training"]["context_parallel"] = 3;
+  ConfigError e = error_of(doc, "cp3");
+  EXPECT_EQ(e.json_path(), "/points/7/nodes");
+  EXPECT_TRUE(contains(e.what(), "context (3)")) << e.what();
+  point["training"]["context_parallel"] = 2;
+  point["model"]["seq_len"] = 8190;
+  e = error_of(doc, "seq");
+  EXPECT_EQ(e.json_path(), "/points/7/training");
+  EXPECT_TRUE(contains(e.what(), "2 x CP = 4")) << e.what();
+  point["model"]["seq_len"] = 8192;
+  point["data_parallel_degree"] = 8;
+  e = error_of(doc, "dp");
+  EXPECT_EQ(e.json_path(), "/points/7/data_parallel_degree");
+  EXPECT_TRUE(contains(e.what(), "context 2")) << e.what();
+  point["data_parallel_degree"] = 4;
+  point["training"]["flash_attention"] = false;
+  point["training"].erase("attention_kernel");
+  doc["training"].erase("attention_kernel");
+  e = error_of(doc, "flash");
+  EXPECT_EQ(e.json_path(), "/points/7/training/context_parallel");
+  EXPECT_TRUE(contains(e.what(), "flash_attention")) << e.what();
+}
+
 TEST(ScenarioErrors, Float8AllGatherNeedsTorchaoFp8UnderFsdp2) {
   json doc = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
   doc["topology"] = absolute("topologies/p5.48xlarge.json");
