@@ -690,9 +690,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                                            0, call, cursor}));
               if (!p.overlap_p2p_comm) continue;
               if (x.send) {
-                TaskRef& pending = unwaited_send[x.gradient ? 1 : 0];
-                if (pending.stream >= 0) sends_waited.push_back(pending);
-                pending = step.waited ? TaskRef{-1, -1} : done.back();
+                TaskRef& unwaited = unwaited_send[x.gradient ? 1 : 0];
+                if (unwaited.stream >= 0) sends_waited.push_back(unwaited);
+                unwaited = step.waited ? TaskRef{-1, -1} : done.back();
               } else if (!step.waited) {
                 in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done.back());
               }
@@ -701,7 +701,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               // Plain isend/irecv: waits are the compute stream's (no torch.cuda.synchronize), and
               // an exchange left in flight holds back only what reads it.
               if (step.waited) cursor = std::move(done);
-              for (const TaskRef& t : sends_waited) cursor.push_back(t);
+              for (const TaskRef& send : sends_waited) cursor.push_back(send);
               continue;
             }
             std::vector<TaskRef> gathered;
