@@ -58,6 +58,10 @@ public:
         prepare_start_(std::chrono::steady_clock::now()),
         fold_(std::move(folding)) {
     result_.fold_wall_s = fold_wall_s;
+    // Allocations follow the host's issue only where the program says how the host issues.
+    host_issue_ = options.device_memory > 0 && options.allocate_at_host_issue && prog_.host_per_kernel > 0 &&
+                  prog_.host_bounds_modelled;
+    result_.allocated_at_host_issue = host_issue_;
     if (!platform_.has_cpu())
       for (const auto& rp : prog_.ranks)
         for (const auto& s : rp.streams)
@@ -94,6 +98,13 @@ public:
       held_sms_.push_back(0);
       compute_stream_.push_back(only_compute_stream(rp));
       host_free_.push_back(0);
+      if (host_issue_) {
+        std::vector<std::vector<Seconds>> unset;
+        for (const auto& s : rp.streams) unset.emplace_back(s.tasks.size(), kNotDone);
+        started_.push_back(unset);
+        issue_end_.push_back(unset);
+        issue_.push_back(std::move(unset));
+      }
     }
     result_.prepare_wall_s = seconds_since(prepare_start_);
   }
@@ -110,6 +121,17 @@ public:
       }
     }
     sg4::Engine::get_instance()->run();
+    if (host_issue_) {
+      Seconds stall = 0;
+      alloc_events_.resize(static_cast<std::size_t>(fold_.classes()));
+      slots_.assign(static_cast<std::size_t>(fold_.classes()), 0);
+      for (int k = 0; k < fold_.classes(); ++k) {
+        issue_times(k);
+        record_class_allocations(k);
+        stall = std::max(stall, replay_allocations(k));
+      }
+      result_.makespan += stall;
+    }
     result_.completed = finished_tasks_ == total_tasks_;
     result_.classes = fold_.classes();
     result_.peak_memory.assign(prog_.ranks.size(), 0);
@@ -162,7 +184,12 @@ private:
       }
       const Seconds start = now();
       change_memory(cls, t.alloc + t.workspace);
-      const int workspace_block = allocators_.empty() ? -1 : allocate(cls, stream, t);
+      const int workspace_block = allocators_.empty() || host_issue_ ? -1 : allocate(cls, stream, t);
+      // When the host issued the task (ExecuteOptions::allocate_at_host_issue), where its clock
+      // times it: compute tasks whose kernels it issues, its own Python work; the rest is
+      // placed after the run (issue_times).
+      Seconds issue = kNotDone, issue_end = kNotDone;
+      if (host_issue_) started_[cls][stream][i] = start;
       if (t.kind == TaskKind::compute) {
         // Host dispatch: the task's kernels start once the host has issued them (its issue
         // restarts only after the dependencies where the host synchronises), and its last kernel
@@ -175,6 +202,8 @@ private:
           const auto d = model::dispatch(host_start, now(), t.kernels, prog_.host_per_kernel, t.duration);
           host_free_[cls] = d.host_end;
           issue_tail = d.host_end + t.duration / t.kernels;
+          issue = host_start;
+          issue_end = d.host_end;
           if (d.device_start > now()) sg4::this_actor::sleep_for(d.device_start - now());
         }
         if (t.duration > 0) {
@@ -185,15 +214,22 @@ private:
       } else if (t.kind == TaskKind::host) {
         // Python work of the same host thread that issues the kernels: after what it issued.
         if (prog_.host_per_kernel > 0 && host_free_[cls] > now()) sg4::this_actor::sleep_for(host_free_[cls] - now());
+        issue = now();
         if (t.duration > 0) sg4::this_actor::sleep_for(t.duration);
         if (prog_.host_per_kernel > 0) host_free_[cls] = now();
+        issue_end = now();
       } else if (t.kind == TaskKind::host_copy) {
         run_host_copy(cls, t);
       } else {
         run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls, stream, i);
       }
       change_memory(cls, -(t.workspace + t.release + t.release_borrowed));
-      if (!allocators_.empty()) free_blocks(cls, stream, t, workspace_block);
+      if (host_issue_) {
+        issue_[cls][stream][i] = issue;
+        issue_end_[cls][stream][i] = issue_end;
+      } else if (!allocators_.empty()) {
+        free_blocks(cls, stream, t, workspace_block);
+      }
       done_[cls][stream][i] = now();
       ++finished_tasks_;
       if (record_)
@@ -206,6 +242,184 @@ private:
           stream_cv_[cls][other]->notify_one();
       }
     }
+  }
+
+  /// When the host issued each task of a class, from the times its clock gave during the run
+  /// (issue_, issue_end_: compute tasks whose kernels it issues, its Python work; kNotDone for
+  /// the rest): no earlier than the task before it on its stream, than the issue of what it
+  /// depends on (the host issues in dependency order) or, where it synchronises first, that
+  /// task's end, and than the task the host issues before it (Task::host_after); never after the
+  /// device started it. Tasks that never started stay kNotDone.
+  void issue_times(int cls) {
+    const auto& streams = rep_program(cls).streams;
+    auto& issue = issue_[cls];
+    auto& issue_end = issue_end_[cls];
+    std::vector<std::vector<std::uint8_t>> state;  // 0 unseen, 1 waiting for its predecessors, 2 placed
+    for (const auto& st : streams) state.emplace_back(st.tasks.size(), 0);
+    auto predecessors = [&](program::TaskRef r) {
+      std::vector<program::TaskRef> pre;
+      const auto& t = streams[r.stream].tasks[r.index];
+      if (r.index > 0) pre.push_back({r.stream, r.index - 1});
+      for (const auto& d : t.deps) pre.push_back(d);
+      if (t.host_after.stream >= 0) pre.push_back(t.host_after);
+      return pre;
+    };
+    std::vector<program::TaskRef> stack;
+    for (int s0 = 0; s0 < static_cast<int>(streams.size()); ++s0)
+      for (int i0 = 0; i0 < static_cast<int>(streams[s0].tasks.size()); ++i0) {
+        if (state[s0][i0] == 2) continue;
+        stack.push_back({s0, i0});
+        while (!stack.empty()) {
+          const auto r = stack.back();
+          auto& st = state[r.stream][r.index];
+          if (st == 2) {
+            stack.pop_back();
+            continue;
+          }
+          const auto pre = predecessors(r);
+          bool ready = true;
+          if (st == 0) {
+            st = 1;
+            for (const auto& q : pre)
+              if (state[q.stream][q.index] == 0) {
+                stack.push_back(q);
+                ready = false;
+              }
+            if (!ready) continue;
+          }
+          stack.pop_back();
+          st = 2;
+          const auto& t = streams[r.stream].tasks[r.index];
+          const Seconds started = started_[cls][r.stream][r.index];
+          if (started == kNotDone) continue;
+          Seconds& begin = issue[r.stream][r.index];
+          Seconds& end = issue_end[r.stream][r.index];
+          if (t.kind == TaskKind::host) continue;  // the host's own work: timed as it ran
+          Seconds at = std::max<Seconds>(begin, 0);
+          for (const auto& q : pre) {
+            // A predecessor still waiting is on a cycle through host_after: left out.
+            if (state[q.stream][q.index] != 2 || issue[q.stream][q.index] == kNotDone) continue;
+            const bool dependency = std::find(t.deps.begin(), t.deps.end(), q) != t.deps.end();
+            at = std::max(at, t.host_sync && dependency ? done_[cls][q.stream][q.index] : issue_end[q.stream][q.index]);
+          }
+          const Seconds shift = begin == kNotDone ? 0 : std::max<Seconds>(0, std::min(at, started) - begin);
+          end = end == kNotDone ? std::min(at, started) : end + shift;
+          begin = std::min(at, started);
+          end = std::max(end, begin);
+        }
+      }
+  }
+
+  /// The allocator's events of every task of a class, tasks in the order the host issued them.
+  void record_class_allocations(int cls) {
+    const auto& streams = rep_program(cls).streams;
+    std::vector<std::tuple<Seconds, Seconds, int, int>> order;  // issue, device start, stream, task
+    for (int s0 = 0; s0 < static_cast<int>(streams.size()); ++s0)
+      for (int i0 = 0; i0 < static_cast<int>(streams[s0].tasks.size()); ++i0)
+        if (issue_[cls][s0][i0] != kNotDone && done_[cls][s0][i0] != kNotDone)
+          order.emplace_back(issue_[cls][s0][i0], started_[cls][s0][i0], s0, i0);
+    std::sort(order.begin(), order.end());
+    for (const auto& [at, started, s0, i0] : order)
+      record_allocations(cls, s0, streams[s0].tasks[i0], at, issue_end_[cls][s0][i0], done_[cls][s0][i0]);
+  }
+
+  /// Allocator events of a task under host issue: its workspace and allocation requested when
+  /// the host issues it; freed when the host has issued it, into the pool of the stream that
+  /// allocated them when that is the task's own stream (stream order makes the reuse safe), or
+  /// else held (record_stream) until the device has finished the task, unless the framework
+  /// frees another stream's block without record_stream (Task::borrowed_free_at_issue).
+  void record_allocations(int cls, int stream, const program::Task& t, Seconds issue, Seconds issue_end,
+                          Seconds device_end) {
+    auto& ev = alloc_events_[static_cast<std::size_t>(cls)];
+    auto& slots = slots_[static_cast<std::size_t>(cls)];
+    const int pool = t.alloc_pool >= 0 ? t.alloc_pool : stream;
+    if (t.workspace > 0) {
+      const long slot = slots++;
+      ev.push_back({issue, AllocEvent::malloc, pool, t.workspace, slot});
+      if (t.alloc > 0) ev.push_back({issue, AllocEvent::malloc, pool, t.alloc, -1});
+      if (pool == stream) {
+        ev.push_back({issue_end, AllocEvent::free_slot, pool, t.workspace, slot});
+      } else {
+        ev.push_back({issue_end, AllocEvent::free_slot_after_use, pool, t.workspace, slot});
+        ev.push_back({device_end, AllocEvent::complete, pool, t.workspace, slot});
+      }
+    } else if (t.alloc > 0) {
+      ev.push_back({issue, AllocEvent::malloc, pool, t.alloc, -1});
+    }
+    if (t.release > 0) ev.push_back({issue_end, AllocEvent::free_live, stream, t.release, -1});
+    if (t.release_borrowed > 0) {
+      const int from = t.borrowed_pool >= 0 ? t.borrowed_pool : stream;
+      if (t.borrowed_free_at_issue || from == stream) {
+        ev.push_back({issue_end, AllocEvent::free_live, from, t.release_borrowed, -1});
+      } else {
+        const long slot = slots++;
+        ev.push_back({issue_end, AllocEvent::free_live_after_use, from, t.release_borrowed, slot});
+        ev.push_back({device_end, AllocEvent::complete, from, t.release_borrowed, slot});
+      }
+    }
+  }
+
+  /// Replays a class's allocator events in time order (ties in the order they were made) through
+  /// its caching allocator. Returns what the retries stall the step.
+  Seconds replay_allocations(int cls) {
+    const auto c = static_cast<std::size_t>(cls);
+    auto& ev = alloc_events_[c];
+    // Ties in the order the events were made: by task in the host's order, then within a task.
+    std::stable_sort(ev.begin(), ev.end(), [](const AllocEvent& x, const AllocEvent& y) { return x.time < y.time; });
+    auto& a = allocators_[c];
+    std::vector<int> slot_block(static_cast<std::size_t>(slots_[c]), -1);
+    std::vector<long> slot_use(static_cast<std::size_t>(slots_[c]), 0);
+    std::unordered_map<int, long> use_of_block;  // the latest record_stream free of each block
+    long uses = 0;
+    std::map<std::pair<int, Bytes>, std::deque<int>> live;
+    Seconds stall = 0;
+    auto free_after_use = [&](int block, long slot) {
+      a.free_after_use(block);
+      slot_block[static_cast<std::size_t>(slot)] = block;
+      slot_use[static_cast<std::size_t>(slot)] = use_of_block[block] = ++uses;
+    };
+    auto pop_live = [&](const AllocEvent& e) {
+      const auto it = live.find({e.pool, e.bytes});
+      if (it == live.end() || it->second.empty()) return -1;  // its request ran out of memory
+      const int block = it->second.front();
+      it->second.pop_front();
+      return block;
+    };
+    for (const auto& e : ev) {
+      switch (e.kind) {
+        case AllocEvent::malloc: {
+          const auto out = a.malloc(e.bytes, e.pool);
+          if (out.retried)
+            stall += options_.retry_fixed + options_.retry_per_byte * (out.block >= 0 ? a.block_size(out.block) : e.bytes);
+          if (out.out_of_memory) allocator_oom_[c] = true;
+          if (out.block < 0) break;
+          if (e.slot >= 0) slot_block[static_cast<std::size_t>(e.slot)] = out.block;
+          else live[{e.pool, e.bytes}].push_back(out.block);
+          break;
+        }
+        case AllocEvent::free_slot:
+          if (const int b = slot_block[static_cast<std::size_t>(e.slot)]; b >= 0) a.free(b);
+          break;
+        case AllocEvent::free_slot_after_use:
+          if (const int b = slot_block[static_cast<std::size_t>(e.slot)]; b >= 0) free_after_use(b, e.slot);
+          break;
+        case AllocEvent::free_live:
+          if (const int b = pop_live(e); b >= 0) a.free(b);
+          break;
+        case AllocEvent::free_live_after_use:
+          if (const int b = pop_live(e); b >= 0) free_after_use(b, e.slot);
+          break;
+        case AllocEvent::complete: {
+          // A retry's synchronize may have returned the block already, and its id been reused.
+          const int b = slot_block[static_cast<std::size_t>(e.slot)];
+          if (b >= 0 && use_of_block[b] == slot_use[static_cast<std::size_t>(e.slot)]) a.complete(b);
+          break;
+        }
+      }
+    }
+    ev.clear();
+    ev.shrink_to_fit();
+    return stall;
   }
 
   /// The caching allocator serves the task's allocation and workspace from their pool; a retry
@@ -615,6 +829,20 @@ private:
   std::vector<std::map<std::pair<int, Bytes>, std::deque<int>>> live_;
   std::vector<bool> allocator_oom_;
   std::vector<Seconds> peak_time_;
+  // Under ExecuteOptions::allocate_at_host_issue, per class: when the host issued each task
+  // ([class][stream][task]: began, and had issued all of it), when the device started it, and
+  // the allocator's events, replayed in time order after the run.
+  struct AllocEvent {
+    Seconds time = 0;
+    enum Kind : std::uint8_t { malloc, free_slot, free_slot_after_use, free_live, free_live_after_use, complete } kind;
+    int pool = 0;
+    Bytes bytes = 0;
+    long slot = -1;  ///< the request a free or completion refers to; -1: the oldest live one of its pool and size
+  };
+  bool host_issue_ = false;
+  std::vector<std::vector<std::vector<Seconds>>> issue_, issue_end_, started_;
+  std::vector<std::vector<AllocEvent>> alloc_events_;
+  std::vector<long> slots_;
   std::vector<int> held_sms_;  ///< SMs the class's collectives in flight hold
   std::vector<int> compute_stream_;  ///< per class: its one compute stream, -1 if not exactly one
   std::size_t total_tasks_ = 0;

@@ -52,6 +52,9 @@ struct ExecutionResult {
   std::vector<Bytes> peak_reserved;
   std::vector<long> allocator_retries;
   std::vector<bool> allocator_out_of_memory;
+  /// Whether the allocator followed the host's issue (ExecuteOptions::allocate_at_host_issue
+  /// with a host model) rather than the device's time.
+  bool allocated_at_host_issue = false;
   int classes = 0;  ///< rank classes simulated (program/rank_folding.hpp); the world size unfolded
   // SimGrid activities the run started (deterministic; what the simulator's cost follows):
   std::size_t flows = 0;  ///< Comms: collective flows sent and host copies
@@ -77,6 +80,13 @@ struct ExecuteOptions {
   /// `retry_per_byte` times the segment it then reserves. Both 0: retries are counted, not timed.
   Seconds retry_fixed = 0;
   Seconds retry_per_byte = 0;
+  /// Time the caching allocator's requests as PyTorch makes them: when the host issues the task
+  /// that makes a buffer, not when the device starts it; a buffer freed into its own stream's
+  /// pool is reusable when the host frees it, one another stream used only once the device has
+  /// finished that use (record_stream). Needs the program's host model (Program::host_per_kernel
+  /// and Program::host_bounds_modelled); without one the allocator follows the device's time. A retry's stall then lengthens the
+  /// step (the retry drains the device) instead of one stream.
+  bool allocate_at_host_issue = false;
 };
 
 

@@ -179,6 +179,9 @@ struct TrainingPlan {
   /// stalls the stream whose request makes it free its cache and retry, by the device profile's
   /// allocator_retry + allocator_retry_per_gb. false: retries are counted, not timed.
   bool allocator_retry_stalls = false;
+  /// The allocator's requests at the host's issue of the task that makes each buffer, as PyTorch
+  /// makes them (engine::ExecuteOptions::allocate_at_host_issue); false: at the device's start.
+  bool allocator_host_issue = false;
   /// The framework's module code around the GEMMs (model::ModuleKernels, same names): bias-gradient
   /// reductions, the QKV split's gradient, layout copies. "fused": none.
   ModuleKernels module_kernels = ModuleKernels::fused;

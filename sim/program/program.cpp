@@ -98,6 +98,10 @@ void validate(const Program& p) {
                              d.index < static_cast<int>(rp.streams[d.stream].tasks.size()),
                          "dependency on an unknown task in task " + t.name);
         }
+        if (t.host_after.stream >= 0)
+          TRAINSIM_CHECK(t.host_after.stream < static_cast<int>(rp.streams.size()) && t.host_after.index >= 0 &&
+                             t.host_after.index < static_cast<int>(rp.streams[t.host_after.stream].tasks.size()),
+                         "task " + t.name + " is issued after an unknown task");
         if (t.kind == TaskKind::host_copy)
           TRAINSIM_CHECK(t.copy_bytes > 0, "host copy " + t.name + " moves no bytes");
         if (t.kind == TaskKind::collective) {

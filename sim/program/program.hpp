@@ -46,6 +46,10 @@ struct Task {
   /// call runs on the communicator's stream.
   std::int8_t alloc_pool = -1;
   std::int8_t borrowed_pool = -1;  ///< the stream that allocated `release_borrowed`
+  /// `release_borrowed` is freed without record_stream: the allocating stream waits on an event
+  /// before it next writes there instead (FSDP2), so the block is back in that stream's pool as
+  /// soon as the host frees it, not once the device has finished with it.
+  bool borrowed_free_at_issue = false;
   // Host-copy tasks:
   Bytes copy_bytes = 0;  ///< moved between the accelerator and the node's CPU
   CopyDirection copy_direction = CopyDirection::to_host;
@@ -54,9 +58,16 @@ struct Task {
   /// with Program::host_per_kernel they gate its start and end (model/host_dispatch.hpp).
   int kernels = 0;
   /// The host waits for every dependency of this task to finish before it issues the task
-  /// (torch.cuda.synchronize, .item(), a blocking wait on a collective): the host's issue
-  /// restarts then. Without it, dependencies are waits of the device's streams only.
+  /// (torch.cuda.synchronize, .item(), a blocking wait on a collective, FSDP1's rate limiter
+  /// before an all-gather): the host's issue restarts then. Without it, dependencies are waits
+  /// of the device's streams only. On a task other than compute it times only the task's
+  /// allocations (ExecuteOptions::allocate_at_host_issue).
   bool host_sync = false;
+  /// The task the host issues just before this one where neither this task's stream nor its
+  /// dependencies say so (FSDP issues a unit's all-gather in the hook after the previous unit's
+  /// pass): it times the task's allocations under ExecuteOptions::allocate_at_host_issue, not
+  /// the device. stream -1: none.
+  TaskRef host_after{-1, -1};
 };
 
 struct Stream {
@@ -94,6 +105,11 @@ struct Program {
   /// eager_kernel_issue); 0: kernels are not issued from the host (compiled graphs, or not
   /// measured), Task::kernels and Task::host_sync change nothing.
   Seconds host_per_kernel = 0;
+  /// The schedule bounds the host's run-ahead as its framework does (the host's waits marked
+  /// Task::host_sync, its issue order across streams Task::host_after), so the caching allocator
+  /// may follow the host's issue (engine::ExecuteOptions::allocate_at_host_issue); false: only
+  /// the kernels' issue is modelled, and the allocator follows the device.
+  bool host_bounds_modelled = false;
 };
 
 /// The rank whose streams `rank` runs: itself, or the rank whose body it shares.

@@ -82,9 +82,10 @@ bool same_program(const std::vector<std::uint32_t>& shape, const RankProgram& a,
       if (x.kind != y.kind || x.phase != y.phase || x.duration != y.duration || !(x.deps == y.deps) ||
           x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace ||
           x.release_borrowed != y.release_borrowed || x.alloc_pool != y.alloc_pool ||
-          x.borrowed_pool != y.borrowed_pool || x.name != y.name ||
+          x.borrowed_pool != y.borrowed_pool || x.borrowed_free_at_issue != y.borrowed_free_at_issue ||
+          x.name != y.name ||
           x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction || x.kernels != y.kernels ||
-          x.host_sync != y.host_sync)
+          x.host_sync != y.host_sync || x.host_after != y.host_after)
         return false;
       if (x.kind == TaskKind::collective &&
           shape[static_cast<std::size_t>(x.collective)] != shape[static_cast<std::size_t>(y.collective)])

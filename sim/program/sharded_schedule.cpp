@@ -142,6 +142,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;
+  // torch FSDP's host waits and issue order are marked below (gathers' host_sync and host_after);
+  // DeepSpeed's and a generic runtime's are not known.
+  prog.host_bounds_modelled = torch_fsdp;
   // Groups, by (tp index, replica) for shards and (tp index, shard position) for replicas.
   auto shard_group = [&](long t, long replica) {
     std::vector<int> g;
@@ -304,6 +307,17 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // of the communicator that runs the call.
   const bool per_unit_memory = shard > 1;
   const bool fsdp1 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1;
+  const bool fsdp2 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp2;
+  // When the host issues a gather (what times its allocation): FSDP1's rate limiter
+  // (limit_all_gathers, _runtime_utils.py _unshard: the free-event queue of capacity 2) makes the
+  // host wait for the event recorded after the unit two back was resharded before it issues the
+  // next all-gather, so the wait on that pass is the host's. FSDP2 bounds its all-gathers with
+  // stream waits on events instead (the host runs on), and frees the unsharded parameters and
+  // the gradients without record_stream: its all-gather stream waits on the compute stream's
+  // event before it writes again (_wait_all_gather_streams_on_event), and the compute stream on
+  // the copy-in before the gradients are dropped (foreach_reduce), so those blocks are back in
+  // their pools when the host drops them.
+  const bool host_waits_for_gather_slot = fsdp1 && !fp8_gather;
   std::vector<Bytes> gathered_bytes(n, 0), gradient_bytes(n, 0), reduce_input_bytes(n, 0);
   if (per_unit_memory)
     for (std::size_t u = 0; u < n; ++u) {
@@ -346,6 +360,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       auto last = [](const std::vector<Task>& v, int stream) {
         return TaskRef{stream, static_cast<int>(v.size()) - 1};
       };
+      // The host issues a unit's gather (and its FP8 casts) in a hook after the pass issued last
+      // (FSDP's pre-forward of the unit, the previous unit's post-backward): what times its
+      // allocation where no dependency does.
+      auto after_last_pass = [&] { return comp.empty() ? TaskRef{-1, -1} : last(comp, kCompute); };
       auto copy_task = [&](InternedName name, CopyDirection dir, std::vector<TaskRef> deps) {
         Task c{name, TaskKind::host_copy, Phase::offload, 0, -1, std::move(deps)};
         c.copy_bytes = layer_input;
@@ -393,6 +411,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         auto on_gather_stream = [&](InternedName task_name, const model::Operation& op, int per_weight_kernels) {
           Task k{task_name, TaskKind::compute, Phase::parameter_sync, ops_duration({op}, in.device), -1, std::move(deps)};
           k.kernels = per_weight_kernels * units[u].fp8_weights;
+          k.host_after = after_last_pass();
           gather.push_back(std::move(k));
           deps = {last(gather, kGather)};
         };
@@ -427,6 +446,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             gather.push_back({name[u].gather, TaskKind::collective,
                               Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
             gather.back().alloc = gathered_bytes[u];
+            gather.back().host_sync = host_waits_for_gather_slot && u >= 2;
+            gather.back().host_after = after_last_pass();
             ready.push_back(last(gather, kGather));
           }
           if (previous.stream >= 0) ready.push_back(previous);
@@ -437,6 +458,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (moved[u].forward_gather && !kept_root(u)) {
             f.release_borrowed = gathered_bytes[u];
             f.borrowed_pool = kGather;
+            f.borrowed_free_at_issue = fsdp2;
           }
           f.kernels = units[u].forward_kernels;
           previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
@@ -460,6 +482,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
+          gather.back().host_sync = host_waits_for_gather_slot && k >= 2;
+          gather.back().host_after = after_last_pass();
           gathered[k] = last(gather, kGather);
         };
         // PyTorch FSDP issues position k+1's gather in position k's post-backward hook, before
@@ -494,6 +518,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (moved[u].backward_gather || kept_root(u)) {
             b.release_borrowed = gathered_bytes[u];
             b.borrowed_pool = kGather;
+            b.borrowed_free_at_issue = fsdp2;
           }
           b.alloc = gradient_bytes[u];
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
@@ -506,6 +531,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                           Phase::gradient_sync, 0, c[u].reduce[shard_gid], {{kCompute, done.back()}}});
             rs.back().release_borrowed = gradient_bytes[u];
             rs.back().borrowed_pool = kCompute;
+            rs.back().borrowed_free_at_issue = fsdp2;
             rs.back().workspace = reduce_input_bytes[u];
             rs.back().alloc_pool = kReduce;
             reduced.push_back(last(rs, reduce_stream));

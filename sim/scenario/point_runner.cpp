@@ -34,6 +34,7 @@ engine::ExecuteOptions allocator_options(const Point& p, engine::ExecuteOptions 
   if (!dev.caching_allocator()) return o;
   o.device_memory = p.machine->topology.accelerator.memory - dev.runtime_reserve;
   o.unmanaged_memory = dev.runtime_reserve;
+  o.allocate_at_host_issue = p.training.allocator_host_issue;
   if (p.training.allocator_retry_stalls) {
     o.retry_fixed = dev.allocator_retry;
     o.retry_per_byte = dev.allocator_retry_per_gb / 1e9;

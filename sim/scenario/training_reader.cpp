@@ -135,6 +135,7 @@ plan::TrainingPlan read_training(JsonObject o) {
   }
   t.eager_kernels = o.boolean_or("eager_kernels", false);
   t.allocator_retry_stalls = o.boolean_or("allocator_retry_stalls", false);
+  t.allocator_host_issue = o.boolean_or("allocator_host_issue", false);
   if (t.tp_comm_overlap && t.sharding != Sharding::none && t.sharding != Sharding::zero1)
     o.fail("tp_comm_overlap", "modelled in the PTD-P schedule only (schedule ddp or zero1)");
   if (t.tp_comm_overlap && t.eager_kernels)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,6 +59,7 @@ protected:
     ExecuteOptions o{true, fold_, sm_count_};
     o.device_memory = device_memory_;
     o.retry_fixed = retry_fixed_;
+    o.allocate_at_host_issue = host_issue_;
     return execute_program(p, platform_, plan, o);
   }
 
@@ -65,6 +67,7 @@ protected:
   int sm_count_ = 0;  ///< SMs per accelerator for SM sharing; 0 = off
   Bytes device_memory_ = 0;  ///< for the caching allocator; 0 = not followed
   Seconds retry_fixed_ = 0;
+  bool host_issue_ = false;  ///< the allocator at the host's issue (ExecuteOptions::allocate_at_host_issue)
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   topology::Topology topology_;
   Platform platform_;
@@ -415,6 +418,230 @@ TEST_F(EngineTest, ARequestThatFitsNotEvenAfterARetryIsOutOfMemory) {
   ASSERT_TRUE(r.completed);
   EXPECT_TRUE(r.allocator_out_of_memory[0]);
   EXPECT_NEAR(r.makespan, 3.0, 1e-9);  // without stalls the step runs on, flagged
+}
+
+// The allocator at the host's issue (ExecuteOptions::allocate_at_host_issue): the host issues a
+// kernel every 50 us and each task runs 1 s, so it is far ahead of the device.
+constexpr Seconds kIssue = 50e-6;
+
+/// One compute stream of two 1-kernel tasks, each with a 100 MiB workspace from `pool` (-1: its
+/// own stream's; 1: a second stream's, so held until the device is done with it).
+Program two_workspaces(int pool) {
+  Task a = issued("a", 1.0, 1);
+  a.workspace = 100 * kMiB;
+  a.alloc_pool = static_cast<std::int8_t>(pool);
+  Task b = a;
+  b.name = "b";
+  Program p = one_stream_each(1, {a, b});
+  p.ranks[0].streams.push_back({"other", StreamKind::communication, {}});
+  p.host_per_kernel = kIssue;
+  p.host_bounds_modelled = true;
+  return p;
+}
+
+TEST_F(EngineTest, AtDeviceTimeTheNextTaskReusesAnotherStreamsBlock) {
+  device_memory_ = 1024 * kMiB;
+  const ExecutionResult r = run(two_workspaces(1), no_plan);
+  EXPECT_FALSE(r.allocated_at_host_issue);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+}
+
+TEST_F(EngineTest, AHostAheadAllocatesTheNextBlockWhileTheDeviceStillUsesTheFirst) {
+  // b is issued 50 us in, while a runs: a's block, another stream's, is not back in its pool.
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(two_workspaces(1), no_plan);
+  EXPECT_TRUE(r.allocated_at_host_issue);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 200 * kMiB);
+  EXPECT_EQ(r.allocator_retries[0], 0);
+  EXPECT_NEAR(r.makespan, 2.0 + kIssue, 1e-9);
+}
+
+TEST_F(EngineTest, AHostAheadNearTheLimitRetriesAndTheRetryLengthensTheStep) {
+  // With room for one block, b's request frees nothing cached but waits for a (the retry's
+  // synchronize), then reuses a's block.
+  device_memory_ = 150 * kMiB;
+  retry_fixed_ = 0.25;
+  host_issue_ = true;
+  const ExecutionResult r = run(two_workspaces(1), no_plan);
+  EXPECT_EQ(r.allocator_retries[0], 1);
+  EXPECT_FALSE(r.allocator_out_of_memory[0]);
+  EXPECT_NEAR(r.makespan, 2.0 + kIssue + 0.25, 1e-9);
+}
+
+TEST_F(EngineTest, AHostAheadReusesItsOwnStreamsBlockAtOnce) {
+  // Freed into its own stream's pool when the host has issued a: stream order makes it safe.
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(two_workspaces(-1), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+}
+
+TEST_F(EngineTest, WithoutAHostModelTheAllocatorFollowsTheDevice) {
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  Program p = two_workspaces(1);
+  p.host_per_kernel = 0;
+  const ExecutionResult r = run(p, no_plan);
+  EXPECT_FALSE(r.allocated_at_host_issue);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+}
+
+TEST_F(EngineTest, WithoutTheFrameworksHostBoundsTheAllocatorFollowsTheDevice) {
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  Program p = two_workspaces(1);
+  p.host_bounds_modelled = false;
+  const ExecutionResult r = run(p, no_plan);
+  EXPECT_FALSE(r.allocated_at_host_issue);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
+}
+
+/// FSDP-like: three gathers (stream 1, no kernels timed, 1 ms) each allocate 100 MiB that the
+/// compute stream's pass u (1 s) uses and frees under record_stream; gather 2 waits for pass 0
+/// (`host_wait`: the host's wait, FSDP1's rate limiter; otherwise the gather stream's).
+Program three_gathered_units(bool host_wait, bool free_at_issue = false) {
+  Program p;
+  RankProgram rp;
+  rp.streams = {{"compute", StreamKind::compute, {}}, {"gather", StreamKind::communication, {}}};
+  for (int u = 0; u < 3; ++u) {
+    Task g = compute("gather " + std::to_string(u), 1e-3);
+    g.alloc = 100 * kMiB;
+    if (u == 2) {
+      g.deps = {{0, 0}};
+      g.host_sync = host_wait;
+    }
+    rp.streams[1].tasks.push_back(g);
+    Task f = issued("forward " + std::to_string(u), 1.0, 1);
+    f.deps = {{1, u}};
+    f.release_borrowed = 100 * kMiB;
+    f.borrowed_pool = 1;
+    f.borrowed_free_at_issue = free_at_issue;
+    rp.streams[0].tasks.push_back(f);
+  }
+  p.ranks.push_back(rp);
+  p.host_per_kernel = kIssue;
+  p.host_bounds_modelled = true;
+  return p;
+}
+
+TEST_F(EngineTest, WithoutAHostWaitTheHostGathersEveryUnitAhead) {
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(three_gathered_units(false), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 300 * kMiB);
+}
+
+TEST_F(EngineTest, ARateLimiterHoldsTheHostUntilTheUnitTwoBackIsDone) {
+  // Gather 2 is issued when pass 0 ends, so pass 0's block is back and serves it.
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(three_gathered_units(true), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 200 * kMiB);
+}
+
+TEST_F(EngineTest, ABlockFreedWithoutRecordStreamIsBackWhenTheHostFreesIt) {
+  // FSDP2: pass 0's block is back in the gather pool once the host has issued pass 0, which is
+  // when it issues gather 2 (after pass 0, on the host): gather 2 reuses it, 1 s before pass 0 ends.
+  device_memory_ = 1024 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(three_gathered_units(false, true), no_plan);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 200 * kMiB);
+}
+
+// validate/measure_allocator_retry.py's loop through the engine, the host issuing it as the script
+// does, unit by unit: the unsharded parameters filled on a gather stream (1); on the compute stream
+// (0) two products that read them (y, then y @ w, which drops the first) and the gradient's fill;
+// on a post-backward stream (2) the gradient's padded copy and its scaling; then the unit's
+// tensors dropped, the parameters and the gradient under record_stream (compute, post). Eight
+// units a step, then a synchronize (the next step's first gather waits for the last unit on the
+// host). With `max_ahead` the host first waits for the post stream's event of the unit that many
+// back (the script's --max-ahead, FSDP1's rate limiter). Device times from the H100 rows with
+// room (38.9 ms a step of 1,610 MB units, 21.0 ms of 630 MB: a fifth of a unit gathering, half
+// computing, the rest copying); the host issues a kernel in the device profile's 64 us, far
+// faster than the device runs them.
+Program measured_loop(double unit_mb, int steps, int max_ahead) {
+  const Bytes n = unit_mb * 1e6;
+  const Bytes product = 4096.0 * 8192 * 2;  // x @ w: both unit sizes cap the view at 8192
+  const Seconds unit = (unit_mb > 1000 ? 38.9e-3 : 21.0e-3) / 8;
+  Program p;
+  RankProgram rp;
+  rp.resident = product;  // x
+  rp.streams = {{"compute", StreamKind::compute, {}},
+                {"gather", StreamKind::compute, {}},
+                {"post", StreamKind::compute, {}}};
+  auto& comp = rp.streams[0].tasks;
+  auto& gather = rp.streams[1].tasks;
+  auto& post = rp.streams[2].tasks;
+  for (int s = 0; s < steps; ++s)
+    for (int u = 0; u < 8; ++u) {
+      const int i = s * 8 + u;
+      const int c = static_cast<int>(comp.size());
+      Task g = issued("gather", 0.2 * unit, 1);
+      g.alloc = n;
+      if (c > 0) g.host_after = {0, c - 1};  // after the unit before, on the host
+      if (u == 0 && s > 0) {
+        g.deps = {{0, c - 1}, {2, i - 1}};  // torch.cuda.synchronize()
+        g.host_sync = true;
+      } else if (max_ahead > 0 && u >= max_ahead) {
+        g.deps = {{2, i - max_ahead}};  // done[u - max_ahead].synchronize()
+        g.host_sync = true;
+      }
+      gather.push_back(g);
+      Task products = issued("products", 0.4 * unit, 2);
+      products.deps = {{1, i}};
+      products.workspace = product;  // the first y, dropped by the second
+      products.alloc = product;      // the second y
+      comp.push_back(products);
+      Task grad = issued("gradient", 0.1 * unit, 1);
+      grad.alloc = n;
+      comp.push_back(grad);
+      Task q = issued("post", 0.3 * unit, 2);
+      q.deps = {{0, c + 1}};
+      q.workspace = n + 128;      // F.pad's copy, dropped at the unit's end
+      q.release_borrowed = n;     // the gradient, back to the compute stream's pool once post is done
+      q.borrowed_pool = 0;
+      post.push_back(q);
+      Task drop = compute("del", 0);
+      drop.host_after = {2, i};
+      drop.release = product;           // y
+      drop.release_borrowed = n;        // the parameters, back to the gather stream's pool
+      drop.borrowed_pool = 1;
+      comp.push_back(drop);
+    }
+  p.ranks.push_back(rp);
+  p.host_per_kernel = 64e-6;
+  p.host_bounds_modelled = true;
+  return p;
+}
+
+TEST_F(EngineTest, TheMeasuredLoopIssuedByTheHostRetriesWhereTheH100Did) {
+  // Retries per step in steady state (the five steps after the first), -1: out of memory.
+  host_issue_ = true;
+  auto retries_per_step = [&](double unit_mb, double headroom_gb, int max_ahead) {
+    device_memory_ = headroom_gb * 1e9;
+    const ExecutionResult one = run(measured_loop(unit_mb, 1, max_ahead), no_plan);
+    const ExecutionResult six = run(measured_loop(unit_mb, 6, max_ahead), no_plan);
+    EXPECT_TRUE(six.allocated_at_host_issue);
+    if (six.allocator_out_of_memory[0]) return -1.0;
+    return static_cast<double>(six.allocator_retries[0] - one.allocator_retries[0]) / 5.0;
+  };
+  // validate/results/h100-allocator-retry-{1610,630}mb.json (the host a whole step ahead).
+  struct Row { double unit_mb, headroom_gb, measured; };
+  const Row rows[] = {{1610, 40, 0},   {1610, 12, 1.4}, {1610, 9, 2.8}, {1610, 8, 4.6}, {1610, 7, 4.0},
+                      {1610, 6.5, -1}, {1610, 5, -1},   {630, 40, 0},   {630, 12, 0},   {630, 9, 0.4},
+                      {630, 8, 0.8},   {630, 7, 1.0},   {630, 6, 1.0},  {630, 5, 2.0}};
+  for (const auto& r : rows) {
+    const double whole = retries_per_step(r.unit_mb, r.headroom_gb, 0);
+    const double ahead = retries_per_step(r.unit_mb, r.headroom_gb, 2);
+    std::printf("unit %4.0f MB, headroom %4.1f GB: whole step %5.2f retries/step (measured %5.2f), "
+                "two units ahead %5.2f\n", r.unit_mb, r.headroom_gb, whole, r.measured, ahead);
+    // Where the measurement saw none, the model must see none, and where it retried, retry.
+    EXPECT_EQ(whole == 0, r.measured == 0) << r.unit_mb << " MB at " << r.headroom_gb << " GB";
+    if (r.measured > 0) {
+      EXPECT_GT(whole, 0) << r.unit_mb << " MB at " << r.headroom_gb << " GB: out of memory where the H100 ran";
+    }
+  }
 }
 
 TEST_F(EngineTest, PlatformHasACpuHostPerNode) {
