@@ -115,6 +115,7 @@ TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
 
 TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
   ScheduleInputs in = overlapped();
+  in.plan.tp_overlap_model = plan::TpOverlapModel::per_step;  // one call per ring step
   in.plan.tp = 4;
   in.plan.pp = 1;
   in.layout = plan::layout_of(in.plan, 8, 4);  // dp 2, a TP group per node
