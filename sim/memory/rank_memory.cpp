@@ -72,7 +72,16 @@ double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
   return 1;
 }
 
-RankMemory stage_memory(const MemoryInputs& in, long stage) {
+RankMemory stage_memory(const MemoryInputs& job, long stage) {
+  // Under context parallelism a rank holds the activations of seq / CP tokens of each sequence
+  // (fused attention only: no s x s term) and shards the distributed optimizer over the data- x
+  // context-parallel group (Megatron-core); its model states are a DP rank's. Not counted: TE's
+  // two KV ring buffers (2 x 2 x b x s/CP x kv-heads/TP x d bf16), transient.
+  MemoryInputs in = job;
+  if (job.plan.cp > 1) {
+    in.model = model::context_parallel_share(job.model, job.plan.cp);
+    in.layout = plan::context_parallel_rank_layout(job.layout);
+  }
   const auto& s = in.model;
   const auto& p = in.plan;
   const double tp = static_cast<double>(p.tp);

@@ -99,10 +99,18 @@ double parameters_per_layer(const TransformerSpec& s) {
   return attention + mlp + 2 * norm_parameters(s);
 }
 
+TransformerSpec context_parallel_share(const TransformerSpec& s, long cp) {
+  TransformerSpec share = s;
+  if (cp <= 1) return share;
+  if (share.position_rows == 0) share.position_rows = s.seq_len;
+  share.seq_len = s.seq_len / cp;
+  return share;
+}
+
 double embedding_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   double p = static_cast<double>(s.vocab) * h;
-  if (s.learned_positions) p += static_cast<double>(s.seq_len) * h;
+  if (s.learned_positions) p += static_cast<double>(s.position_rows > 0 ? s.position_rows : s.seq_len) * h;
   if (s.embedding_norm) p += norm_parameters(s);
   return p;
 }

@@ -37,7 +37,14 @@ struct TransformerSpec {
   bool final_norm = false;        ///< GPT, Llama: a norm before the output head
   bool dropout = true;            ///< dropout after attention and MLP (masks are stored)
   bool causal = true;             ///< decoder attention mask (BERT: false); a fused kernel skips masked blocks
+  /// Rows of the learned position table; 0: seq_len. A context-parallel rank's share of the model
+  /// runs seq_len / cp tokens but holds the whole table (context_parallel_share).
+  long position_rows = 0;
 };
+
+/// The model as one rank of a context-parallel group runs it: seq_len / cp tokens of each
+/// sequence, the parameters (position table included) unchanged. Identity when cp = 1.
+[[nodiscard]] TransformerSpec context_parallel_share(const TransformerSpec& s, long cp);
 
 /// The module code a framework runs around a biased, fused-QKV layer's GEMMs and fused kernels
 /// (module_kernels.hpp), as read in each framework's source.

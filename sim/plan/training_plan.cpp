@@ -59,10 +59,12 @@ Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node) {
   Layout l;
   l.world = world;
   l.ranks_per_node = ranks_per_node;
-  const long model_parallel = plan.tp * plan.pp;
+  l.cp = plan.cp;
+  const long model_parallel = plan.tp * plan.cp * plan.pp;
   if (world % model_parallel != 0)
-    throw std::invalid_argument("tensor (" + std::to_string(plan.tp) + ") x pipeline (" +
-                                std::to_string(plan.pp) + ") degree " +
+    throw std::invalid_argument("tensor (" + std::to_string(plan.tp) + ") x " +
+                                (plan.cp > 1 ? "context (" + std::to_string(plan.cp) + ") x " : std::string()) +
+                                "pipeline (" + std::to_string(plan.pp) + ") degree " +
                                 std::to_string(model_parallel) + " does not divide the " +
                                 std::to_string(world) + " ranks");
   l.dp = world / model_parallel;
@@ -75,6 +77,17 @@ Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node) {
                                   " does not divide the data-parallel degree " +
                                   std::to_string(l.dp));
   }
+  return l;
+}
+
+Layout context_parallel_rank_layout(const Layout& layout) {
+  Layout l = layout;
+  if (layout.cp <= 1) return l;
+  // A shard group spanning the whole data-parallel group spans the CP ranks too; the reader
+  // rejects hybrid sharding with context parallelism.
+  if (l.shard == l.dp) l.shard *= l.cp;
+  l.dp *= l.cp;
+  l.cp = 1;
   return l;
 }
 

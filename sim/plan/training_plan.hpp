@@ -143,6 +143,9 @@ struct TrainingPlan {
   bool tp_overlap_fp8_proj_scatter = false;
   bool tp_overlap_fp8_fc2_scatter = false;
   long pp = 1;                       ///< pipeline-parallel degree (stages)
+  /// Context parallelism (Megatron-core's context_parallel_size, Transformer Engine's ring
+  /// attention): each rank of a CP group holds 1/cp of every sequence (program/context_parallel.hpp).
+  long cp = 1;
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;
   long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
@@ -206,6 +209,13 @@ struct TrainingPlan {
   /// receiving stage all-gathers it over TP (Megatron's scatter/gather optimisation, on by
   /// default in 2021: --no-scatter-gather-tensors-in-pipeline turns it off).
   bool pipeline_scatter_gather = true;
+  /// Megatron-core's overlap_p2p_comm (interleaved schedule, batch_p2p_comm off): the stage
+  /// exchanges are isend/irecv left in flight, each waited for by the compute stream where its
+  /// tensor is needed, with no torch.cuda.synchronize (program/pipeline_exchanges.hpp).
+  bool overlap_p2p_comm = false;
+  /// Transformer Engine's FP8 amax reduction over the TP group only (Megatron-core's
+  /// tp_only_amax_red); otherwise over the stage's TP x DP group (model/fp8_amax_reduction.hpp).
+  bool fp8_amax_tp_only = false;
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::fused;
   /// torch.nn.utils.clip_grad_norm_ before the optimizer step: a foreach norm of the rank's
   /// gradients and a scale pass that runs every step (model::torch_clip_grad_norm_ops).
@@ -217,13 +227,21 @@ struct TrainingPlan {
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 
-/// Degrees of one concrete job: world = dp x tp x pp.
+/// Degrees of one concrete job: world = dp x cp x tp x pp.
 struct Layout {
   long world = 1;
   long ranks_per_node = 1;
-  long dp = 1;
+  long dp = 1;     ///< data-parallel degree, context parallelism not included
   long shard = 1;  ///< ranks one copy of the sharded state is spread over (1 = unsharded)
+  long cp = 1;     ///< context-parallel degree: world = dp x cp x tp x pp
 };
+
+/// What a rank of a context-parallel job is to the gradient and optimizer collectives: one member
+/// of the data-parallel x context-parallel group (Megatron-core's data_parallel_group with
+/// with_context_parallel=True, which reduces the gradients and shards the distributed optimizer),
+/// ranks in Megatron's order (tensor, context, data, pipeline: a CP index is the fastest part of
+/// the combined index). Identity when cp = 1.
+[[nodiscard]] Layout context_parallel_rank_layout(const Layout& layout);
 
 /// The named precision recipes: "amp" (fp16/bf16 AMP with fp32 master weights and gradient copy:
 /// 2+2+4+4 = 12 bytes plus the optimizer's, source 002's 20 with Adam), "fp32" (4+4), "fsdp_mixed"

@@ -30,12 +30,14 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     // The scenario reader rejects these with the reason (DeepSpeed refuses ZeRO-3 under PP;
     // FSDP inside pipeline stages is not modelled); kept for callers that build plans directly.
     if (p.pp > 1) return "pipeline parallelism with ZeRO-3/FSDP has no time schedule";
+    if (p.cp > 1) return "context parallelism with ZeRO-3/FSDP has no time schedule";
     if (p.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 &&
         (p.tp > 1 || in.layout.shard != in.layout.dp))
       return "the DeepSpeed 0.3 ZeRO-3 schedule has no tensor parallelism or hybrid sharding";
     return "";
   }
-  if (p.tp > 1 || p.pp > 1) {
+  if (p.tp > 1 || p.pp > 1 || p.cp > 1) {
+    if (p.cp > 1 && p.activation_checkpointing) return "context parallelism with activation recompute has no time schedule";
     if (p.sharding == plan::Sharding::zero2 && p.pp > 1)
       return "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)";
     if (p.partition == plan::PipelinePartition::uniform && in.model.layers % (p.pp * p.virtual_stages) != 0)
@@ -58,7 +60,8 @@ Program build_schedule(const ScheduleInputs& in) {
   if (parameter_sharded(in.plan))
     return in.plan.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 ? build_deepspeed_zero3(in)
                                                                                      : build_sharded_data_parallel(in);
-  if (in.plan.tp > 1 || in.plan.pp > 1) return build_pipeline_parallel(in);
+  // Context parallelism runs in Megatron-core's schedule, with or without TP and PP.
+  if (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1) return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, with_memory(in));
 }
 

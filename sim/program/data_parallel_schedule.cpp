@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
+#include "model/fp8_amax_reduction.hpp"
 
 namespace trainsim::program {
 
@@ -118,6 +119,8 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.module_kernels = module_kernels_of(plan.module_kernels);
   c.fp8 = fp8_linears_of(plan);
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
+  c.fp8_amax_reduction = c.fp8.enabled && plan.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  c.fp8_amax_tp_only = plan.fp8_amax_tp_only;
   return c;
 }
 
@@ -177,6 +180,18 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
       for (int j = 0; j < shard; ++j)
         add_call("grad bucket " + std::to_string(b) + " shard across replicas", collective::Op::all_reduce,
                  segments[b].params * cfg.gradient_bytes / shard, replica_group(j));
+  // TE's amax all-reduces, two per micro-batch (forward, backward) over every rank; none where
+  // the group is one rank (TE skips it: a single rank, or tp_only_amax_red without TP).
+  const bool amax_all_reduce = cfg.fp8_amax_reduction && !cfg.fp8_amax_tp_only && cfg.world > 1;
+  const int amax_first = static_cast<int>(prog.collectives.size());
+  if (amax_all_reduce) {
+    std::vector<int> everyone(static_cast<std::size_t>(cfg.world));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    for (long mb = 0; mb < cfg.accumulation; ++mb)
+      for (const bool forward : {true, false})
+        add_call(std::string("fp8 amax all-reduce ") + (forward ? "forward" : "backward") + " mb" + std::to_string(mb),
+                 collective::Op::all_reduce, model::te_amax_buffer_bytes(spec.layers, forward), everyone);
+  }
   const int gather = static_cast<int>(prog.collectives.size());
   if (zero1)
     for (int g = 0; g < shard_groups; ++g)
@@ -226,6 +241,8 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     rp.rank = r;
     rp.resident = cfg.resident_memory;
     rp.streams.resize(offload ? 3 : 2);
+    const int amax_stream = static_cast<int>(rp.streams.size());
+    if (amax_all_reduce) rp.streams.push_back({"fp8 amax", StreamKind::communication, {}});
     Stream& comp = rp.streams[0];
     Stream& comm = rp.streams[1];
     comp.name = "compute";
@@ -244,6 +261,28 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
       return TaskRef{2, static_cast<int>(rp.streams[2].tasks.size()) - 1};
     };
     auto last_compute = [&] { return TaskRef{0, static_cast<int>(comp.tasks.size()) - 1}; };
+    // TE's reduce_and_update_fp8_tensors at the end of a pass: concat, all-reduce, update.
+    auto amax_reduction = [&](long mb, bool forward) {
+      if (!cfg.fp8_amax_reduction) return;
+      const std::string tag = std::string(forward ? " forward" : " backward") + " mb" + std::to_string(mb);
+      const auto concat = model::te_amax_concat_op(spec.layers, forward);
+      Task c{"fp8 amax concat" + tag, TaskKind::compute, forward ? Phase::forward : Phase::backward,
+             model::op_duration(concat, dev), -1, {}};
+      c.kernels = concat.kernels;
+      rp.streams[0].tasks.push_back(std::move(c));
+      const auto update = model::te_amax_update_op(spec.layers, forward);
+      Task u{"fp8 amax and scale update" + tag, TaskKind::compute, forward ? Phase::forward : Phase::backward,
+             model::op_duration(update, dev), -1, {}};
+      u.kernels = update.kernels;
+      if (amax_all_reduce) {
+        const int call = amax_first + static_cast<int>(2 * mb + (forward ? 0 : 1));
+        rp.streams[static_cast<std::size_t>(amax_stream)].tasks.push_back(
+            {prog.collectives[static_cast<std::size_t>(call)].name, TaskKind::collective,
+             forward ? Phase::forward : Phase::backward, 0, call, {TaskRef{0, static_cast<int>(rp.streams[0].tasks.size()) - 1}}});
+        u.deps.push_back({amax_stream, static_cast<int>(rp.streams[static_cast<std::size_t>(amax_stream)].tasks.size()) - 1});
+      }
+      rp.streams[0].tasks.push_back(std::move(u));
+    };
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
       const bool reduce_now = mb + 1 == cfg.accumulation || reductions > 1;
@@ -260,6 +299,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
           comp.tasks.push_back(std::move(f));
           if (layer) offloaded[u] = copy("offload input " + unit_name(u) + tag, CopyDirection::to_host, {last_compute()});
         }
+        amax_reduction(mb, true);
         std::vector<TaskRef> done;  // each backward unit's task, in backward order
         std::size_t k = 0;
         for (std::size_t b = 0; b < segments.size(); ++b)
@@ -276,18 +316,21 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
             done.push_back(last_compute());
             if (reduce_now && i + 1 == segments[b].units) reduce_bucket(comm, mb, b, r, last_compute());
           }
+        amax_reduction(mb, false);
         continue;
       }
       Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
       forward.alloc = cfg.activation_memory;
       forward.kernels = cost.forward_kernels;
       comp.tasks.push_back(forward);
+      amax_reduction(mb, true);
       if (!reduce_now) {
         Task backward{"backward" + tag, TaskKind::compute, Phase::backward, full_backward, -1, {}};
         backward.workspace = cfg.workspace_memory;
         backward.release = cfg.activation_memory;
         backward.kernels = full_backward_kernels;
         comp.tasks.push_back(backward);
+        amax_reduction(mb, false);
         continue;
       }
       // A reducing micro-batch (the last; every one under ZeRO-2): each bucket's reduction starts
@@ -301,6 +344,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
         comp.tasks.push_back(backward);
         reduce_bucket(comm, mb, b, r, TaskRef{0, static_cast<int>(comp.tasks.size()) - 1});
       }
+      amax_reduction(mb, false);
     }
     std::vector<TaskRef> reduced;
     for (std::size_t i = 0; i < comm.tasks.size(); ++i) reduced.push_back({1, static_cast<int>(i)});

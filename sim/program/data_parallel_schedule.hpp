@@ -10,6 +10,8 @@
 //    head) and each layer's input is copied to host memory after its forward and back one layer
 //    ahead of its backward, on a host-copy stream over the node's PCIe links (as in
 //    sharded_schedule.hpp).
+//  - Transformer Engine's FP8 (Megatron-core): each forward ends, and each backward's layers
+//    end, with TE's amax reduction (model/fp8_amax_reduction.hpp), on the compute stream's path.
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "plan/training_plan.hpp"
@@ -44,6 +46,11 @@ struct DataParallelConfig {
   model::ModuleKernels module_kernels = model::ModuleKernels::fused;  ///< model::LayerShape::module_kernels
   model::Fp8Linears fp8 = model::Fp8Linears{};  ///< model::LayerShape::fp8
   bool megatron_fp16_optimizer = false;   ///< Megatron 2021's five optimizer passes (compute_cost.hpp)
+  /// Transformer Engine's FP8 amax reduction after every forward and backward
+  /// (model/fp8_amax_reduction.hpp): over every rank, or with tp_only_amax_red over the TP group,
+  /// one rank here, so the two kernels alone.
+  bool fp8_amax_reduction = false;
+  bool fp8_amax_tp_only = false;
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve
   Bytes activation_memory = 0;  ///< stored by one micro-batch's forward, freed by its backward

@@ -40,8 +40,8 @@ public:
   }
   static PipelineTransfer received(bool gradient) { return {false, gradient, -1, -1}; }
   /// One _communicate call; one with nothing to send or receive exchanges nothing.
-  void exchange(std::vector<PipelineTransfer> batch) {
-    if (!batch.empty()) steps_.push_back({false, 0, std::move(batch)});
+  void exchange(std::vector<PipelineTransfer> batch, bool waited = true) {
+    if (!batch.empty()) steps_.push_back({false, 0, std::move(batch), waited});
   }
   std::vector<PipelineStep> finish() {
     TRAINSIM_CHECK(next_ == order_.size(), "Megatron's loop ran fewer slots than pipeline_order at stage " +
@@ -98,8 +98,9 @@ std::vector<PipelineStep> non_interleaved(plan::PipelineSchedule schedule, long 
   return st.finish();
 }
 
-/// forward_backward_pipelining_with_interleaving, condition for condition.
-std::vector<PipelineStep> interleaved(long pp, long stage, long m, long v) {
+/// forward_backward_pipelining_with_interleaving, condition for condition; `overlap`: its
+/// overlap_p2p_comm branches (megatron-core r0.10, pipeline_exchanges.hpp).
+std::vector<PipelineStep> interleaved(long pp, long stage, long m, long v, bool overlap) {
   const auto order = pipeline_order(plan::PipelineSchedule::interleaved, pp, stage, m, v);
   StageSteps st(order, pp, stage);
   const bool first = stage == 0, last = stage == pp - 1;
@@ -121,21 +122,36 @@ std::vector<PipelineStep> interleaved(long pp, long stage, long m, long v) {
     if (sends_forward(k)) batch.push_back(st.sent_forward());
     // The first stage's chunk 0 reads data, not a neighbour's output; nothing after the last.
     if (!(first && chunk_forward(k + 1) == 0) && k != total - 1) batch.push_back(recv_prev);
-    // The last warm-up forward also waits for the first backward's gradient.
-    if (k == warmup - 1 && !all_warmup && !last) batch.push_back(recv_next);
+    // The last warm-up forward also waits for the first backward's gradient; with overlap it
+    // only posts that receive, after its own exchange (send_backward_recv_backward, not waited).
+    const bool first_gradient = k == warmup - 1 && !all_warmup && !last;
+    if (first_gradient && !overlap) batch.push_back(recv_next);
     st.exchange(std::move(batch));  // send_forward_recv_forward or send_forward_backward_recv_forward_backward
+    if (first_gradient && overlap) st.exchange({recv_next}, false);
   }
   for (long k = 0; k < remaining; ++k) {
     const long forward_k = k + warmup;
-    st.compute(true);
-    st.compute(false);
-    std::vector<PipelineTransfer> batch;
-    if (sends_forward(forward_k)) batch.push_back(st.sent_forward());
-    if (sends_backward(k)) batch.push_back(st.sent_backward());
     // The first stage runs pp - 1 forwards ahead of the last: nothing comes back to it for the
     // last chunk; the last stage runs pp - 1 backwards ahead of the first, symmetrically.
     const bool receives_forward = !(first && chunk_forward(forward_k - (pp - 1)) == v - 1) && k != remaining - 1;
     const bool receives_backward = !(last && chunk_backward(k - (pp - 1)) == 0);
+    st.compute(true);
+    if (overlap) {
+      // send_forward_recv_forward, then send_backward_recv_backward, each left in flight.
+      std::vector<PipelineTransfer> forward_batch, backward_batch;
+      if (sends_forward(forward_k)) forward_batch.push_back(st.sent_forward());
+      if (receives_forward) forward_batch.push_back(recv_prev);
+      st.exchange(std::move(forward_batch), false);
+      st.compute(false);
+      if (sends_backward(k)) backward_batch.push_back(st.sent_backward());
+      if (receives_backward) backward_batch.push_back(recv_next);
+      st.exchange(std::move(backward_batch), false);
+      continue;
+    }
+    st.compute(false);
+    std::vector<PipelineTransfer> batch;
+    if (sends_forward(forward_k)) batch.push_back(st.sent_forward());
+    if (sends_backward(k)) batch.push_back(st.sent_backward());
     if (receives_forward) batch.push_back(recv_prev);
     if (receives_backward) batch.push_back(recv_next);
     st.exchange(std::move(batch));  // send_forward_backward_recv_forward_backward
@@ -182,15 +198,17 @@ std::vector<PipelineStep> deepspeed_train_schedule(long pp, long stage, long m) 
 }  // namespace
 
 std::vector<std::vector<PipelineStep>> pipeline_exchanges(plan::PipelineSchedule schedule, long pp, long m,
-                                                          long chunks, plan::PipelineEngine engine) {
+                                                          long chunks, plan::PipelineEngine engine, bool overlap_p2p) {
   std::vector<std::vector<PipelineStep>> stages;
   const bool interleave = schedule == plan::PipelineSchedule::interleaved && chunks > 1;
   const bool deepspeed = engine == plan::PipelineEngine::deepspeed;
   TRAINSIM_CHECK(!deepspeed || (schedule == plan::PipelineSchedule::one_f_one_b && chunks == 1),
                  "DeepSpeed's pipeline engine runs 1F1B only");
+  TRAINSIM_CHECK(!overlap_p2p || (interleave && !deepspeed),
+                 "overlap_p2p_comm is Megatron-core's interleaved schedule's");
   for (long s = 0; s < pp; ++s)
     stages.push_back(deepspeed    ? deepspeed_train_schedule(pp, s, m)
-                     : interleave ? interleaved(pp, s, m, chunks)
+                     : interleave ? interleaved(pp, s, m, chunks, overlap_p2p)
                                   : non_interleaved(schedule, pp, s, m));
   // NCCL pairs a rank's sends to a peer with the peer's receives from it in issue order: the
   // n-th receive from the previous stage completes the n-th send of that stage to its next.

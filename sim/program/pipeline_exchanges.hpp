@@ -36,6 +36,10 @@ struct PipelineStep {
   bool compute = false;
   std::size_t slot = 0;                     ///< compute: index into pipeline_order(...)
   std::vector<PipelineTransfer> transfers;  ///< exchange: the batch (never empty)
+  /// exchange: the compute that follows waits for every transfer of the batch. false (Megatron-
+  /// core's overlap_p2p_comm): the batch is left in flight; each receive is waited for by the
+  /// slot that reads it, each send by the compute after the next exchange sending the same way.
+  bool waited = true;
 };
 
 /// Every stage's steps (index = stage), as `engine` issues them. Megatron: the batched exchanges
@@ -51,8 +55,19 @@ struct PipelineStep {
 /// output leaves only when its next step starts. Receives are matched to the peer's sends in order, as
 /// NCCL matches point-to-point operations between two ranks, so a receive names the transfer it
 /// completes. Throws InvariantError if the stages' sends and receives do not pair up.
+///
+/// `overlap_p2p` (interleaved schedule, Megatron engine): Megatron-core's overlap_p2p_comm with
+/// batch_p2p_comm off (core_r0.10.0 megatron/core/pipeline_parallel/schedules.py
+/// forward_backward_pipelining_with_interleaving, overlap_p2p_comm_warmup_flush off, and
+/// p2p_communication.py _p2p_ops): every exchange is plain isend/irecv, and a wait on one is a
+/// wait of the compute stream (no torch.cuda.synchronize, the host goes on issuing). The warm-up
+/// forwards exchange as before but one direction at a time (send_forward_recv_forward, waited),
+/// the last one also posting the first backward's receive; in the steady state each forward
+/// sends its output and posts the next forward's receive, each backward its input gradient and
+/// the next backward's receive, none waited there (PipelineStep::waited false); the cool-down
+/// backwards exchange waited (send_backward_recv_backward).
 [[nodiscard]] std::vector<std::vector<PipelineStep>> pipeline_exchanges(
     plan::PipelineSchedule schedule, long pp, long micro_batches, long chunks,
-    plan::PipelineEngine engine = plan::PipelineEngine::megatron);
+    plan::PipelineEngine engine = plan::PipelineEngine::megatron, bool overlap_p2p = false);
 
 }  // namespace trainsim::program

@@ -4,11 +4,14 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
+#include "model/fp8_amax_reduction.hpp"
+#include "program/context_parallel.hpp"
 #include "program/pipeline_exchanges.hpp"
 #include "program/tp_comm_overlap.hpp"
 
@@ -31,7 +34,7 @@ PipelineSlot interleaved_slot(long k, long pp, long chunks, bool forward) {
 /// if the rank is the first member to get there. A stage's first rank records these in the order
 /// it asks; the stage's other ranks, which share its body, replay them for their own groups.
 struct CallRequest {
-  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel };
+  enum class Group : std::uint8_t { tensor, point_to_point, shard, replica, embedding, model_parallel, amax, context };
   Group group = Group::tensor;
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
@@ -45,7 +48,7 @@ struct CallRequest {
 /// One rank's place in the sequences of calls its groups make.
 struct RankCalls {
   long d = 0, t = 0;
-  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0;
+  std::size_t tensor = 0, shard = 0, replica = 0, model_parallel = 0, amax = 0, context = 0;
 };
 
 Program build_pipeline(const ScheduleInputs& in, bool share);
@@ -82,7 +85,14 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
   return order;
 }
 
-Program build_pipeline_parallel(const ScheduleInputs& in) { return build_pipeline(in, in.share_task_bodies); }
+Program build_pipeline_parallel(const ScheduleInputs& in) {
+  if (in.plan.cp <= 1) return build_pipeline(in, in.share_task_bodies);
+  // Context parallelism: each rank runs the model on its 1/cp of the sequences, its attention
+  // around the CP ring (context_parallel.hpp); a step still trains micro_batch x m x dp sequences.
+  Program prog = build_pipeline(context_parallel_rank_view(in), in.share_task_bodies);
+  prog.samples_per_step /= in.plan.cp;
+  return prog;
+}
 
 namespace {
 
@@ -142,7 +152,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // over its TP group; without it every TP rank sends the whole tensor.
   const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
-  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine);
+  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
   // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
   // instruction order (pipeline_exchanges): with bf16 its BF16_Optimizer adds each micro-batch's
   // bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
@@ -159,16 +169,45 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // each piece's task durations and kernels (compute: the ops; ring and pipelined: one GEMM
   // chunk of tp; bulk: dgrad, wgrad). Full recompute runs the forward's pieces again first.
   const bool tp_overlap = p.tp_comm_overlap && sequence_parallel;
+  // Context parallelism: the pass's attention as ring steps (context_parallel.hpp), each part's
+  // duration and kernels: the ops before, each step's, the ops after.
+  const long cp = p.cp;
+  const bool context_parallel = cp > 1;
+  TRAINSIM_CHECK(!context_parallel || !p.activation_checkpointing, "context parallelism with recompute has no schedule");
+  struct CostedRing {
+    RingAttentionPass pass;
+    std::vector<std::string> labels;
+    Seconds before = 0, after = 0;
+    int before_kernels = 0, after_kernels = 0;
+    std::vector<Seconds> steps;
+    std::vector<int> step_kernels;
+  };
+  auto costed_ring = [&](const std::vector<model::Operation>& ops, bool forward) {
+    CostedRing r{ring_attention_pass(ops, s, shape, cp, forward), {}, 0, 0, 0, 0, {}, {}};
+    r.labels = ring_pass_labels(r.pass);
+    r.before = ops_duration(r.pass.before, in.device);
+    r.after = ops_duration(r.pass.after, in.device);
+    r.before_kernels = model::ops_kernels(r.pass.before);
+    r.after_kernels = model::ops_kernels(r.pass.after);
+    for (const auto& step : r.pass.steps) {
+      r.steps.push_back(ops_duration(step, in.device));
+      r.step_kernels.push_back(model::ops_kernels(step));
+    }
+    return r;
+  };
   struct CostedPiece {
     OverlapPiece piece;
     std::vector<Seconds> seconds;
     std::vector<int> kernels;
+    std::vector<CostedRing> ring;  ///< context parallelism: the compute piece holding the attention
   };
-  auto costed = [&](const std::vector<OverlapPiece>& pieces) {
+  auto costed = [&](const std::vector<OverlapPiece>& pieces, bool forward) {
     std::vector<CostedPiece> out;
     for (const auto& piece : pieces) {
-      CostedPiece c{piece, {}, {}};
-      if (piece.kind == OverlapPiece::Kind::compute) {
+      CostedPiece c{piece, {}, {}, {}};
+      if (piece.kind == OverlapPiece::Kind::compute && context_parallel && has_fused_attention(piece.ops)) {
+        c.ring.push_back(costed_ring(piece.ops, forward));
+      } else if (piece.kind == OverlapPiece::Kind::compute) {
         c.seconds.push_back(ops_duration(piece.ops, in.device));
         c.kernels.push_back(model::ops_kernels(piece.ops));
       } else if (piece.kind == OverlapPiece::Kind::bulk) {
@@ -188,9 +227,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   if (tp_overlap) {
     const UserbufferPrecision buffers{shape.fp8.enabled && shape.fp8.sequence_gathers_fp8, p.tp_overlap_fp8_proj_scatter,
                                       p.tp_overlap_fp8_fc2_scatter};
-    forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers));
+    forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers), true);
     if (full_recompute) backward_pieces = forward_pieces;
-    for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers))) backward_pieces.push_back(std::move(c));
+    for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers), false)) backward_pieces.push_back(std::move(c));
+  }
+  std::vector<CostedRing> ring_forward, ring_backward;  // without tp_comm_overlap: the whole pass
+  if (context_parallel && !tp_overlap) {
+    ring_forward.push_back(costed_ring(layer_f, true));
+    ring_backward.push_back(costed_ring(layer_b, false));
   }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
@@ -243,6 +287,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
   const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
+  // Context parallelism's ring steps by (stage, CP group, tp index), in issue order: a CP group
+  // is the cp consecutive data-parallel indices of the rank view (Megatron's tp-cp-dp order).
+  std::vector<std::vector<int>> cp_calls(static_cast<std::size_t>(context_parallel ? pp * (L.dp / cp) * tp : 0));
   std::vector<std::vector<int>> replica_calls(static_cast<std::size_t>(pp * tp * shard));
   // Every (dp, tp) pair's call at one boundary and micro-batch has the same name: made once.
   std::vector<InternedName> p2p_names(static_cast<std::size_t>(2 * virtual_stages * m));
@@ -270,6 +317,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // (SUM), one fp32 each, by data-parallel index, in issue order.
   const bool model_parallel_scalars = (megatron_optimizer || hp_grad_accumulation) && pp * tp > 1;
   std::vector<std::vector<int>> model_parallel_calls(static_cast<std::size_t>(L.dp));
+  // Transformer Engine's FP8 amax reductions (model/fp8_amax_reduction.hpp): at the end of every
+  // chunk's forward and backward, over the stage's TP x DP group (by stage) or with
+  // tp_only_amax_red the TP group (by stage and dp index), in issue order; none where the group
+  // is one rank (TE skips the all-reduce), though the two kernels run.
+  const bool amax_reduction = shape.fp8.enabled && p.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  const bool amax_all_reduce = amax_reduction && (p.fp8_amax_tp_only ? tp : tp * L.dp) > 1;
+  std::vector<std::vector<int>> amax_calls(static_cast<std::size_t>(pp * L.dp));
   for (long stage = 0; stage < pp; ++stage) {
     // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
     const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
@@ -324,10 +378,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       std::vector<InternedName> layers, copies;  // copies: offload (forward) or fetch (backward)
       std::vector<InternedName> recomputes;      // backward: each layer's core attention again
       InternedName tp_gather, tp_reduce, tp_regather, tp_restore_output, accumulate;
+      InternedName amax_concat, amax_reduce, amax_update;  // TE's FP8 amax reduction at the pass's end
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
       std::vector<InternedName> overlap;  // tp_comm_overlap: a layer pass's tasks, in push order
+      std::vector<std::vector<InternedName>> ring;  // context parallelism: each layer's ring pass, in push order
     };
     std::vector<SlotNames> slot_names;
     for (const auto& slot : order) {
@@ -342,13 +398,24 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       names.tp_gather = "tp all-gather" + tag;
       if (tp_overlap)
         for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
-          for (const auto& label : piece_task_labels(c.piece, tp, p.tp_overlap_model))
+          for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp, p.tp_overlap_model) : c.ring.front().labels)
             names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
+      if (context_parallel && !tp_overlap)
+        for (long l = 0; l < layers_per_chunk; ++l) {
+          auto& ring = names.ring.emplace_back();
+          for (const auto& label : (slot.forward ? ring_forward : ring_backward).front().labels)
+            ring.emplace_back((slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l) + " " + label);
+        }
       if (!slot.forward) {
         names.tp_restore_output = "tp gather own output" + tag;
         names.accumulate = "fp32 gradient accumulation" + tag;
       }
       names.tp_reduce = (sequence_parallel ? "tp reduce-scatter" : "tp all-reduce") + tag;
+      if (amax_reduction) {
+        names.amax_concat = "fp8 amax concat" + tag;
+        names.amax_reduce = "fp8 amax all-reduce" + tag;
+        names.amax_update = "fp8 amax and scale update" + tag;
+      }
       if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
       const long vs = slot.chunk * pp + stage;
       const std::string pass = slot.forward ? "forward" : "backward";
@@ -424,6 +491,26 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           return calls[sequence++];
         }
+        case G::amax: {
+          auto& calls = amax_calls[static_cast<std::size_t>(stage * L.dp + (p.fp8_amax_tp_only ? d : 0))];
+          if (rc.amax == calls.size()) {
+            std::vector<int> group;
+            for (long dd = 0; dd < L.dp; ++dd)
+              if (!p.fp8_amax_tp_only || dd == d)
+                for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, dd, k));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.amax++];
+        }
+        case G::context: {
+          auto& calls = cp_calls[static_cast<std::size_t>((stage * (L.dp / cp) + d / cp) * tp + t)];
+          if (rc.context == calls.size()) {
+            std::vector<int> group;
+            for (long c = 0; c < cp; ++c) group.push_back(rank_of(in, stage, d / cp * cp + c, t));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+          }
+          return calls[rc.context++];
+        }
         case G::model_parallel: {
           auto& calls = model_parallel_calls[static_cast<std::size_t>(d)];
           if (rc.model_parallel == calls.size()) {
@@ -484,6 +571,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // reduce-scatters and bulk gathers.
         const int kRing = static_cast<int>(rp.streams.size());
         if (tp_overlap) rp.streams.push_back({"tp ring", StreamKind::communication, {}});
+        // TE's amax all-reduces: their own communicator (the amax reduction group), so their own stream.
+        const int kAmax = static_cast<int>(rp.streams.size());
+        if (amax_all_reduce) rp.streams.push_back({"fp8 amax", StreamKind::communication, {}});
+        // Context parallelism: the KV (and dKV) transfers around the CP ring, beside the attention.
+        const int kCpRing = static_cast<int>(rp.streams.size());
+        if (context_parallel) rp.streams.push_back({"cp ring", StreamKind::communication, {}});
         auto& comp = rp.streams[kCompute].tasks;
         auto push = [&](int stream, Task task) {
           rp.streams[static_cast<std::size_t>(stream)].tasks.push_back(std::move(task));
@@ -575,18 +668,42 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           return request({CallRequest::Group::tensor, name, op, size, 0, 0, 0, repeat});
         };
         bool after_exchange = false;  // the next compute task follows a blocking exchange
+        // overlap_p2p_comm: receives left in flight, by (gradient, boundary, micro-batch), until
+        // the slot that reads them; and the last send left in flight each way (activation,
+        // gradient), waited for once the next exchange sending that way is issued (Megatron's
+        // send_next_wait_handle / send_prev_wait_handle).
+        std::map<std::tuple<bool, long, long>, TaskRef> in_flight;
+        TaskRef unwaited_send[2] = {{-1, -1}, {-1, -1}};
         for (std::size_t e = 0; e < steps.size(); ++e) {
           const PipelineStep& step = steps[e];
           if (!step.compute) {
             const std::vector<InternedName>& names = exchange_names[e];
             std::vector<TaskRef> done;
+            std::vector<TaskRef> sends_waited;
             for (std::size_t k = 0; k < step.transfers.size(); ++k) {
               const PipelineTransfer& x = step.transfers[k];
               const int stream = x.send ? (x.gradient ? kSendPrev : kSendNext) : (x.gradient ? kRecvNext : kRecvPrev);
               const int call = request({CallRequest::Group::point_to_point, {}, collective::Op::send_recv, boundary,
                                         x.gradient ? 1 : 0, x.boundary, x.micro_batch});
+              // PyTorch's NCCL process group makes its stream wait for the compute issued before
+              // the call, so a receive too starts after the slot before it.
               done.push_back(push(stream, {names[k], TaskKind::collective, x.gradient ? Phase::backward : Phase::forward,
                                            0, call, cursor}));
+              if (!p.overlap_p2p_comm) continue;
+              if (x.send) {
+                TaskRef& unwaited = unwaited_send[x.gradient ? 1 : 0];
+                if (unwaited.stream >= 0) sends_waited.push_back(unwaited);
+                unwaited = step.waited ? TaskRef{-1, -1} : done.back();
+              } else if (!step.waited) {
+                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done.back());
+              }
+            }
+            if (p.overlap_p2p_comm) {
+              // Plain isend/irecv: waits are the compute stream's (no torch.cuda.synchronize), and
+              // an exchange left in flight holds back only what reads it.
+              if (step.waited) cursor = std::move(done);
+              for (const TaskRef& send : sends_waited) cursor.push_back(send);
+              continue;
             }
             std::vector<TaskRef> gathered;
             if (scatter_gather)
@@ -609,6 +726,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
           const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready = cursor;
+          if (!in_flight.empty()) {
+            // overlap_p2p_comm: the slot's input, if it was left in flight (recv_prev_wait_handle,
+            // recv_next_wait_handle).
+            const auto input = in_flight.find(slot.forward ? std::make_tuple(false, vs - 1, slot.micro_batch)
+                                                           : std::make_tuple(true, vs, slot.micro_batch));
+            if (input != in_flight.end()) {
+              ready.push_back(input->second);
+              in_flight.erase(input);
+            }
+          }
           // Dependencies as TaskDeps: up to three inline, no allocation per task.
           auto compute = [&](InternedName name, Seconds duration, int kernels, TaskDeps deps) {
             Task task{name, TaskKind::compute, phase, duration, -1, std::move(deps)};
@@ -623,6 +750,37 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           };
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps, int repeat = 1) {
             return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size, repeat), std::move(deps)});
+          };
+          // Context parallelism: a pass's attention as ring steps (context_parallel.hpp), named in
+          // push order from `labels`; returns what the pass's successor waits for, its last
+          // compute task first. Step i's transfer leaves once step i - 1's has arrived (backward:
+          // and step i - 1's gradient is added in); step i's attention needs step i - 1's KV.
+          auto ring_pass = [&](const CostedRing& r, const InternedName* labels, std::vector<TaskRef> deps) {
+            std::size_t n = 0;
+            if (!r.pass.before.empty()) deps = {compute(labels[n++], r.before, r.before_kernels, deps)};
+            TaskRef transfer{-1, -1}, block{-1, -1};
+            for (std::size_t i = 0; i < r.steps.size(); ++i) {
+              TaskRef sent{-1, -1};
+              if (r.pass.ring_bytes[i] > 0) {
+                std::vector<TaskRef> after = i == 0 ? deps : std::vector<TaskRef>{};
+                if (transfer.stream >= 0) after.push_back(transfer);
+                if (i > 0 && r.pass.transfer_after_previous_step) after.push_back(block);
+                const InternedName& name = labels[n++];
+                sent = push(kCpRing, {name, TaskKind::collective, phase, 0,
+                                      request({CallRequest::Group::context, name, collective::Op::ring_exchange,
+                                               r.pass.ring_bytes[i]}),
+                                      after});
+              }
+              std::vector<TaskRef> ready_step = i == 0 ? deps : std::vector<TaskRef>{block};
+              if (i > 0 && transfer.stream >= 0) ready_step.push_back(transfer);
+              block = compute(labels[n++], r.steps[i], r.step_kernels[i], ready_step);
+              if (sent.stream >= 0) transfer = sent;
+            }
+            deps = {block};
+            if (r.pass.transfer_after_previous_step && transfer.stream >= 0) deps.push_back(transfer);
+            if (!r.pass.after.empty()) deps = {compute(labels[n++], r.after, r.after_kernels, deps)};
+            TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
+            return deps;
           };
           // tp_comm_overlap: one layer pass's pieces as tasks, named in push order; returns what
           // the pass's successor waits for, its last compute task first.
@@ -653,7 +811,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               const Bytes scattered_bytes = activation_elements * c.piece.scatter_bytes;
               switch (c.piece.kind) {
                 case OverlapPiece::Kind::compute:
-                  deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
+                  if (!c.ring.empty()) {
+                    deps = ring_pass(c.ring.front(), &labels[n], deps);
+                    n += c.ring.front().labels.size();
+                  } else {
+                    deps = {compute(labels[n++], c.seconds[0], c.kernels[0], deps)};
+                  }
                   break;
                 case OverlapPiece::Kind::ring_gather: {
                   // Chunk 0 is the rank's own shard; at step i it forwards the shard it received
@@ -802,6 +965,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             if (tp_overlap) {
               ready = overlapped_pass(slot.forward ? forward_pieces : backward_pieces, names.overlap, ready);
               previous = ready.front();
+            } else if (context_parallel) {
+              ready = ring_pass((slot.forward ? ring_forward : ring_backward).front(),
+                                names.ring[static_cast<std::size_t>(l)].data(), ready);
+              previous = ready.front();
             } else {
               previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
                                  slot.forward ? lf_kernels : lb_kernels, ready);
@@ -832,6 +999,21 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 previous = push(kTensor, {names.tp_reduce, TaskKind::collective, phase, 0, c, ready});
                 ready = {previous};
               }
+          }
+          if (amax_reduction) {
+            // The chunk's fp8_autocast exits (forward) or its first FP8 module's backward ends:
+            // reduce_and_update_fp8_tensors on the compute stream's path.
+            const long rank_layers = layers_per_chunk * v;
+            const auto concat = model::te_amax_concat_op(rank_layers, slot.forward);
+            previous = compute(names.amax_concat, model::op_duration(concat, in.device), concat.kernels, ready);
+            if (amax_all_reduce) {
+              const int c = request({CallRequest::Group::amax, names.amax_reduce, collective::Op::all_reduce,
+                                     model::te_amax_buffer_bytes(rank_layers, slot.forward)});
+              previous = push(kAmax, {names.amax_reduce, TaskKind::collective, phase, 0, c, {previous}});
+            }
+            const auto update = model::te_amax_update_op(rank_layers, slot.forward);
+            previous = compute(names.amax_update, model::op_duration(update, in.device), update.kernels, {previous});
+            ready = {previous};
           }
           if (slot.forward && last) {
             // Output projection and loss; under sequence parallelism the column-parallel output

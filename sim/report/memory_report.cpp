@@ -23,8 +23,11 @@ std::string describe(const scenario::Point& p) {
   const auto& t = p.training;
   std::string d = p.model.name + ", " + std::to_string(p.layout.world) + " accelerators: ";
   d += std::string(plan::sharding_name(t.sharding));
-  if (t.sharding != plan::Sharding::none) d += " over " + std::to_string(p.layout.shard);
-  d += ", DP " + std::to_string(p.layout.dp) + ", TP " + std::to_string(t.tp) + ", PP " +
+  // Under context parallelism the distributed optimizer spans the DP x CP group.
+  if (t.sharding != plan::Sharding::none)
+    d += " over " + std::to_string(plan::context_parallel_rank_layout(p.layout).shard);
+  d += ", DP " + std::to_string(p.layout.dp) + (t.cp > 1 ? ", CP " + std::to_string(t.cp) : std::string()) +
+       ", TP " + std::to_string(t.tp) + ", PP " +
        std::to_string(t.pp) + ", micro-batch " + std::to_string(t.micro_batch) + " x seq " +
        std::to_string(p.model.seq_len) + ", " + t.precision.name;
   if (t.activation_checkpointing)

@@ -189,6 +189,20 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     if (p.model.layers < p.training.pp)
       po.fail("nodes", "pipeline degree " + std::to_string(p.training.pp) + " exceeds the " +
                            std::to_string(p.model.layers) + " layers");
+    if (p.training.cp > 1) {
+      // Transformer Engine splits each rank's sequence into two chunks for the causal load
+      // balance (2 x CP chunks in all: attention.py AttnFuncWithCPAndKVP2P asserts the per-GPU
+      // length is even), and sequence parallelism splits a CP rank's tokens over the TP group.
+      const long cp = p.training.cp;
+      if (p.model.seq_len % (2 * cp) != 0)
+        po.fail("training", "context_parallel " + std::to_string(cp) + " splits the sequence into 2 x CP = " +
+                                std::to_string(2 * cp) + " chunks, which must divide seq_len " +
+                                std::to_string(p.model.seq_len));
+      else if (p.training.sequence_parallel && (p.model.seq_len / cp) % p.training.tp != 0)
+        po.fail("training", "a context-parallel rank's " + std::to_string(p.model.seq_len / cp) +
+                                " tokens must divide over the tensor-parallel degree " + std::to_string(p.training.tp) +
+                                " (sequence parallelism)");
+    }
     if (p.model.heads % p.training.tp != 0)
       po.fail("nodes", "tensor-parallel degree " + std::to_string(p.training.tp) +
                            " does not divide the " + std::to_string(p.model.heads) + " heads");
@@ -204,7 +218,8 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
                 "data-parallel degree " + std::to_string(dp) + " does not match the " +
                     std::to_string(p.layout.dp) + " = " + std::to_string(p.layout.world) +
                     " accelerators of " + std::to_string(p.nodes) + " x " + topo.name +
-                    " / (tensor " + std::to_string(p.training.tp) + " x pipeline " +
+                    " / (tensor " + std::to_string(p.training.tp) +
+                    (p.training.cp > 1 ? " x context " + std::to_string(p.training.cp) : std::string()) + " x pipeline " +
                     std::to_string(p.training.pp) + ")");
     } else {
       po.allow("data_parallel_degree");

@@ -117,6 +117,22 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (!t.attention_kernel.empty() && !t.flash_attention)
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
+  if (o.has("context_parallel")) {
+    t.cp = o.positive_integer("context_parallel");
+    // Modelled as Megatron-core with Transformer Engine runs it (program/context_parallel.hpp):
+    // the PTD-P schedule, TE's fused attention split into ring steps, nothing recomputed.
+    if (t.cp > 1) {
+      if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
+        o.fail("context_parallel", "is modelled in the PTD-P schedule only (schedule ddp or zero1)");
+      if (t.shard_degree > 0)
+        o.fail("context_parallel", "with hybrid_shard_degree is not modelled (the distributed optimizer shards over "
+                                   "the whole data-parallel x context-parallel group)");
+      if (!t.flash_attention)
+        o.fail("context_parallel", "splits Transformer Engine's fused attention into ring steps: enable flash_attention");
+      if (t.activation_checkpointing)
+        o.fail("context_parallel", "with activation_checkpointing is not modelled (the recompute would run the KV ring again)");
+    }
+  }
   t.eager_kernels = o.boolean_or("eager_kernels", false);
   t.allocator_retry_stalls = o.boolean_or("allocator_retry_stalls", false);
   if (t.tp_comm_overlap && t.sharding != Sharding::none && t.sharding != Sharding::zero1)
@@ -165,8 +181,9 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather: needs schedule zero1");
     if (!t.overlap_grad_reduce)
       o.fail("overlap_param_gather", "needs overlap_grad_reduce true (Megatron asserts both)");
-    if (t.tp == 1 && t.pp == 1)
-      o.fail("overlap_param_gather", "is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
+    if (t.tp == 1 && t.pp == 1 && t.cp == 1)
+      o.fail("overlap_param_gather",
+             "is modelled in the PTD-P schedule only (tensor_parallel, pipeline_parallel or context_parallel > 1)");
   }
   if (o.choice_or("zero1_gradient_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce") {
     if (t.sharding != Sharding::zero1 || t.pp < 2)
@@ -183,12 +200,32 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.overlap_grad_reduce)
       o.fail("pipeline_engine", "deepspeed reduces the gradients after the pipeline flush: needs overlap_grad_reduce false");
     t.pipeline_engine = plan::PipelineEngine::deepspeed;
+    if (t.cp > 1) o.fail("pipeline_engine", "context_parallel is Megatron-core's: modelled with pipeline_engine \"megatron\"");
     if (t.activation_checkpointing && t.checkpoint_policy == plan::CheckpointPolicy::selective_attention)
       o.fail("pipeline_engine", "selective_attention is Megatron's recomputation: modelled with pipeline_engine \"megatron\"");
   }
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.
   t.pipeline_scatter_gather = o.boolean_or("pipeline_scatter_gather", true);
+  t.fp8_amax_tp_only = o.boolean_or("tp_only_amax_red", false);
+  if (t.fp8_amax_tp_only && (t.linear_precision != plan::LinearPrecision::fp8 ||
+                             t.fp8_implementation != plan::Fp8Implementation::transformer_engine))
+    o.fail("tp_only_amax_red", "narrows Transformer Engine's FP8 amax reduction: needs linear_precision \"fp8\" and "
+                               "fp8_implementation \"transformer-engine\"");
+  t.overlap_p2p_comm = o.boolean_or("overlap_p2p_comm", false);
+  if (t.overlap_p2p_comm) {
+    // Megatron-core's condition (schedules.py: overlap_p2p_comm is read only by the interleaved
+    // schedule, and it rejects batch_p2p_comm with it); its stage exchanges move whole tensors
+    // under sequence parallelism, never 2021's scatter/gather.
+    if (t.pipeline != plan::PipelineSchedule::interleaved || t.virtual_stages < 2 || t.pp < 2)
+      o.fail("overlap_p2p_comm", "Megatron-core overlaps the exchanges of its interleaved schedule only: needs "
+                                 "pipeline_parallel > 1, pipeline_schedule \"interleaved\" and virtual_stages > 1");
+    if (t.pipeline_engine != plan::PipelineEngine::megatron)
+      o.fail("overlap_p2p_comm", "is Megatron-core's: needs pipeline_engine \"megatron\"");
+    if (t.tp > 1 && !t.sequence_parallel && t.pipeline_scatter_gather)
+      o.fail("overlap_p2p_comm", "Megatron-core has no scatter/gather of stage tensors: with tensor_parallel > 1 "
+                                 "needs sequence_parallel true or pipeline_scatter_gather false");
+  }
   const std::string optimizer_kernels =
       o.choice_or("optimizer_implementation", {"fused", "megatron-fp16", "torch-foreach"}, "fused");
   if (optimizer_kernels == "torch-foreach") {

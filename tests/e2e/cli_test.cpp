@@ -415,6 +415,50 @@ TEST(CliSelectiveRecompute, MemoryAndStepTimeLieBetweenNoneAndFull) {
   EXPECT_GT(memory[1], memory[2]);
 }
 
+TEST(CliContextParallel, Llama3CpRowFitsWhereCp1DoesNotAndItsKvRingRunsBesideTheAttention) {
+  // NeMo's Llama3-8B row (CP2 on 8 GPUs, seq 8192) and the same job without CP (DP 8).
+  json doc = json::parse(read_text("scenarios/nemo-h100-fp8.json"));
+  doc["topology"] = fs::absolute("topologies/dgx-h100-ib.json").string();
+  json cp2;
+  for (const auto& p : doc["points"])
+    if (p["label"] == "Llama3-8B, 8 GPUs, CP2") cp2 = p;
+  ASSERT_FALSE(cp2.is_null());
+  json cp1 = cp2;
+  cp1["label"] = "no CP";
+  cp1["training"]["context_parallel"] = 1;
+  cp1["training"]["gradient_accumulation"] = 16;
+  cp1["data_parallel_degree"] = 8;
+  cp1["training"].erase("overlap_param_gather");  // modelled in the PTD-P schedule only
+  cp1["training"].erase("overlap_grad_reduce");
+  doc["points"] = json::array({cp2, cp1});
+  const std::string file = temp_path(".json");
+  std::ofstream(file) << doc.dump(2);
+  const std::string trace = temp_path(".trace.json");
+  std::remove(trace.c_str());
+  const CliRun r = trainsim("run " + file + " --format json --no-wall-time --trace '" + trace + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["points"].size(), 2u);
+  EXPECT_EQ(out["points"][0]["status"], "simulated");
+  EXPECT_GT(out["points"][0]["samples_per_s"].get<double>(), 0);
+  // Activations at seq/CP: the CP2 layout fits, the CP1 one (twice the tokens per rank) does not.
+  EXPECT_EQ(out["points"][1]["status"], "oom");
+  // Some forward KV transfer runs while its step's attention computes (SimGrid's overlap).
+  const json events = json::parse(read_text(trace)).at("traceEvents");
+  std::vector<std::pair<double, double>> attention, ring;
+  for (const json& e : events) {
+    if (e.at("ph") != "X") continue;
+    const std::string name = e.at("name");
+    const double start = e.at("ts").get<double>(), end = start + e.at("dur").get<double>();
+    if (name.find("forward mb0 c0 layer 0 cp attention step 0") == 0) attention.emplace_back(start, end);
+    if (name.find("forward mb0 c0 layer 0 cp ring step 0") == 0) ring.emplace_back(start, end);
+  }
+  ASSERT_FALSE(attention.empty());
+  ASSERT_FALSE(ring.empty());
+  EXPECT_LT(ring.front().first, attention.front().second);
+  EXPECT_GT(ring.front().second, attention.front().first);
+}
+
 TEST(Golden, SlowScenariosLoadAndHaveNoGolden) {
   for (const auto& name : scenarios_without_golden()) {
     EXPECT_TRUE(fs::exists("scenarios/" + name + ".json")) << name << " in tests/golden/no-golden.txt";

@@ -8,7 +8,9 @@
 #include "support/fixtures.hpp"
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
+#include "model/device_profile.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "program/schedule_inputs.hpp"
 #include "program/program.hpp"
 
 namespace trainsim::program {
@@ -354,6 +356,43 @@ TEST(DataParallel, OffloadingKeepsTheComputeAndTheBucketsOfThePlainProgram) {
     EXPECT_EQ(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().rfind("backward ", 0), 0u);
     EXPECT_NE(comp.tasks[static_cast<std::size_t>(t.deps[0].index)].name.str().find("mb2"), std::string::npos);
   }
+}
+
+TEST(DataParallel, TransformerEngineFp8ReducesTheAmaxesAfterEveryPass) {
+  // TE's delayed scaling (model/fp8_amax_reduction.hpp): every forward and every backward ends
+  // with a concat, a MAX all-reduce of the 4 layers' amaxes over every rank and the update, which
+  // what follows waits for; with tp_only_amax_red the group is one rank, so the kernels alone.
+  plan::TrainingPlan plan;
+  plan.linear_precision = plan::LinearPrecision::fp8;
+  DataParallelConfig c = config(DataParallelKind::zero1);
+  c.fp8 = fp8_linears_of(plan);
+  c.fp8_amax_reduction = true;
+  const auto device = model::load_device_profile("tests/data/fp8/device.json");
+  const Program prog = build_data_parallel(small_model(), device, c);
+  validate(prog);
+  const auto& r = prog.ranks[1];
+  ASSERT_EQ(r.streams.size(), 3u);
+  const auto& amax = r.streams[2];
+  ASSERT_EQ(amax.tasks.size(), 6u);  // 3 micro-batches
+  for (const auto& t : amax.tasks) {
+    const auto& call = prog.collectives[static_cast<std::size_t>(t.collective)];
+    EXPECT_EQ(call.op, Op::all_reduce);
+    EXPECT_EQ(call.group, (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_DOUBLE_EQ(call.size, t.phase == Phase::forward ? 4 * 21 * 4.0 : 4 * 14 * 4.0);
+  }
+  const auto& comp = r.streams[0];
+  const int forward = index_of(comp, "forward mb1");
+  EXPECT_EQ(comp.tasks[static_cast<std::size_t>(forward + 1)].name.str(), "fp8 amax concat forward mb1");
+  const Task& update = comp.tasks[static_cast<std::size_t>(forward + 2)];
+  EXPECT_EQ(update.name.str(), "fp8 amax and scale update forward mb1");
+  EXPECT_TRUE(waits_for(update, 2, 2));
+  EXPECT_EQ(comp.tasks[static_cast<std::size_t>(forward + 3)].name.str(), "backward mb1");
+  c.fp8_amax_tp_only = true;
+  const Program tp_only = build_data_parallel(small_model(), device, c);
+  validate(tp_only);
+  EXPECT_EQ(tp_only.ranks[1].streams.size(), 2u);
+  EXPECT_EQ(index_of(tp_only.ranks[1].streams[0], "fp8 amax and scale update backward mb2") + 1,
+            optimizer_index(tp_only.ranks[1].streams[0]));
 }
 
 TEST(Validate, SameOrderOnEveryRankPasses) { EXPECT_NO_THROW(validate(two_ranks({0, 1}, {0, 1}))); }

@@ -13,9 +13,10 @@ namespace trainsim::program {
 namespace {
 
 /// Slots as F<mb>/B<mb> (c<chunk> when not 0), exchanges as [s|r A|G <boundary> m<mb> ...].
+/// An exchange left in flight (overlap_p2p_comm) as {...}.
 std::string text(plan::PipelineSchedule schedule, long pp, long stage, long m, long v,
-                 plan::PipelineEngine engine = plan::PipelineEngine::megatron) {
-  const auto steps = pipeline_exchanges(schedule, pp, m, v, engine)[static_cast<std::size_t>(stage)];
+                 plan::PipelineEngine engine = plan::PipelineEngine::megatron, bool overlap_p2p = false) {
+  const auto steps = pipeline_exchanges(schedule, pp, m, v, engine, overlap_p2p)[static_cast<std::size_t>(stage)];
   const auto order = pipeline_order(schedule, pp, stage, m, v);
   std::string s;
   for (const auto& step : steps) {
@@ -24,13 +25,13 @@ std::string text(plan::PipelineSchedule schedule, long pp, long stage, long m, l
       s += (o.forward ? "F" : "B") + std::to_string(o.micro_batch) + (o.chunk ? "c" + std::to_string(o.chunk) : "") + " ";
       continue;
     }
-    s += "[";
+    s += step.waited ? "[" : "{";
     for (std::size_t k = 0; k < step.transfers.size(); ++k) {
       const auto& x = step.transfers[k];
       s += (k ? " " : "") + std::string(x.send ? "s" : "r") + (x.gradient ? "G" : "A") + std::to_string(x.boundary) +
            "m" + std::to_string(x.micro_batch);
     }
-    s += "] ";
+    s += step.waited ? "] " : "} ";
   }
   return s;
 }
@@ -87,6 +88,27 @@ TEST(PipelineExchanges, InterleavedWrapsAroundAndBatchesBothDirections) {
             "F2 B0c1 [sA0m2 sG1m0 rG2m1] F3 B1c1 [sA0m3 sG1m1 rA1m2 rG0m0] "
             "F2c1 B0 [sA2m2 rA1m3 rG0m1] F3c1 B1 [sA2m3 rG2m2] "
             "B2c1 [sG1m2 rG2m3] B3c1 [sG1m3 rG0m2] B2 [rG0m3] B3 ");
+}
+
+TEST(PipelineExchanges, OverlappedInterleavedLeavesTheSteadyStateExchangesInFlight) {
+  // The same stage as above with Megatron-core's overlap_p2p_comm (core_r0.10.0 schedules.py):
+  // the warm-up exchanges one direction at a time, waited (send_forward_recv_forward), the last
+  // warm-up forward then posts the first gradient's receive; in the steady state each forward
+  // sends its output and posts the next input's receive, each backward likewise its input
+  // gradient, all left in flight; the cool-down's send_backward_recv_backward is waited again.
+  EXPECT_EQ(text(plan::PipelineSchedule::interleaved, 2, 0, 4, 2, plan::PipelineEngine::megatron, true),
+            "F0 [sA0m0] F1 [sA0m1 rA1m0] F0c1 [sA2m0 rA1m1] F1c1 [sA2m1] {rG2m0} "
+            "F2 {sA0m2} B0c1 {sG1m0 rG2m1} F3 {sA0m3 rA1m2} B1c1 {sG1m1 rG0m0} "
+            "F2c1 {sA2m2 rA1m3} B0 {rG0m1} F3c1 {sA2m3} B1 {rG2m2} "
+            "B2c1 [sG1m2 rG2m3] B3c1 [sG1m3 rG0m2] B2 [rG0m3] B3 ");
+  // Every shape still pairs each receive with its peer's send and feeds every slot in time.
+  for (long pp : {2, 3, 4})
+    for (long v : {2, 3})
+      for (long m = pp; m <= 3 * pp; m += pp)
+        EXPECT_NO_THROW((void)pipeline_exchanges(plan::PipelineSchedule::interleaved, pp, m, v,
+                                                 plan::PipelineEngine::megatron, true))
+            << pp << " " << v << " " << m;
+  EXPECT_ANY_THROW((void)pipeline_exchanges(plan::PipelineSchedule::one_f_one_b, 2, 4, 1, plan::PipelineEngine::megatron, true));
 }
 
 TEST(PipelineExchanges, EveryScheduleShapePairsUpAndFeedsItsSlots) {
@@ -204,6 +226,42 @@ TEST(PipelineExchangeProgram, InterleavedProgramIsConsistent) {
   const int wrap = index_of(r.streams[kRecvPrev], "recv activation 1->2 mb0");
   EXPECT_EQ(prog.collectives[static_cast<std::size_t>(r.streams[kRecvPrev].tasks[static_cast<std::size_t>(wrap)].collective)].group,
             (std::vector<int>{5, 1}));
+}
+
+TEST(PipelineExchangeProgram, OverlappedExchangesHoldBackOnlyTheSlotThatReadsThem) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  in.plan.pipeline_scatter_gather = false;  // Megatron-core sends whole tensors
+  const Program batched = build_program(in);
+  in.plan.overlap_p2p_comm = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];  // stage 0
+  auto task = [&](const Program& p, int stream, const std::string& name) -> const Task& {
+    const auto& st = p.ranks[1].streams[static_cast<std::size_t>(stream)];
+    return st.tasks[static_cast<std::size_t>(index_of(st, name))];
+  };
+  // Steady state: F2 sends its output (left in flight); B0c1 does not wait for that send, only
+  // for its own gradient, received in flight since the warm-up's end; nor does F3, which follows
+  // B0c1's exchange. The batched schedule makes F3 wait for the whole exchange after F2 B0c1.
+  const int send = index_of(r.streams[kSendNext], "send activation 0->1 mb2");
+  const int gradient = index_of(r.streams[kRecvNext], "recv gradient 2<-3 mb0");
+  const Task& b0c1 = task(prog, kCompute, "backward mb0 c1 layer 0");
+  EXPECT_FALSE(waits_for(b0c1, kSendNext, send));
+  EXPECT_TRUE(waits_for(b0c1, kRecvNext, gradient));
+  EXPECT_FALSE(waits_for(task(prog, kCompute, "embedding forward mb3 c0"), kSendNext, send));
+  EXPECT_FALSE(task(prog, kCompute, "embedding forward mb3 c0").host_sync);
+  EXPECT_TRUE(waits_for(task(batched, kCompute, "embedding forward mb3 c0"), kSendNext,
+                        index_of(batched.ranks[1].streams[kSendNext], "send activation 0->1 mb2")));
+  EXPECT_TRUE(task(batched, kCompute, "embedding forward mb3 c0").host_sync);
+  // F3's send waits for F2's (send_next_wait_handle) before the compute after it, B1c1.
+  const int send3 = index_of(r.streams[kSendNext], "send activation 0->1 mb3");
+  EXPECT_TRUE(waits_for(task(prog, kCompute, "backward mb1 c1 layer 0"), kSendNext, send));
+  EXPECT_FALSE(waits_for(task(prog, kCompute, "backward mb1 c1 layer 0"), kSendNext, send3));
+  // A forward of chunk 1 waits for its input from the wrap-around, received in flight.
+  const int wrap = index_of(r.streams[kRecvPrev], "recv activation 1->2 mb2");
+  EXPECT_TRUE(waits_for(task(prog, kCompute, "forward mb2 c1 layer 0"), kRecvPrev, wrap));
 }
 
 }  // namespace

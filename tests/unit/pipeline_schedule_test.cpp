@@ -545,6 +545,50 @@ TEST(PipelineProgram, TransformerEngineFp8GathersTheSequenceInFp8) {
   }
 }
 
+TEST(PipelineProgram, TransformerEngineReducesTheAmaxesAtTheEndOfEveryChunkPass) {
+  // TE 1.13 under Megatron-core (model/fp8_amax_reduction.hpp): each chunk's forward and backward
+  // end with a concat, a MAX all-reduce of the rank's one amax buffer (every FP8 layer of the
+  // stage: 21 fp32 forward, 14 backward per layer) over the stage's TP x DP group, or the TP group
+  // with tp_only_amax_red, and the update; what follows the pass waits for the update.
+  for (const bool tp_only : {false, true}) {
+    ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();  // 2 layers per stage, 4 micro-batches
+    in.plan.sequence_parallel = true;
+    in.model.learned_positions = false;
+    in.plan.linear_precision = plan::LinearPrecision::fp8;
+    in.plan.fp8_amax_tp_only = tp_only;
+    in.device = model::load_device_profile("tests/data/fp8/device.json");
+    const Program prog = build_program(in);
+    validate(prog);
+    const auto& r = prog.ranks[2];  // stage 0, dp 1, tp 0
+    ASSERT_EQ(r.streams.size(), 8u);
+    const auto& amax = r.streams[7];
+    EXPECT_EQ(amax.name, "fp8 amax");
+    ASSERT_EQ(amax.tasks.size(), 8u);  // 4 micro-batches, forward and backward
+    for (const auto& t : amax.tasks) {
+      const auto& call = prog.collectives[static_cast<std::size_t>(t.collective)];
+      EXPECT_EQ(call.op, collective::Op::all_reduce);
+      EXPECT_EQ(call.group, tp_only ? (std::vector<int>{2, 3}) : (std::vector<int>{0, 1, 2, 3}));
+      EXPECT_DOUBLE_EQ(call.size, t.phase == Phase::forward ? 2 * 21 * 4.0 : 2 * 14 * 4.0);
+    }
+    const auto& comp = r.streams[kCompute];
+    const int concat = index_of(comp, "fp8 amax concat mb0 c0");
+    const int update = index_of(comp, "fp8 amax and scale update mb0 c0");
+    EXPECT_EQ(update, concat + 1);
+    EXPECT_TRUE(waits_for(amax.tasks.front(), kCompute, concat));
+    EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(update)], 7, 0));
+    // The forward's output leaves after the update.
+    const auto& send = r.streams[4].tasks.front();
+    EXPECT_TRUE(waits_for(send, kCompute, update)) << send.name.str();
+  }
+  // torchao's dynamic scaling reduces no amax history; nor does a bf16 run.
+  ScheduleInputs torchao = testing_support::tiny_tp2_pp2_dp2();
+  torchao.plan.linear_precision = plan::LinearPrecision::fp8;
+  torchao.plan.fp8_implementation = plan::Fp8Implementation::torchao;
+  torchao.device = model::load_device_profile("tests/data/fp8/device.json");
+  EXPECT_EQ(build_program(torchao).ranks[0].streams.size(), 7u);
+  EXPECT_EQ(build_program(testing_support::tiny_tp2_pp2_dp2()).ranks[0].streams.size(), 7u);
+}
+
 TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.plan.sequence_parallel = true;

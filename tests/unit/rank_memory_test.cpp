@@ -101,6 +101,18 @@ TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
   EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), root * (2 + 2 + 4 + 4));
 }
 
+TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesContext) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1);
+  p.flash_attention = true;
+  const auto without = stage_memory(inputs(p), 0);  // DP 8
+  p.cp = 2;
+  const auto with = stage_memory(inputs(p), 0);  // DP 4 x CP 2: seq 256 per rank
+  EXPECT_DOUBLE_EQ(with.term("activations") * 2, without.term("activations"));
+  // The optimizer is sharded over the 8 ranks of DP x CP either way.
+  EXPECT_DOUBLE_EQ(with.term("optimizer_states"), without.term("optimizer_states"));
+  EXPECT_DOUBLE_EQ(with.term("weights"), without.term("weights"));
+}
+
 TEST(RankMemory, TensorParallelismDividesTheParameters) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.tp = 4;

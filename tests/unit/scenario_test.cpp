@@ -337,6 +337,63 @@ TEST(ScenarioErrors, Fp8UserbuffersNeedTheOverlapAndTransformerEnginesFp8AndAPip
   EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
 }
 
+TEST(ScenarioErrors, OverlappedPipelineExchangesNeedMegatronCoresInterleavedSchedule) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  doc["training"]["overlap_p2p_comm"] = true;  // the shared training object: no pipeline
+  ConfigError e = error_of(doc, "no_pipeline");
+  EXPECT_EQ(e.json_path(), "/training/overlap_p2p_comm");
+  EXPECT_TRUE(contains(e.what(), "virtual_stages > 1")) << e.what();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["pipeline_schedule"] = "1f1b";
+  e = error_of(doc, "one_f_one_b");
+  EXPECT_EQ(e.json_path(), "/training/overlap_p2p_comm");
+  doc["training"]["pipeline_schedule"] = "interleaved";
+  doc["training"]["virtual_stages"] = 2;
+  doc["training"]["tensor_parallel"] = 2;  // TP without SP: 2021's scatter/gather, not Megatron-core's
+  e = error_of(doc, "scatter_gather");
+  EXPECT_EQ(e.json_path(), "/training/overlap_p2p_comm");
+  EXPECT_TRUE(contains(e.what(), "sequence_parallel")) << e.what();
+}
+
+TEST(ScenarioErrors, TensorParallelAmaxReductionNeedsTransformerEnginesFp8) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  doc["training"]["tp_only_amax_red"] = true;
+  doc["training"]["fp8_implementation"] = "torchao";
+  ConfigError e = error_of(doc, "torchao");
+  EXPECT_EQ(e.json_path(), "/training/tp_only_amax_red");
+  EXPECT_TRUE(contains(e.what(), "transformer-engine")) << e.what();
+}
+
+TEST(ScenarioErrors, ContextParallelMustDivideTheRanksAndTwiceItTheSequence) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  json& point = doc["points"][7];
+  ASSERT_EQ(point["training"]["context_parallel"], 2);
+  point["training"]["context_parallel"] = 3;
+  ConfigError e = error_of(doc, "cp3");
+  EXPECT_EQ(e.json_path(), "/points/7/nodes");
+  EXPECT_TRUE(contains(e.what(), "context (3)")) << e.what();
+  point["training"]["context_parallel"] = 2;
+  point["model"]["seq_len"] = 8190;
+  e = error_of(doc, "seq");
+  EXPECT_EQ(e.json_path(), "/points/7/training");
+  EXPECT_TRUE(contains(e.what(), "2 x CP = 4")) << e.what();
+  point["model"]["seq_len"] = 8192;
+  point["data_parallel_degree"] = 8;
+  e = error_of(doc, "dp");
+  EXPECT_EQ(e.json_path(), "/points/7/data_parallel_degree");
+  EXPECT_TRUE(contains(e.what(), "context 2")) << e.what();
+  point["data_parallel_degree"] = 4;
+  point["training"]["flash_attention"] = false;
+  point["training"].erase("attention_kernel");
+  doc["training"].erase("attention_kernel");
+  e = error_of(doc, "flash");
+  EXPECT_EQ(e.json_path(), "/points/7/training/context_parallel");
+  EXPECT_TRUE(contains(e.what(), "flash_attention")) << e.what();
+}
+
 TEST(ScenarioErrors, Float8AllGatherNeedsTorchaoFp8UnderFsdp2) {
   json doc = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
   doc["topology"] = absolute("topologies/p5.48xlarge.json");

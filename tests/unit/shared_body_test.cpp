@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "model/device_profile.hpp"
 #include "program/build_program.hpp"
 #include "program/rank_folding.hpp"
 #include "support/pipeline_fixture.hpp"
@@ -104,6 +105,29 @@ TEST(SharedBody, HoldsWithTpCommOverlap) {
   const auto f = fold_ranks(build_program(in));
   EXPECT_TRUE(f.folded());
   EXPECT_EQ(f.classes(), 2);  // one per stage
+}
+
+// Megatron-core's overlapped stage exchanges (interleaved) and Transformer Engine's amax
+// all-reduces over the stage's TP x DP group, or its TP group: every rank of a stage makes the
+// same requests in the same order, so sharing and folding hold.
+TEST(SharedBody, HoldsWithOverlappedExchangesAndTransformerEngineAmaxReductions) {
+  for (const bool tp_only : {false, true}) {
+    ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+    in.plan.sharding = plan::Sharding::zero1;
+    in.plan.sequence_parallel = true;
+    in.plan.tp_comm_overlap = true;
+    in.plan.pipeline = plan::PipelineSchedule::interleaved;
+    in.plan.virtual_stages = 2;
+    in.plan.overlap_p2p_comm = true;
+    in.plan.linear_precision = plan::LinearPrecision::fp8;
+    in.plan.fp8_amax_tp_only = tp_only;
+    in.device = model::load_device_profile("tests/data/fp8/device.json");
+    in.layout = plan::layout_of(in.plan, 16, 4);
+    expect_sharing_changes_nothing(in);
+    const auto f = fold_ranks(build_program(in));
+    EXPECT_TRUE(f.folded());
+    EXPECT_EQ(f.classes(), 2);  // one per stage
+  }
 }
 
 // DeepSpeed's pipeline engine adds calls of its own (the TP re-gather of a stage's output before

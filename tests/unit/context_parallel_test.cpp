@@ -1,0 +1,219 @@
+// Context parallelism as plain data: a layer pass's attention as ring steps, and the tasks, calls
+// and groups the PTD-P schedule makes of it (no SimGrid).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/transformer.hpp"
+#include "program/build_program.hpp"
+#include "program/context_parallel.hpp"
+#include "support/pipeline_fixture.hpp"
+
+namespace trainsim::program {
+namespace {
+
+/// The tiny model (seq 16) on 4 ranks: CP 2 x DP 2, no TP or PP, fused attention.
+ScheduleInputs cp2_dp2() {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.tp = 1;
+  in.plan.pp = 1;
+  in.plan.cp = 2;
+  in.plan.flash_attention = true;
+  in.plan.sharding = plan::Sharding::zero1;
+  in.layout = plan::layout_of(in.plan, 4, 4);
+  in.stages = {{100, 10, 1}};
+  return in;
+}
+
+model::LayerShape shape_of(const ScheduleInputs& in) {
+  model::LayerShape shape{in.plan.micro_batch, in.plan.tp, in.plan.sequence_parallel};
+  shape.flash_attention = true;
+  return shape;
+}
+
+const Stream* stream_named(const RankProgram& r, const std::string& name, int* index = nullptr) {
+  for (std::size_t s = 0; s < r.streams.size(); ++s)
+    if (r.streams[s].name == name) {
+      if (index) *index = static_cast<int>(s);
+      return &r.streams[s];
+    }
+  return nullptr;
+}
+
+int task_named(const Stream& s, const std::string& name) {
+  for (std::size_t i = 0; i < s.tasks.size(); ++i)
+    if (std::string(s.tasks[i].name) == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool waits_for(const Task& t, int stream, int index) {
+  for (const TaskRef& d : t.deps)
+    if (d.stream == stream && d.index == index) return true;
+  return false;
+}
+
+TEST(ContextParallel, LayoutCountsTheContextRanksOutOfDataParallelism) {
+  plan::TrainingPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.cp = 2;
+  p.sharding = plan::Sharding::zero1;
+  const plan::Layout l = plan::layout_of(p, 32, 8);
+  EXPECT_EQ(l.dp, 4);
+  EXPECT_EQ(l.cp, 2);
+  const plan::Layout rank = plan::context_parallel_rank_layout(l);
+  EXPECT_EQ(rank.dp, 8);     // gradients reduced over DP x CP
+  EXPECT_EQ(rank.shard, 8);  // and the distributed optimizer sharded over it
+  p.cp = 3;
+  EXPECT_THROW((void)plan::layout_of(p, 32, 8), std::invalid_argument);
+}
+
+TEST(ContextParallel, RingStepsShareTheCausalWorkEvenlyAndMoveKvForwardKvAndDkvBackward) {
+  ScheduleInputs in = cp2_dp2();
+  in.plan.cp = 4;
+  in.model.kv_heads = 2;  // GQA: K and V are 2 of the 4 heads
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  ASSERT_EQ(view.model.seq_len, 4);
+  const auto shape = shape_of(in);
+  const auto forward = ring_attention_pass(model::layer_forward_ops(view.model, shape), view.model, shape, 4, true);
+  const auto backward = ring_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 4, false);
+  ASSERT_EQ(forward.steps.size(), 4u);
+  ASSERT_EQ(backward.steps.size(), 4u);
+  // K and V of the rank's 4 tokens, 2 heads of 16, bf16.
+  const Bytes kv = 2.0 * 4 * 2 * 16 * 2;
+  EXPECT_EQ(forward.ring_bytes, (std::vector<Bytes>{kv, kv, kv, 0}));
+  EXPECT_EQ(backward.ring_bytes, (std::vector<Bytes>{kv, 2 * kv, 2 * kv, kv}));
+  EXPECT_FALSE(forward.transfer_after_previous_step);
+  EXPECT_TRUE(backward.transfer_after_previous_step);
+  // Step 0 is the rank's own chunks under the causal mask, the others unmasked half blocks; all
+  // together 1/cp of the whole sequence's causal attention (the load balance of the 2 x cp chunks).
+  EXPECT_TRUE(forward.steps[0].front().causal);
+  double flops = 0;
+  for (std::size_t i = 0; i < forward.steps.size(); ++i) {
+    EXPECT_EQ(forward.steps[i].front().kind, model::OpKind::fused_attention);
+    if (i > 0) { EXPECT_FALSE(forward.steps[i].front().causal); }
+    if (i > 1) { EXPECT_DOUBLE_EQ(forward.steps[i].front().flops, forward.steps[1].front().flops); }
+    flops += forward.steps[i].front().flops;
+  }
+  const auto whole = model::make_fused_attention(in.model, shape);
+  EXPECT_DOUBLE_EQ(flops, whole.flops / 4);
+  EXPECT_EQ(backward.steps[1].front().kind, model::OpKind::fused_attention_backward);
+  // The ops around the attention are kept, in order.
+  const auto ops = model::layer_forward_ops(view.model, shape);
+  EXPECT_EQ(forward.before.size() + 1 + forward.after.size(), ops.size());
+  EXPECT_EQ(ring_pass_labels(forward).size(), 1 + 3 + 4 + 1u);
+}
+
+TEST(ContextParallel, EachRingStepOverlapsItsAttentionAndFeedsTheNext) {
+  const Program p = build_program(cp2_dp2());
+  validate(p);
+  EXPECT_EQ(p.samples_per_step, 1 * 4 * 2);  // micro-batch x 4 micro-batches x DP 2: CP shares sequences
+  ASSERT_EQ(p.ranks.size(), 4u);
+  const RankProgram& r = p.ranks[0];
+  int compute_index = -1, ring_index = -1;
+  const Stream* compute = stream_named(r, "compute", &compute_index);
+  const Stream* ring = stream_named(r, "cp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  // Forward, CP 2: one transfer (KV for step 1), issued with step 0's attention, not after it.
+  const int sent = task_named(*ring, "forward mb0 c0 layer 0 cp ring step 0");
+  const int step0 = task_named(*compute, "forward mb0 c0 layer 0 cp attention step 0");
+  const int step1 = task_named(*compute, "forward mb0 c0 layer 0 cp attention step 1");
+  ASSERT_GE(sent, 0);
+  ASSERT_GE(step0, 0);
+  ASSERT_EQ(step1, step0 + 1);
+  EXPECT_FALSE(waits_for(ring->tasks[static_cast<std::size_t>(sent)], compute_index, step0));
+  EXPECT_TRUE(waits_for(ring->tasks[static_cast<std::size_t>(sent)], compute_index, step0 - 1));  // QKV ready
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step1)], ring_index, sent));
+  EXPECT_EQ(task_named(*ring, "forward mb0 c0 layer 0 cp ring step 1"), -1);
+  // The call: a ring exchange of K and V (2 x 8 tokens x 64 x bf16) between the CP pair.
+  const auto& call = p.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(sent)].collective)];
+  EXPECT_EQ(call.op, collective::Op::ring_exchange);
+  EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(call.size, 2.0 * 8 * 64 * 2);
+  // Backward: step 1's transfer returns dK, dV of step 0, so it waits for step 0's attention.
+  const int back_sent1 = task_named(*ring, "backward mb0 c0 layer 0 cp ring step 1");
+  const int back_step0 = task_named(*compute, "backward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(back_sent1, 0);
+  ASSERT_GE(back_step0, 0);
+  EXPECT_TRUE(waits_for(ring->tasks[static_cast<std::size_t>(back_sent1)], compute_index, back_step0));
+  // The layer's remaining backward waits for its dK, dV to come home.
+  bool after_waits = false;
+  for (std::size_t i = static_cast<std::size_t>(back_step0) + 2; i < compute->tasks.size(); ++i)
+    if (std::string(compute->tasks[i].name).find("backward mb0 c0 layer 0 ") == 0) {
+      after_waits = waits_for(compute->tasks[i], ring_index, back_sent1);
+      break;
+    }
+  EXPECT_TRUE(after_waits);
+}
+
+TEST(ContextParallel, GradientsReduceOverDataTimesContextAndCpGroupsAreTpApart) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.cp = 2;
+  in.plan.flash_attention = true;
+  in.plan.sharding = plan::Sharding::zero1;
+  in.layout = plan::layout_of(in.plan, 16, 8);  // TP 2 x CP 2 x DP 2 x PP 2
+  ASSERT_EQ(in.layout.dp, 2);
+  const Program p = build_program(in);
+  validate(p);
+  EXPECT_EQ(p.samples_per_step, 1 * 4 * 2);
+  bool saw_cp = false, saw_gradients = false;
+  for (const auto& c : p.collectives) {
+    if (c.op == collective::Op::ring_exchange && c.group.front() == 0) {
+      EXPECT_EQ(c.group, (std::vector<int>{0, 2}));  // tensor, context, data, pipeline
+      saw_cp = true;
+    }
+    if (c.op == collective::Op::reduce_scatter && c.group.size() > 2) {
+      if (c.group.front() == 0) { EXPECT_EQ(c.group, (std::vector<int>{0, 2, 4, 6})); }
+      saw_gradients = true;
+    }
+  }
+  EXPECT_TRUE(saw_cp);
+  EXPECT_TRUE(saw_gradients);
+}
+
+TEST(ContextParallel, UnderTpOverlapTheAttentionPieceBecomesTheRingSteps) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.cp = 2;
+  in.plan.flash_attention = true;
+  in.plan.sequence_parallel = true;
+  in.plan.tp_comm_overlap = true;
+  in.layout = plan::layout_of(in.plan, 16, 8);
+  const Program p = build_program(in);
+  validate(p);
+  const RankProgram& r = p.ranks[0];
+  int ring_index = -1;
+  const Stream* compute = stream_named(r, "compute");
+  const Stream* ring = stream_named(r, "cp ring", &ring_index);
+  const Stream* tp_ring = stream_named(r, "tp ring");
+  ASSERT_TRUE(compute && ring && tp_ring);
+  // Between the QKV's ring-gathered chunks and the output projection's pipelined chunks.
+  const int qkv = task_named(*compute, "forward mb0 c0 qkv chunk 1");
+  const int step1 = task_named(*compute, "forward mb0 c0 cp attention step 1");
+  const int proj = task_named(*compute, "forward mb0 c0 attn_out chunk 0");
+  ASSERT_GE(qkv, 0);
+  ASSERT_GT(step1, qkv);
+  ASSERT_GT(proj, step1);
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step1)], ring_index,
+                        task_named(*ring, "forward mb0 c0 cp ring step 0")));
+  EXPECT_FALSE(tp_ring->tasks.empty());
+}
+
+TEST(ContextParallel, ActivationsAndBoundariesAreTheRanksShareOfTheSequence) {
+  ScheduleInputs with = testing_support::tiny_tp2_pp2_dp2();
+  with.plan.flash_attention = true;
+  with.plan.cp = 2;
+  with.layout = plan::layout_of(with.plan, 16, 8);
+  ScheduleInputs without = testing_support::tiny_tp2_pp2_dp2();
+  without.plan.flash_attention = true;
+  const Program a = build_program(with), b = build_program(without);
+  auto boundary = [](const Program& p) {
+    for (const auto& c : p.collectives)
+      if (c.op == collective::Op::send_recv) return c.size;
+    return Bytes{0};
+  };
+  EXPECT_DOUBLE_EQ(boundary(a) * 2, boundary(b));
+}
+
+}  // namespace
+}  // namespace trainsim::program
