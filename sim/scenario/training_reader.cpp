@@ -140,8 +140,8 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.tp_comm_overlap && t.eager_kernels)
     o.fail("tp_comm_overlap", "Transformer Engine's fused QKV and MLP linears only; eager_kernels splits them");
   if (o.has("tp_comm_overlap_model")) {
-    if (!t.tp_comm_overlap)
-      o.fail("tp_comm_overlap_model", "says how tp_comm_overlap's passes are simulated: needs tp_comm_overlap true");
+    // Read without tp_comm_overlap too: a scenario's shared training block may choose the model
+    // for the points that turn the overlap on, and it means nothing elsewhere.
     t.tp_overlap_model = o.choice_or("tp_comm_overlap_model", {"coarse", "per_step"}, "coarse") == "per_step"
                              ? plan::TpOverlapModel::per_step
                              : plan::TpOverlapModel::coarse;
