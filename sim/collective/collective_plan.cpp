@@ -163,4 +163,17 @@ CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
   return plan_hierarchical(op, size, group, layout, cal);
 }
 
+CollectivePlan repeated(CollectivePlan plan, int times) {
+  TRAINSIM_CHECK(times >= 1, "a collective is repeated at least once");
+  if (times == 1) return plan;
+  const double n = times;
+  for (auto& ph : plan.phases) {
+    for (auto& f : ph.flows) f.bytes *= n;
+    ph.steps *= times;  // each repeat pays every step's latency and route latency again
+    ph.fixed_latency *= n;
+  }
+  plan.predicted *= n;
+  return plan;
+}
+
 }  // namespace trainsim::collective

@@ -76,6 +76,13 @@ struct TunerOverride {
                                              const FabricRates& rates,
                                              const TunerOverride& force = {});
 
+/// `plan` run `times` times back to back as one call: every flow's bytes and every phase's
+/// latency (fixed and per step) multiplied, the algorithm and its flows those of one call. Exact
+/// for the uncontended time of the repeated calls (flows run at their share of the links, whose
+/// SimGrid latency is zero, and the latency is analytical); under contention the flows of the
+/// repeats share the links for their summed bytes instead of call by call.
+[[nodiscard]] CollectivePlan repeated(CollectivePlan plan, int times);
+
 /// Single-level schema-1 algorithms (exposed for tests).
 [[nodiscard]] Phase ring_phase(Op op, Bytes size, const std::vector<int>& members,
                                const LevelCalibration& cal);

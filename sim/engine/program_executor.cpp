@@ -596,7 +596,7 @@ private:
     sg4::BarrierPtr arrival;                                 ///< null when one class takes part
     std::vector<sg4::BarrierPtr> phase_end;                  ///< empty when one class takes part
   };
-  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups
+  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups and repeats
 
   /// A route's links and what flow_shape needs of them, looked up once per (src, dst).
   struct Route {
@@ -741,7 +741,7 @@ private:
       const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
       if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
       std::get<2>(key).insert(std::get<2>(key).end(), call.group.begin(), call.group.end());
-      std::get<2>(key).push_back(-1);
+      std::get<2>(key).push_back(-call.repeat);
     }
     MergedCollective mc;
     if (std::get<1>(key) >= 0)
@@ -772,7 +772,7 @@ private:
                                 call.group));
       } else {
         planned.emplace(std::move(pattern), i);
-        plans.push_back(plan(call));
+        plans.push_back(collective::repeated(plan(call), call.repeat));
         for (const auto& ph : plans.back().phases)
           for (const auto& f : ph.flows)
             // Each member starts the flows it sends: a sender outside the group would never run.

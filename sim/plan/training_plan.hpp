@@ -35,6 +35,14 @@ enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 /// TrainSchedule one blocking instruction at a time (BLOOM's Megatron-DeepSpeed).
 enum class PipelineEngine { megatron, deepspeed };
 
+/// How finely tp_comm_overlap's userbuffers passes are simulated (program/tp_comm_overlap.hpp).
+/// per_step: each ring step and each chunk's reduce-scatter its own call, each GEMM chunk its own
+/// task; coarse: a ring's TP - 1 steps one call (repeated), beside one task for the GEMM chunks
+/// they overlap, then the last chunk; the same for a pipelined reduce-scatter. The two give the
+/// same time where nothing else contends for the links or SMs; coarse runs a few times fewer
+/// activities.
+enum class TpOverlapModel { coarse, per_step };
+
 /// How a pipeline's stages split the transformer layers.
 enum class PipelinePartition {
   uniform,  ///< layers / pp each, the remainder on the first stages (Megatron's even split)
@@ -127,6 +135,7 @@ struct TrainingPlan {
   /// the sequence-parallel gathers and scatters around the linear projections run in chunks
   /// beside the GEMMs they feed or drain (program/tp_comm_overlap.hpp).
   bool tp_comm_overlap = false;
+  TpOverlapModel tp_overlap_model = TpOverlapModel::coarse;
   /// With tp_comm_overlap and Transformer Engine's FP8: the output projection's and the second
   /// MLP linear's pipelined reduce-scatters move FP8 chunks (TE's `fp8_buf` on proj_fprop /
   /// fc2_fprop, which initialize_ub honours for those two only; the all-gather userbuffers are

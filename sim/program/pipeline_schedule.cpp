@@ -42,6 +42,7 @@ struct CallRequest {
   int backward = 0;          ///< point to point: a gradient (1) or an activation (0)
   long boundary = 0;         ///< point to point: virtual stage boundary
   long micro_batch = 0;      ///< point to point
+  int repeat = 1;            ///< CollectiveCall::repeat
 };
 
 /// One rank's place in the sequences of calls its groups make.
@@ -256,8 +257,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
-  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group) {
-    prog.collectives.push_back({name, op, size, std::move(group)});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group, int repeat = 1) {
+    prog.collectives.push_back({name, op, size, std::move(group), repeat});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
   // Calls are made by the first member that meets them and found by the others: flat tables,
@@ -397,7 +398,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       names.tp_gather = "tp all-gather" + tag;
       if (tp_overlap)
         for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
-          for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp) : c.ring.front().labels)
+          for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp, p.tp_overlap_model) : c.ring.front().labels)
             names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
       if (context_parallel && !tp_overlap)
         for (long l = 0; l < layers_per_chunk; ++l) {
@@ -469,7 +470,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             std::vector<int> group;
             group.reserve(static_cast<std::size_t>(tp));
             for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-            calls.push_back(add_call(q.name, q.op, q.size, std::move(group)));
+            calls.push_back(add_call(q.name, q.op, q.size, std::move(group), q.repeat));
           }
           return calls[rc.tensor++];
         }
@@ -663,8 +664,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // request, then torch.cuda.synchronize()), and under scatter/gather the all-gathers that
         // rebuild the received tensors.
         std::vector<TaskRef> cursor;
-        auto tp_call = [&](InternedName name, collective::Op op, Bytes size) {
-          return request({CallRequest::Group::tensor, name, op, size});
+        auto tp_call = [&](InternedName name, collective::Op op, Bytes size, int repeat = 1) {
+          return request({CallRequest::Group::tensor, name, op, size, 0, 0, 0, repeat});
         };
         bool after_exchange = false;  // the next compute task follows a blocking exchange
         // overlap_p2p_comm: receives left in flight, by (gradient, boundary, micro-batch), until
@@ -747,8 +748,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             after_exchange = false;
             return push(kCompute, std::move(task));
           };
-          auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps) {
-            return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size), std::move(deps)});
+          auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps, int repeat = 1) {
+            return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size, repeat), std::move(deps)});
           };
           // Context parallelism: a pass's attention as ring steps (context_parallel.hpp), named in
           // push order from `labels`; returns what the pass's successor waits for, its last
@@ -789,11 +790,21 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // One ring step: every TP rank sends the shard it holds to the next and receives
             // the previous rank's, one call over the TP group (collective::Op::ring_exchange),
             // so the group's ranks keep identical programs and fold into one class.
-            auto ring_step = [&](Bytes chunk, TaskDeps after) {
+            auto ring_step = [&](Bytes chunk, TaskDeps after, int repeat = 1) {
               const InternedName& name = labels[n++];
               return push(kRing, {name, TaskKind::collective, phase, 0,
-                                  tp_call(name, collective::Op::ring_exchange, chunk), std::move(after)});
+                                  tp_call(name, collective::Op::ring_exchange, chunk, repeat), std::move(after)});
             };
+            // Coarse (plan::TpOverlapModel): the k - 1 steps of a ring, or the first k - 1
+            // chunks' reduce-scatters, one call repeated k - 1 times (its plan that of one step,
+            // its bytes and latency k - 1 times), beside one task for the k - 1 GEMM chunks they
+            // overlap. Uncontended, with steps of r and chunks of g, the per-step pass's last
+            // chunk ends at the latest j r + (k - j) g over j < k, linear in j so at an end:
+            // max(k g, (k - 1) r + g), when the coarse pass's last chunk ends too (it starts at
+            // max((k - 1) g, (k - 1) r)); the reduce-scatters of s likewise end at
+            // max(g + k s, k g + s) both ways. Contended, the repeats share links as one flow.
+            const bool coarse = p.tp_overlap_model == plan::TpOverlapModel::coarse;
+            const int repeats = static_cast<int>(tp - 1);
             for (const CostedPiece& c : pieces) {
               // The userbuffers' wire bytes: FP8 or bf16 per buffer (tp_comm_overlap.hpp).
               const Bytes gathered_bytes = activation_elements * c.piece.gather_bytes;
@@ -810,6 +821,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 case OverlapPiece::Kind::ring_gather: {
                   // Chunk 0 is the rank's own shard; at step i it forwards the shard it received
                   // at step i - 1 while the GEMM runs on it.
+                  if (coarse) {
+                    const TaskRef leading =
+                        compute(labels[n++], c.seconds[0] * repeats, c.kernels[0] * repeats, deps);
+                    const TaskRef received = ring_step(gathered_bytes / static_cast<double>(tp), deps, repeats);
+                    deps = {compute(labels[n++], c.seconds[0], c.kernels[0], {leading, received})};
+                    break;
+                  }
                   TaskRef gemm = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
                   TaskRef received{-1, -1};
                   for (long i = 1; i < tp; ++i) {
@@ -822,10 +840,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 case OverlapPiece::Kind::pipelined_scatter: {
                   // Each chunk's output rows are reduce-scattered while the next chunk computes;
                   // what follows needs the whole result.
+                  const Bytes chunk_bytes = scattered_bytes / static_cast<double>(tp);
+                  if (coarse) {
+                    const TaskRef first_chunk = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
+                    tensor(labels[n++], collective::Op::reduce_scatter, chunk_bytes, {first_chunk}, repeats);
+                    const TaskRef rest = compute(labels[n++], c.seconds[0] * repeats, c.kernels[0] * repeats, {first_chunk});
+                    deps = {rest, tensor(labels[n++], collective::Op::reduce_scatter, chunk_bytes, {rest})};
+                    break;
+                  }
                   TaskRef gemm{-1, -1}, scattered{-1, -1};
                   for (long i = 0; i < tp; ++i) {
                     gemm = compute(labels[n++], c.seconds[0], c.kernels[0], i == 0 ? TaskDeps(deps) : TaskDeps{gemm});
-                    scattered = tensor(labels[n++], collective::Op::reduce_scatter, scattered_bytes / static_cast<double>(tp), {gemm});
+                    scattered = tensor(labels[n++], collective::Op::reduce_scatter, chunk_bytes, {gemm});
                   }
                   deps = {gemm, scattered};
                   break;

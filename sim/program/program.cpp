@@ -79,9 +79,10 @@ void validate(const Program& p) {
                        "unknown collective for rank " + std::to_string(r));
         const auto& mine = p.collectives[static_cast<std::size_t>(c)];
         const auto& owner = p.collectives[static_cast<std::size_t>(calls[k])];
-        TRAINSIM_CHECK(mine.op == owner.op && mine.size == owner.size && mine.group.size() == owner.group.size(),
+        TRAINSIM_CHECK(mine.op == owner.op && mine.size == owner.size && mine.group.size() == owner.group.size() &&
+                           mine.repeat == owner.repeat,
                        "rank " + std::to_string(r) + "'s call " + mine.name + " differs from call " + owner.name +
-                           " of the body it shares (op, size or group size)");
+                           " of the body it shares (op, size, group size or repeat)");
         calls[k] = c;
       }
     }
@@ -116,6 +117,7 @@ void validate(const Program& p) {
     }
   }
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    TRAINSIM_CHECK(p.collectives[c].repeat >= 1, "collective " + p.collectives[c].name + " repeats fewer than once");
     for (int member : p.collectives[c].group)
       TRAINSIM_CHECK(seen[c][member] == 1,
                      "collective " + p.collectives[c].name + " must appear once on rank " +

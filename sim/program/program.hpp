@@ -95,6 +95,10 @@ struct CollectiveCall {
   collective::Op op = collective::Op::all_reduce;
   Bytes size = 0;          ///< nccl-tests S (see collective_plan.hpp)
   std::vector<int> group;  ///< global ranks
+  /// The same call made this many times back to back, run as one: its plan's bytes and latency
+  /// scaled by it (collective::repeated), so a coarse program can stand one call for a run of
+  /// identical steps (tp_comm_overlap's ring steps and chunked reduce-scatters).
+  int repeat = 1;
 };
 
 struct Program {

@@ -28,12 +28,15 @@ struct CallShape {
   collective::Op op;
   Bytes size;
   std::size_t group;
-  bool operator==(const CallShape& o) const { return op == o.op && size == o.size && group == o.group; }
+  int repeat;
+  bool operator==(const CallShape& o) const {
+    return op == o.op && size == o.size && group == o.group && repeat == o.repeat;
+  }
 };
 
 struct CallShapeHash {
   std::size_t operator()(const CallShape& c) const {
-    return mix(mix(static_cast<std::uint64_t>(c.op), bits(c.size)), c.group);
+    return mix(mix(mix(static_cast<std::uint64_t>(c.op), bits(c.size)), c.group), static_cast<std::uint64_t>(c.repeat));
   }
 };
 
@@ -45,7 +48,7 @@ std::vector<std::uint32_t> call_shapes(const Program& p) {
   std::vector<std::uint32_t> shape(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
     const auto& call = p.collectives[c];
-    shape[c] = ids.emplace(CallShape{call.op, call.size, call.group.size()}, static_cast<std::uint32_t>(ids.size()))
+    shape[c] = ids.emplace(CallShape{call.op, call.size, call.group.size(), call.repeat}, static_cast<std::uint32_t>(ids.size()))
                    .first->second;
   }
   return shape;

@@ -79,12 +79,29 @@ model::Operation gemm_chunk(const model::Operation& gemm, long chunks) {
   return chunk;
 }
 
-std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks) {
+namespace {
+
+/// " chunk 3", or " chunks 1-3" for a range.
+std::string chunks_label(long first, long last) {
+  return first == last ? " chunk " + std::to_string(first)
+                       : " chunks " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+}  // namespace
+
+std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks, plan::TpOverlapModel model) {
   std::vector<std::string> labels;
   const std::string& gemm = piece.ops.front().name;
+  const bool coarse = model == plan::TpOverlapModel::coarse;
   switch (piece.kind) {
     case Kind::compute: labels.push_back(piece.ops.front().name + ".." + piece.ops.back().name); break;
     case Kind::ring_gather:
+      if (coarse) {
+        labels.push_back(gemm + chunks_label(0, chunks - 2));
+        labels.push_back("tp ring exchange " + gemm + chunks_label(1, chunks - 1));
+        labels.push_back(gemm + chunks_label(chunks - 1, chunks - 1));
+        break;
+      }
       for (long i = 0; i < chunks; ++i) {
         const std::string chunk = " chunk " + std::to_string(i);
         if (i > 0) labels.push_back("tp ring exchange " + gemm + chunk);
@@ -92,6 +109,13 @@ std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunk
       }
       break;
     case Kind::pipelined_scatter:
+      if (coarse) {
+        labels.push_back(gemm + chunks_label(0, 0));
+        labels.push_back("tp reduce-scatter " + gemm + chunks_label(0, chunks - 2));
+        labels.push_back(gemm + chunks_label(1, chunks - 1));
+        labels.push_back("tp reduce-scatter " + gemm + chunks_label(chunks - 1, chunks - 1));
+        break;
+      }
       for (long i = 0; i < chunks; ++i) {
         const std::string chunk = " chunk " + std::to_string(i);
         labels.push_back(gemm + chunk);

@@ -7,7 +7,8 @@
 //  - ring_gather (ring_exchange: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad): the GEMM runs in
 //    k = TP chunks along the tokens; chunk 0 on the rank's own shard, chunk i on the shard that
 //    reached it after i steps around the TP ring (each step one ring_exchange call over the TP
-//    group: every rank forwards a shard to the next at once).
+//    group: every rank forwards a shard to the next at once; coarse: the k - 1 steps one call
+//    repeated k - 1 times).
 //  - pipelined_scatter (pipeline: proj_fprop, fc2_fprop): k GEMM chunks, each chunk's output
 //    reduce-scattered as the next chunk computes.
 //  - bulk (qkv_dgrad/wgrad, fc1_dgrad/wgrad): the weight gradient's input re-gather runs beside
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "model/operation.hpp"
+#include "plan/training_plan.hpp"
 
 namespace trainsim::program {
 
@@ -61,9 +63,14 @@ struct UserbufferPrecision {
 /// One of `chunks` equal slices of `gemm` along its rows (tokens), at its own shape's rate.
 [[nodiscard]] model::Operation gemm_chunk(const model::Operation& gemm, long chunks);
 
-/// The tasks a piece becomes, in the order the schedule pushes them (for their names):
-/// ring_gather: per chunk i > 0 a ring step, then chunk i's GEMM; pipelined_scatter:
-/// per chunk its GEMM and its reduce-scatter; bulk: re-gather, dgrad, reduce-scatter, wgrad.
-[[nodiscard]] std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks);
+/// The tasks a piece becomes, in the order the schedule pushes them (for their names). Per step:
+/// ring_gather: chunk 0's GEMM, then per chunk i > 0 a ring step and chunk i's GEMM;
+/// pipelined_scatter: per chunk its GEMM and its reduce-scatter. Coarse (plan::TpOverlapModel):
+/// ring_gather: chunks 0..k-2's GEMMs as one task, steps 1..k-1 as one repeated ring call, the
+/// last chunk; pipelined_scatter: chunk 0, the reduce-scatters of chunks 0..k-2 as one repeated
+/// call, chunks 1..k-1 as one task, the last chunk's reduce-scatter. With two chunks both read
+/// the same. bulk: re-gather, dgrad, reduce-scatter, wgrad.
+[[nodiscard]] std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks,
+                                                         plan::TpOverlapModel model = plan::TpOverlapModel::per_step);
 
 }  // namespace trainsim::program

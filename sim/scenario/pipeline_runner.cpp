@@ -25,8 +25,9 @@ Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataPar
   const auto rates = engine::fabric_rates(p.machine->topology);
   Bytes total = 0;
   for (const auto& c : prog.collectives) {
-    const auto plan = collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
-                                              p.collectives);
+    const auto plan = collective::repeated(
+        collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates, p.collectives),
+        c.repeat);
     for (const auto& ph : plan.phases)
       for (const auto& f : ph.flows)
         if (f.src / cfg.ranks_per_node == 0 && f.dst / cfg.ranks_per_node != 0) total += f.bytes;

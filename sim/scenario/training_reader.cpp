@@ -140,6 +140,13 @@ plan::TrainingPlan read_training(JsonObject o) {
     o.fail("tp_comm_overlap", "modelled in the PTD-P schedule only (schedule ddp or zero1)");
   if (t.tp_comm_overlap && t.eager_kernels)
     o.fail("tp_comm_overlap", "Transformer Engine's fused QKV and MLP linears only; eager_kernels splits them");
+  if (o.has("tp_comm_overlap_model")) {
+    // Read without tp_comm_overlap too: a scenario's shared training block may choose the model
+    // for the points that turn the overlap on, and it means nothing elsewhere.
+    t.tp_overlap_model = o.choice_or("tp_comm_overlap_model", {"coarse", "per_step"}, "coarse") == "per_step"
+                             ? plan::TpOverlapModel::per_step
+                             : plan::TpOverlapModel::coarse;
+  }
   if (o.has("tp_comm_overlap_fp8_buf")) {
     // TE's initialize_ub honours a config's fp8_buf only for the pipelined reduce-scatters.
     if (!t.tp_comm_overlap || t.linear_precision != plan::LinearPrecision::fp8 ||

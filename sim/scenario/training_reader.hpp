@@ -6,6 +6,8 @@
 //   tp_comm_overlap [false]: Transformer Engine's userbuffers TP overlap (needs TP > 1, SP, PTD-P)
 //   tp_comm_overlap_fp8_buf [[]]: with tp_comm_overlap and TE FP8, the userbuffers among
 //                       "proj_fprop", "fc2_fprop" whose config sets fp8_buf (FP8 reduce-scatter chunks)
+//   tp_comm_overlap_model  coarse | per_step [coarse] (plan::TpOverlapModel:
+//                       a ring's steps as one repeated call, or each step its own call)
 //   pipeline_schedule   gpipe | 1f1b | interleaved [1f1b], virtual_stages [1]
 //   precision           amp | fp32 | fsdp_mixed | bf16_fp32_grads    (required)
 //   linear_precision    bf16 | fp8 [bf16]: the linear projections' GEMMs (model/fp8_linear.hpp);

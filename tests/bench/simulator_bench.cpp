@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "plan/training_plan.hpp"
 #include "scenario/point_runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -40,12 +41,16 @@ const trainsim::scenario::Scenario& scenario(const std::string& file) {
 
 /// Simulates `label`'s point of `file` with its data-parallel degree scaled to `accelerators`.
 void step_at_scale(benchmark::State& state, const std::string& file, const std::string& label,
-                   bool tp_comm_overlap = false) {
+                   bool tp_comm_overlap = false,
+                   trainsim::plan::TpOverlapModel overlap_model = trainsim::plan::TpOverlapModel::coarse) {
   const auto& s = scenario(file);
   trainsim::scenario::Point p;
   for (const auto& q : s.points)
     if (q.label == label) p = q;
-  if (tp_comm_overlap) p.training.sequence_parallel = p.training.tp_comm_overlap = true;
+  if (tp_comm_overlap) {
+    p.training.sequence_parallel = p.training.tp_comm_overlap = true;
+    p.training.tp_overlap_model = overlap_model;
+  }
   const long world = state.range(0);
   p.nodes = static_cast<int>(world / p.layout.ranks_per_node);
   p.label = "bench";
@@ -73,9 +78,15 @@ void BM_TensorPipelineDataStep(benchmark::State& state) {
 }
 
 /// The same job with sequence parallelism and Transformer Engine's TP overlap on: every layer
-/// pass cut into GEMM chunks, ring steps and chunked reduce-scatters (about 20 tasks for one).
+/// pass cut into GEMM chunks, ring steps and chunked reduce-scatters, coarse (the default: a
+/// ring's TP - 1 steps one repeated call beside one GEMM task).
 void BM_TensorPipelineTpOverlapStep(benchmark::State& state) {
   step_at_scale(state, "scenarios/megatron-table1.json", "76.1B", true);
+}
+
+/// The same, each ring step and chunk its own task (tp_comm_overlap_model "per_step").
+void BM_TensorPipelineTpOverlapPerStepStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/megatron-table1.json", "76.1B", true, trainsim::plan::TpOverlapModel::per_step);
 }
 
 /// SMP v2's Llama 2 70B FSDP reference configuration, shard degree 256 (fully sharded up to 256
@@ -94,6 +105,7 @@ void per_step(benchmark::internal::Benchmark* b, int smallest) {
 
 BENCHMARK(BM_TensorPipelineDataStep)->Apply([](auto* b) { per_step(b, 64); });
 BENCHMARK(BM_TensorPipelineTpOverlapStep)->Apply([](auto* b) { per_step(b, 64); });
+BENCHMARK(BM_TensorPipelineTpOverlapPerStepStep)->Apply([](auto* b) { per_step(b, 64); });
 BENCHMARK(BM_FsdpStep)->Apply([](auto* b) { per_step(b, 256); });
 BENCHMARK(BM_ZeroOneStep)->Apply([](auto* b) { per_step(b, 8); });
 

@@ -210,6 +210,41 @@ TEST(PlanCollective, HierarchicalReduceScatterAndAllGather) {
   EXPECT_FALSE(ag.phases[1].inter_node);
 }
 
+TEST(Repeated, ScalesEveryFlowsBytesAndEveryPhasesLatencyNotItsShape) {
+  const RankLayout layout{8};
+  const auto once = plan_collective(Op::all_reduce, kS, ranks(0, 16), layout, two_level(), FabricRates{});
+  auto with_predicted = once;
+  with_predicted.predicted = 2e-3;
+  const auto thrice = repeated(with_predicted, 3);
+  ASSERT_EQ(thrice.phases.size(), once.phases.size());
+  EXPECT_EQ(thrice.algorithm, once.algorithm);
+  EXPECT_DOUBLE_EQ(thrice.predicted, 6e-3);
+  for (std::size_t i = 0; i < once.phases.size(); ++i) {
+    const Phase& a = once.phases[i];
+    const Phase& b = thrice.phases[i];
+    ASSERT_EQ(b.flows.size(), a.flows.size());  // the same flows, three calls' bytes each
+    for (std::size_t f = 0; f < a.flows.size(); ++f) {
+      EXPECT_EQ(b.flows[f].src, a.flows[f].src);
+      EXPECT_EQ(b.flows[f].dst, a.flows[f].dst);
+      EXPECT_DOUBLE_EQ(b.flows[f].bytes, 3 * a.flows[f].bytes);
+    }
+    EXPECT_EQ(b.steps, 3 * a.steps);                   // every step's latency paid three times
+    EXPECT_DOUBLE_EQ(b.step_latency, a.step_latency);  // at the calibrated rate
+    EXPECT_DOUBLE_EQ(b.fixed_latency, 3 * a.fixed_latency);
+  }
+}
+
+TEST(Repeated, OnceIsTheCallItselfAndNeverIsRejected) {
+  auto plan = plan_collective(Op::reduce_scatter, kS, ranks(0, 8), RankLayout{8}, two_level(), FabricRates{});
+  plan.phases[0].fixed_latency = 5e-6;
+  const auto same = repeated(plan, 1);
+  ASSERT_EQ(same.phases.size(), 1u);
+  EXPECT_EQ(same.phases[0].steps, plan.phases[0].steps);
+  EXPECT_DOUBLE_EQ(same.phases[0].fixed_latency, 5e-6);
+  EXPECT_DOUBLE_EQ(total_bytes(same.phases[0]), total_bytes(plan.phases[0]));
+  EXPECT_THROW((void)repeated(plan, 0), InvariantError);
+}
+
 TEST(PlanCollective, SingleRankIsEmpty) {
   EXPECT_TRUE(plan_collective(Op::all_reduce, kS, {0}, RankLayout{8}, two_level(), FabricRates{}).phases.empty());
 }

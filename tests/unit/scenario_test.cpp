@@ -337,6 +337,15 @@ TEST(ScenarioErrors, Fp8UserbuffersNeedTheOverlapAndTransformerEnginesFp8AndAPip
   EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
 }
 
+TEST(ScenarioErrors, TpOverlapModelIsCoarseOrPerStep) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  doc["training"]["tp_comm_overlap_model"] = "fine";
+  const ConfigError e = error_of(doc, "unknown_model");
+  EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_model");
+  EXPECT_TRUE(contains(e.what(), "per_step")) << e.what();
+}
+
 TEST(ScenarioErrors, OverlappedPipelineExchangesNeedMegatronCoresInterleavedSchedule) {
   json doc = read_json_file("scenarios/nemo-h100-fp8.json");
   doc["topology"] = absolute("topologies/dgx-h100-ib.json");

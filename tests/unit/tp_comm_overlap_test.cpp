@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,7 @@ TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
 
 TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
   ScheduleInputs in = overlapped();
+  in.plan.tp_overlap_model = plan::TpOverlapModel::per_step;  // one call per ring step
   in.plan.tp = 4;
   in.plan.pp = 1;
   in.layout = plan::layout_of(in.plan, 8, 4);  // dp 2, a TP group per node
@@ -154,6 +156,101 @@ TEST(TpCommOverlap, AtTp4EachRingStepFollowsThePreviousAndFeedsItsChunk) {
   // position across the data-parallel replicas as well.
   const auto f = fold_ranks(p);
   EXPECT_EQ(f.classes(), 1);
+}
+
+/// The overlapped fixture at TP `tp` (PP 1, DP 2, one TP group per node), simulated `model`-wise.
+ScheduleInputs overlapped_at(long tp, plan::TpOverlapModel model) {
+  ScheduleInputs in = overlapped();
+  in.plan.tp_overlap_model = model;
+  in.plan.tp = tp;
+  in.plan.pp = 1;
+  in.model.heads = 8;  // TP 8 splits the heads too
+  in.layout = plan::layout_of(in.plan, 2 * tp, static_cast<int>(tp));
+  in.stages = {{100, 10, 1}};
+  return in;
+}
+
+std::size_t task_count(const RankProgram& r) {
+  std::size_t n = 0;
+  for (const auto& st : r.streams) n += st.tasks.size();
+  return n;
+}
+
+/// Every TP call of rank 0 by name: (op, bytes of one call, repeat).
+std::map<std::string, std::tuple<collective::Op, double, int>> tp_calls(const Program& p) {
+  std::map<std::string, std::tuple<collective::Op, double, int>> calls;
+  for (const auto& st : p.ranks[0].streams)
+    for (const Task& t : st.tasks)
+      if (t.collective >= 0) {
+        const auto& c = p.collectives[static_cast<std::size_t>(t.collective)];
+        calls[t.name.str()] = {c.op, c.size, c.repeat};
+      }
+  return calls;
+}
+
+TEST(TpCommOverlap, CoarsePiecesHoldAFixedNumberOfTasksAtAnyTp) {
+  // Per step a ring-gathered GEMM is k chunks and k - 1 steps, a pipelined scatter k chunks and
+  // k reduce-scatters; coarse they are 3 and 4 tasks. A layer holds four such pieces forward
+  // (qkv, attn_out, ffn_in, ffn_out) and two backward (ffn_out_dgrad, attn_out_dgrad).
+  for (long k : {4L, 8L}) {
+    const Program per_step = build_program(overlapped_at(k, plan::TpOverlapModel::per_step));
+    const Program coarse = build_program(overlapped_at(k, plan::TpOverlapModel::coarse));
+    validate(per_step);
+    validate(coarse);
+    const long passes = 4 * 4;  // the fixture's 4 layers x 4 micro-batches, all on the one stage
+    EXPECT_EQ(task_count(per_step.ranks[0]) - task_count(coarse.ranks[0]),
+              static_cast<std::size_t>(passes * (2 * (2 * k - 1 - 3) + 2 * (2 * k - 4) + 2 * (2 * k - 1 - 3))))
+        << "TP " << k;
+    EXPECT_EQ(fold_ranks(coarse).classes(), 1) << "TP " << k;
+  }
+}
+
+TEST(TpCommOverlap, CoarseRepeatsOneStepsCallTpMinusOneTimes) {
+  for (long k : {4L, 8L}) {
+    const auto per_step = tp_calls(build_program(overlapped_at(k, plan::TpOverlapModel::per_step)));
+    const auto coarse = tp_calls(build_program(overlapped_at(k, plan::TpOverlapModel::coarse)));
+    const std::string last = std::to_string(k - 1), before_last = std::to_string(k - 2);
+    const auto& step = per_step.at("forward mb0 c0 tp ring exchange qkv chunk 1");
+    const auto& ring = coarse.at("forward mb0 c0 tp ring exchange qkv chunks 1-" + last);
+    EXPECT_EQ(std::get<0>(ring), collective::Op::ring_exchange);
+    EXPECT_DOUBLE_EQ(std::get<1>(ring), std::get<1>(step));  // one step's shard
+    EXPECT_EQ(std::get<2>(ring), k - 1);
+    const auto& chunk = per_step.at("forward mb0 c0 tp reduce-scatter ffn_out chunk 0");
+    const auto& scatters = coarse.at("forward mb0 c0 tp reduce-scatter ffn_out chunks 0-" + before_last);
+    const auto& last_scatter = coarse.at("forward mb0 c0 tp reduce-scatter ffn_out chunk " + last);
+    EXPECT_EQ(std::get<0>(scatters), collective::Op::reduce_scatter);
+    EXPECT_DOUBLE_EQ(std::get<1>(scatters), std::get<1>(chunk));
+    EXPECT_EQ(std::get<2>(scatters), k - 1);
+    EXPECT_DOUBLE_EQ(std::get<1>(last_scatter), std::get<1>(chunk));
+    EXPECT_EQ(std::get<2>(last_scatter), 1);
+    // The same bytes on the wire either way, call for call summed over the step.
+    double per_step_bytes = 0, coarse_bytes = 0;
+    for (const auto& [name, c] : per_step) per_step_bytes += std::get<1>(c) * std::get<2>(c);
+    for (const auto& [name, c] : coarse) coarse_bytes += std::get<1>(c) * std::get<2>(c);
+    EXPECT_DOUBLE_EQ(coarse_bytes, per_step_bytes) << "TP " << k;
+    for (const auto& [name, c] : per_step) EXPECT_EQ(std::get<2>(c), 1) << name;
+  }
+}
+
+TEST(TpCommOverlap, CoarseLastChunkWaitsForTheOtherChunksAndTheWholeRing) {
+  const Program p = build_program(overlapped_at(4, plan::TpOverlapModel::coarse));
+  const RankProgram& r = p.ranks[0];
+  int ring_index = -1;
+  const Stream* compute = stream_named(r, "compute");
+  const Stream* ring = stream_named(r, "tp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  auto index_of = [](const Stream& s, const std::string& name) {
+    for (std::size_t i = 0; i < s.tasks.size(); ++i)
+      if (std::string(s.tasks[i].name) == name) return static_cast<int>(i);
+    return -1;
+  };
+  const int leading = index_of(*compute, "forward mb0 c0 qkv chunks 0-2");
+  const int steps = index_of(*ring, "forward mb0 c0 tp ring exchange qkv chunks 1-3");
+  const int last = index_of(*compute, "forward mb0 c0 qkv chunk 3");
+  ASSERT_TRUE(leading >= 0 && steps >= 0 && last >= 0);
+  EXPECT_TRUE(ring->tasks[static_cast<std::size_t>(steps)].deps == compute->tasks[static_cast<std::size_t>(leading)].deps);
+  EXPECT_TRUE((compute->tasks[static_cast<std::size_t>(last)].deps ==
+               TaskDeps{TaskRef{0, leading}, TaskRef{ring_index, steps}}));
 }
 
 TEST(TpCommOverlap, UserbuffersMoveFp8WhereTransformerEngineAllocatesThemInFp8) {
