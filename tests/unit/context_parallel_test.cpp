@@ -9,9 +9,13 @@
 #include "program/build_program.hpp"
 #include "program/context_parallel.hpp"
 #include "support/pipeline_fixture.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::stream_named;
+using testing_support::task_named;
 
 /// The tiny model (seq 16) on 4 ranks: CP 2 x DP 2, no TP or PP, fused attention.
 ScheduleInputs cp2_dp2() {
@@ -30,21 +34,6 @@ model::LayerShape shape_of(const ScheduleInputs& in) {
   model::LayerShape shape{in.plan.micro_batch, in.plan.tp, in.plan.sequence_parallel};
   shape.flash_attention = true;
   return shape;
-}
-
-const Stream* stream_named(const RankProgram& r, const std::string& name, int* index = nullptr) {
-  for (std::size_t s = 0; s < r.streams.size(); ++s)
-    if (r.streams[s].name == name) {
-      if (index) *index = static_cast<int>(s);
-      return &r.streams[s];
-    }
-  return nullptr;
-}
-
-int task_named(const Stream& s, const std::string& name) {
-  for (std::size_t i = 0; i < s.tasks.size(); ++i)
-    if (std::string(s.tasks[i].name) == name) return static_cast<int>(i);
-  return -1;
 }
 
 bool waits_for(const Task& t, int stream, int index) {

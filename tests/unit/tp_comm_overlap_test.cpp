@@ -14,9 +14,12 @@
 #include "program/rank_folding.hpp"
 #include "program/tp_comm_overlap.hpp"
 #include "support/pipeline_fixture.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::stream_named;
 
 using Kind = OverlapPiece::Kind;
 
@@ -63,15 +66,6 @@ TEST(TpCommOverlap, AChunkIsOneTpthOfTheRows) {
   const auto chunk = gemm_chunk(gemm, 4);
   EXPECT_DOUBLE_EQ(chunk.m, 1024);
   EXPECT_DOUBLE_EQ(chunk.flops * 4, gemm.flops);
-}
-
-const Stream* stream_named(const RankProgram& r, const std::string& name, int* index = nullptr) {
-  for (std::size_t s = 0; s < r.streams.size(); ++s)
-    if (r.streams[s].name == name) {
-      if (index) *index = static_cast<int>(s);
-      return &r.streams[s];
-    }
-  return nullptr;
 }
 
 TEST(TpCommOverlap, EachGemmChunkWaitsForItsRingStepAndEachScatterForItsChunk) {
