@@ -119,7 +119,7 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.module_kernels = module_kernels_of(plan.module_kernels);
   c.fp8 = fp8_linears_of(plan);
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
-  c.fp8_amax_reduction = c.fp8.enabled && plan.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  c.fp8_amax_reduction = te_amax_reduction_of(plan);
   c.fp8_amax_tp_only = plan.fp8_amax_tp_only;
   return c;
 }

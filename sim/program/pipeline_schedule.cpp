@@ -321,7 +321,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // chunk's forward and backward, over the stage's TP x DP group (by stage) or with
   // tp_only_amax_red the TP group (by stage and dp index), in issue order; none where the group
   // is one rank (TE skips the all-reduce), though the two kernels run.
-  const bool amax_reduction = shape.fp8.enabled && p.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+  const bool amax_reduction = te_amax_reduction_of(p);
   const bool amax_all_reduce = amax_reduction && (p.fp8_amax_tp_only ? tp : tp * L.dp) > 1;
   std::vector<std::vector<int>> amax_calls(static_cast<std::size_t>(pp * L.dp));
   for (long stage = 0; stage < pp; ++stage) {

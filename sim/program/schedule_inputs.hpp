@@ -61,6 +61,13 @@ struct ScheduleInputs {
   return f;
 }
 
+/// Whether Transformer Engine's delayed-scaling FP8 runs, whose amaxes every chunk's forward and
+/// backward reduce (model/fp8_amax_reduction.hpp); torchao's dynamic scaling has no such step.
+[[nodiscard]] inline bool te_amax_reduction_of(const plan::TrainingPlan& p) {
+  return p.linear_precision == plan::LinearPrecision::fp8 &&
+         p.fp8_implementation == plan::Fp8Implementation::transformer_engine;
+}
+
 /// Global rank of (pipeline stage, data-parallel index, tensor-parallel index) in Megatron's
 /// order: TP ranks consecutive (inside a node), then data parallelism, then pipeline stages.
 [[nodiscard]] inline int rank_of(const ScheduleInputs& in, long stage, long dp, long tp) {
