@@ -1,7 +1,7 @@
 #include "program/context_parallel.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <string>
 
 #include "core/error.hpp"
 #include "model/compute_cost.hpp"
