@@ -25,9 +25,21 @@ FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev) {
   return peak * dev.gemm_efficiency * tile_utilisation(op.m, op.n, dev.gemm_tile) * dev.sustained_compute;
 }
 
+double attention_loop_length(const Operation& op) {
+  // FlashAttention-2 (Dao 2023, section 3.2): the forward gives each thread block a block of
+  // query rows and loops over the key/value blocks; the backward gives each a key/value block
+  // and loops over the query blocks. The measured curves keep the tokens per call, and so the
+  // thread blocks, about constant (16k per call), so what moves along a curve is that loop's
+  // length. A square call (m = n, every op but context parallelism's ring steps) reads the same.
+  const bool backward = op.kind == OpKind::fused_attention_backward;
+  const double loop = backward ? op.m : op.n;
+  return loop > 0 ? loop : op.m;
+}
+
 FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev) {
   if (const auto* kernel = active_attention_kernel(dev)) {
-    const double eff = attention_efficiency(*kernel, op.causal, op.k, op.m, op.kind == OpKind::fused_attention_backward);
+    const bool backward = op.kind == OpKind::fused_attention_backward;
+    const double eff = attention_efficiency(*kernel, op.causal, op.k, attention_loop_length(op), backward);
     if (eff > 0) return dev.peak_bf16 * eff;
   }
   Operation qk = op;

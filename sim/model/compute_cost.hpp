@@ -15,9 +15,13 @@ namespace trainsim::model {
 /// else peak x gemm_efficiency x tile utilisation.
 [[nodiscard]] FlopsPerSecond gemm_rate(const Operation& op, const DeviceProfile& dev);
 
+/// The length a fused attention kernel's inner loop runs over, which places a call on its
+/// measured curve: the key length (op.n) forward, the query length (op.m) backward.
+[[nodiscard]] double attention_loop_length(const Operation& op);
+
 /// Achieved FLOP/s of a fused attention op: peak x the efficiency of the device's attention
-/// kernel in use at the op's sequence length, head dimension and masking, else the GEMM rate of
-/// its QK^T shape.
+/// kernel in use at the op's loop length (attention_loop_length), head dimension and masking,
+/// else the GEMM rate of its QK^T shape.
 [[nodiscard]] FlopsPerSecond fused_attention_rate(const Operation& op, const DeviceProfile& dev);
 /// Seconds one operation takes on `dev`: the slower of its arithmetic and its memory traffic
 /// (at the streaming rate of its kernel class, memory_bound_rate), plus the per-kernel launch cost (the calibration's measurement where there is one).

@@ -1,9 +1,10 @@
 #include "program/context_parallel.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <string>
 
 #include "core/error.hpp"
+#include "model/compute_cost.hpp"
 
 namespace trainsim::program {
 
@@ -12,34 +13,162 @@ namespace {
 using model::OpKind;
 using model::Operation;
 
-constexpr double kBf16 = 2.0;
+constexpr double kBf16 = 2.0, kFp32 = 4.0, kFp64 = 8.0;
 
 bool is_attention(const Operation& op) {
   return op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward;
 }
 
-/// One unmasked half block of a ring step (q x kv = s x s/2 of the rank's s tokens, whichever
-/// half of the pair attends). Its rate comes from the kernel's unmasked curve at the length of
-/// the square block of the same work, s/sqrt(2): the two shapes a step can take have the same
-/// FLOPs, so every rank of the group runs the same program.
-Operation half_block(const model::TransformerSpec& s, const model::LayerShape& shape) {
-  const double b = static_cast<double>(shape.micro_batch), tokens = static_cast<double>(s.seq_len);
-  const double heads = static_cast<double>(s.heads) / static_cast<double>(shape.tp);
-  const double d = static_cast<double>(s.hidden) / static_cast<double>(s.heads);
-  const double kv_heads = static_cast<double>(model::kv_heads_of(s)) / static_cast<double>(shape.tp);
+/// Sizes of one CP rank's attention tensors (its seq/cp tokens, TP's share of the heads).
+struct RankTensors {
+  double b = 0, tokens = 0, heads = 0, kv_heads = 0, d = 0;
+  Bytes q = 0;          ///< Q (as O, dO, dQ), bf16
+  Bytes kv = 0;         ///< K and V together (as dK, dV), bf16
+  double lse_rows = 0;  ///< one log-sum-exp per (sequence, head, query token)
+};
+
+RankTensors rank_tensors(const model::TransformerSpec& s, const model::LayerShape& shape) {
+  RankTensors t;
+  t.b = static_cast<double>(shape.micro_batch);
+  t.tokens = static_cast<double>(s.seq_len);
+  t.heads = static_cast<double>(s.heads) / static_cast<double>(shape.tp);
+  t.kv_heads = static_cast<double>(model::kv_heads_of(s)) / static_cast<double>(shape.tp);
+  t.d = static_cast<double>(s.hidden) / static_cast<double>(s.heads);
+  t.q = kBf16 * t.b * t.tokens * t.heads * t.d;
+  t.kv = 2 * kBf16 * t.b * t.tokens * t.kv_heads * t.d;
+  t.lse_rows = t.b * t.heads * t.tokens;
+  return t;
+}
+
+/// One unmasked block of a ring step, `q_share` of the rank's query tokens on `kv_share` of its
+/// key tokens (one of them a half). m and n are the real lengths, so the kernel's loop runs
+/// over its real length (model::attention_loop_length).
+Operation half_block(const RankTensors& t, double q_share, double kv_share, bool forward) {
+  const double q_tokens = q_share * t.tokens, kv_tokens = kv_share * t.tokens;
   Operation op;
-  op.name = "flash_attention_cp_half_block";
+  op.name = q_share < 1 ? "flash_attention_cp_half_q" : "flash_attention_cp_half_kv";
   op.kind = OpKind::fused_attention;
   op.causal = false;
-  op.m = op.n = tokens / std::sqrt(2.0);
-  op.k = d;
-  op.batch = b * heads;
-  op.flops = 4.0 * tokens * (tokens / 2) * d * b * heads;
-  // Q and O of the attending query tokens, K and V of the key tokens, the fp32 log-sum-exp: the
-  // mean of the two shapes (s queries on s/2 keys, s/2 queries on s keys).
-  const double q_tokens = 0.75 * tokens, kv_tokens = 0.75 * tokens;
-  op.bytes = kBf16 * b * (2 * q_tokens * heads * d + 2 * kv_tokens * kv_heads * d) + 4.0 * b * heads * q_tokens;
-  return op;
+  op.m = q_tokens;
+  op.n = kv_tokens;
+  op.k = t.d;
+  op.batch = t.b * t.heads;
+  op.flops = 4.0 * q_tokens * kv_tokens * t.d * t.b * t.heads;
+  // Q and O of the attending query tokens, K and V of the key tokens, the fp32 log-sum-exp.
+  op.bytes = kBf16 * t.b * (2 * q_tokens * t.heads * t.d + 2 * kv_tokens * t.kv_heads * t.d) + kFp32 * t.b * t.heads * q_tokens;
+  return forward ? op : model::backward_of({op}).front();
+}
+
+/// A plain copy of `bytes` (read and written once) at the stream-copy rate.
+Operation copy_of(std::string name, Bytes bytes) { return model::make_elementwise(std::move(name), 2 * bytes); }
+/// An in-place add of `bytes` into a buffer (both read, one written), PyTorch's add kernel.
+Operation add_into(std::string name, Bytes bytes) {
+  return model::make_elementwise(std::move(name), 3 * bytes, bytes / kBf16, "residual_add");
+}
+/// torch.cat of `bytes` (read and written), PyTorch's CatArrayBatchedCopy.
+Operation cat_of(std::string name, Bytes bytes) { return model::make_elementwise(std::move(name), 2 * bytes, 0, "chunk_grad_cat"); }
+
+/// Forward ring steps of CP rank `r` (AttnFuncWithCPAndKVP2P.forward, causal, sbhd).
+std::vector<std::vector<Operation>> forward_steps(const Operation& diagonal, const RankTensors& t, long cp, long r) {
+  std::vector<std::vector<Operation>> steps;
+  std::vector<double> q_shares;  // share of the rank's queries each step's output covers
+  for (long i = 0; i < cp; ++i) {
+    std::vector<Operation> step;
+    const std::string at = " step " + std::to_string(i);
+    if (i == 0) {
+      step.push_back(diagonal);
+      q_shares.push_back(1.0);
+      if (cp > 1) {
+        // Once step 0 is done: the result zeroed (out = zeros_like(q)) and the log-sum-exp
+        // cloned and widened to fp64.
+        step.push_back(model::make_elementwise("cp_out_zero", t.q));
+        step.push_back(copy_of("cp_lse_clone", kFp32 * t.lse_rows));
+        step.push_back(model::make_elementwise("cp_lse_to_fp64", (kFp32 + kFp64) * t.lse_rows));
+      }
+    } else {
+      // Ranks r >= i: both query chunks on the first KV chunk; the others: the second query
+      // chunk on both KV chunks. Then the log-sum-exp of the rows it covered corrected (fp64
+      // running value read and written, the step's fp32 one read).
+      const double q_share = i <= r ? 1.0 : 0.5;
+      Operation block = half_block(t, q_share, q_share < 1 ? 1.0 : 0.5, true);
+      block.name += at;
+      step.push_back(block);
+      step.push_back(model::make_elementwise("cp_lse_correction" + at, (2 * kFp64 + kFp32) * q_share * t.lse_rows));
+      q_shares.push_back(q_share);
+    }
+    steps.push_back(std::move(step));
+  }
+  if (cp > 1) {
+    // After the ring: the log-sum-exp back to fp32, then each step's output rescaled into the
+    // result (one fused kernel per step: its output read, the result read and written, two
+    // log-sum-exps read per row).
+    auto& last = steps.back();
+    last.push_back(model::make_elementwise("cp_lse_to_fp32", (kFp32 + kFp64) * t.lse_rows));
+    for (long i = 0; i < cp; ++i) {
+      const double share = q_shares[static_cast<std::size_t>(i)];
+      last.push_back(model::make_elementwise("cp_out_correction step " + std::to_string(i),
+                                             share * (3 * t.q + 2 * kFp32 * t.lse_rows)));
+    }
+  }
+  return steps;
+}
+
+/// Backward ring steps of CP rank `r` (AttnFuncWithCPAndKVP2P.backward, causal, sbhd, not FP8):
+/// the half blocks first, the causal one last; after each the step's dQ into the rank's dQ and
+/// the step's dK, dV (concatenated) into the buffer that travels on, copied where the step is
+/// the first to write those rows, added otherwise.
+std::vector<std::vector<Operation>> backward_steps(const Operation& diagonal, const RankTensors& t, long cp, long r) {
+  std::vector<std::vector<Operation>> steps;
+  if (cp == 1) return {{diagonal}};
+  for (long i = 0; i < cp; ++i) {
+    std::vector<Operation> step;
+    const std::string at = " step " + std::to_string(i);
+    const bool last = i == cp - 1, half_kv = !last && i >= cp - r - 1;
+    if (last) {
+      step.push_back(diagonal);
+    } else {
+      Operation block = half_block(t, half_kv ? 1.0 : 0.5, half_kv ? 0.5 : 1.0, false);
+      block.name += at;
+      step.push_back(block);
+    }
+    // dQ: full where the step's queries are both chunks, else the second chunk's half.
+    if (i > cp - r - 1) {
+      step.push_back(add_into("cp_dq_add" + at, t.q));
+    } else if (i == cp - r - 1) {
+      if (r == cp - 1) {
+        step.push_back(copy_of("cp_dq_copy" + at, t.q));
+      } else {
+        step.push_back(copy_of("cp_dq_copy" + at, t.q / 2));
+        step.push_back(add_into("cp_dq_add" + at, t.q / 2));
+      }
+    } else if (i > 0) {
+      step.push_back(add_into("cp_dq_add" + at, t.q / 2));
+    } else {
+      step.push_back(copy_of("cp_dq_copy" + at, t.q / 2));
+    }
+    // dK, dV of the step's keys (half of them on the half-KV steps).
+    const Bytes dkv = half_kv ? t.kv / 2 : t.kv;
+    step.push_back(cat_of("cp_dkv_cat" + at, dkv));
+    if (last) {
+      if (r == 0) {
+        step.push_back(add_into("cp_dkv_add" + at, t.kv / 2));
+        step.push_back(copy_of("cp_dkv_copy" + at, t.kv / 2));
+      } else {
+        step.push_back(add_into("cp_dkv_add" + at, t.kv));
+      }
+    } else if (half_kv) {
+      if (i == 0 && r == cp - 1)
+        step.push_back(copy_of("cp_dkv_copy" + at, t.kv / 2));
+      else
+        step.push_back(add_into("cp_dkv_add" + at, t.kv / 2));
+    } else if (i > 0) {
+      step.push_back(add_into("cp_dkv_add" + at, t.kv));
+    } else {
+      step.push_back(copy_of("cp_dkv_copy" + at, t.kv));
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
 }
 
 }  // namespace
@@ -56,6 +185,22 @@ bool has_fused_attention(const std::vector<Operation>& ops) {
   return std::any_of(ops.begin(), ops.end(), is_attention);
 }
 
+std::size_t ring_steps(const RingAttentionPass& pass) { return pass.ring_bytes.size(); }
+
+std::size_t slowest_rank(const RingAttentionPass& pass, const model::DeviceProfile& dev) {
+  std::size_t slowest = 0;
+  Seconds longest = -1;
+  for (std::size_t r = 0; r < pass.rank_steps.size(); ++r) {
+    Seconds total = 0;
+    for (const auto& step : pass.rank_steps[r]) total += model::ops_duration(step, dev);
+    if (total > longest) {
+      longest = total;
+      slowest = r;
+    }
+  }
+  return slowest;
+}
+
 RingAttentionPass ring_attention_pass(const std::vector<Operation>& ops, const model::TransformerSpec& rank_model,
                                       const model::LayerShape& shape, long cp, bool forward) {
   const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
@@ -65,29 +210,26 @@ RingAttentionPass ring_attention_pass(const std::vector<Operation>& ops, const m
   pass.before.assign(ops.begin(), at);
   pass.after.assign(at + 1, ops.end());
   pass.transfer_after_previous_step = !forward;
-  const double b = static_cast<double>(shape.micro_batch), tokens = static_cast<double>(rank_model.seq_len);
-  const double tp = static_cast<double>(shape.tp);
-  const double q_elements = b * tokens * static_cast<double>(rank_model.hidden) / tp;
-  const double kv_elements =
-      b * tokens * static_cast<double>(model::kv_heads_of(rank_model) * (rank_model.hidden / rank_model.heads)) / tp;
+  const RankTensors t = rank_tensors(rank_model, shape);
+  if (cp > 1) {
+    if (forward) {
+      // K and V packed into the first send buffer (p2p_comm_buffers[0] = torch.cat(k, v)).
+      pass.before.push_back(cat_of("cp_kv_pack", t.kv));
+    } else {
+      // The saved KV copied into the first send buffer, the second half of the forward's
+      // log-sum-exp made contiguous for the half-query steps.
+      pass.before.push_back(copy_of("cp_kv_to_send_buffer", t.kv));
+      pass.before.push_back(copy_of("cp_lse_second_half", kFp32 * t.lse_rows / 2));
+    }
+  }
+  for (long r = 0; r < cp; ++r)
+    pass.rank_steps.push_back(forward ? forward_steps(*at, t, cp, r) : backward_steps(*at, t, cp, r));
   // K and V of the rank's tokens (both chunks), bf16: what travels each step (p2p_comm_buffers).
-  const Bytes kv = 2 * kv_elements * kBf16;
-  const Operation half = forward ? half_block(rank_model, shape) : model::backward_of({half_block(rank_model, shape)}).front();
   for (long i = 0; i < cp; ++i) {
-    // Step 0: the rank's own chunks, causal (the op the layer already has at seq/cp).
-    Operation block = i == 0 ? *at : half;
-    if (i > 0) block.name += " step " + std::to_string(i);
-    // Merging the step into the result, a streaming kernel: forward the output rescaled by the
-    // log-sum-exps (flash_attn_fwd_out_correction: the step's output read, the result read and
-    // written); backward dQ and dK, dV added into their accumulators.
-    const double attending = i == 0 ? 1.0 : 0.75;  // share of the rank's tokens in the step's block
-    const Bytes merged = forward ? 3 * kBf16 * attending * q_elements
-                                 : 3 * kBf16 * attending * (q_elements + 2 * kv_elements);
-    pass.steps.push_back({block, model::make_elementwise(forward ? "cp_out_correction" : "cp_grad_accumulate", merged)});
     if (forward)
-      pass.ring_bytes.push_back(i + 1 < cp ? kv : 0);
+      pass.ring_bytes.push_back(i + 1 < cp ? t.kv : 0);
     else
-      pass.ring_bytes.push_back((i + 1 < cp ? kv : 0) + (i > 0 ? kv : 0));
+      pass.ring_bytes.push_back((i + 1 < cp ? t.kv : 0) + (i > 0 ? t.kv : 0));
   }
   return pass;
 }
@@ -95,7 +237,7 @@ RingAttentionPass ring_attention_pass(const std::vector<Operation>& ops, const m
 std::vector<std::string> ring_pass_labels(const RingAttentionPass& pass) {
   std::vector<std::string> labels;
   if (!pass.before.empty()) labels.push_back(pass.before.front().name + ".." + pass.before.back().name);
-  for (std::size_t i = 0; i < pass.steps.size(); ++i) {
+  for (std::size_t i = 0; i < ring_steps(pass); ++i) {
     if (pass.ring_bytes[i] > 0) labels.push_back("cp ring step " + std::to_string(i));
     labels.push_back("cp attention step " + std::to_string(i));
   }

@@ -11,11 +11,25 @@
 //    rank is a data-parallel rank of the model at seq/cp (context_parallel_rank_view).
 //  - The attention runs in cp steps around the CP ring. Step 0 is the rank's own chunks against
 //    its own K and V: causal attention at seq/cp. At step i > 0 the K and V of the rank i places
-//    back have arrived and only half of the pair attends: both query chunks to the first KV chunk,
-//    or the second query chunk to both KV chunks, unmasked, either way q x kv = (seq/cp) x
-//    (seq/2cp). Each step first issues the send/recv of the KV it holds to the next rank, then
-//    computes, so the transfer hides behind the step's attention (the flows contend in SimGrid).
-//    Each step's partial output is merged into the result by a correction kernel.
+//    back have arrived and only half of the pair attends, unmasked: ranks r >= i attend with both
+//    query chunks to the first KV chunk (q x kv = seq/cp x seq/2cp), ranks r < i with the second
+//    query chunk to both (seq/2cp x seq/cp). Each step first issues the send/recv of the KV it
+//    holds to the next rank, then computes, so the transfer hides behind the step's attention
+//    (the flows contend in SimGrid). Backward runs the half steps first and the causal one last
+//    (ranks r >= cp-1-i on half the KV, the others with half the queries).
+//  - What a step costs besides its attention call, as TE runs it in Megatron's sbhd layout
+//    (where the half-sequence slices q[1], kv[0], out[1], dout[1] are contiguous views, so
+//    their .contiguous() copies nothing): forward, K and V packed into the first send buffer
+//    (torch.cat), the output zeroed and the log-sum-exp cloned to fp64 once, per step a fused
+//    log-sum-exp correction, at the end the log-sum-exp back to fp32 and per step a fused output
+//    correction (flash_attn_fwd_out_correction, torch.compile'd); backward, the KV copied into
+//    the send buffer and the second half of the log-sum-exp made contiguous once, per step dQ
+//    copied or added into its bf16 buffer, dK and dV concatenated (torch.cat) and copied or
+//    added into the buffer that travels on (first contribution a copy, later ones an add, as
+//    TE's rank-by-rank cases have it).
+//  - The ranks of a CP group run different shapes at the same step, and the ring ties them to
+//    each other every layer (a rank's next KV or its own dK, dV come from its neighbour), so the
+//    group runs at its slowest rank's pace: the program takes the slowest rank's steps.
 //  - Backward goes around the ring again: K and V travel as in forward, with the dK, dV of the
 //    block they just met, accumulated on the way (step 0 sends KV, steps 1..cp-2 KV and dKV, the
 //    last dKV alone, back to its owner), each step's transfer issued once the previous step's
@@ -23,10 +37,14 @@
 //  - Gradients are reduced, and the distributed optimizer sharded, over the data- x
 //    context-parallel group (plan::context_parallel_rank_layout).
 // Not modelled: TE's second CUDA stream for consecutive steps' attention kernels (wave
-// quantisation), FP8 attention, the all-gather and all-to-all cp_comm_types.
+// quantisation), a backward step's dK, dV accumulation waiting for that step's transfer (hidden
+// behind the step's attention in every row), FP8 attention, the all-gather and all-to-all
+// cp_comm_types.
+#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "model/device_profile.hpp"
 #include "model/operation.hpp"
 #include "model/transformer.hpp"
 #include "program/schedule_inputs.hpp"
@@ -41,10 +59,12 @@ namespace trainsim::program {
 
 /// One layer pass (forward or backward) with its fused attention as ring steps.
 struct RingAttentionPass {
-  std::vector<model::Operation> before;  ///< the pass's ops up to its attention
-  /// Per ring step, what the rank computes on the KV it holds: the attention block (step 0 the
-  /// causal diagonal one, then unmasked half blocks) and merging it into the result.
-  std::vector<std::vector<model::Operation>> steps;
+  /// The pass's ops up to its attention, then the ring's set-up before the first transfer.
+  std::vector<model::Operation> before;
+  /// rank_steps[r][i]: what CP rank r computes at ring step i on the KV it holds: the attention
+  /// block (forward: step 0 the causal diagonal one, then unmasked half blocks; backward the
+  /// half blocks first) and the step's corrections, copies and accumulations.
+  std::vector<std::vector<std::vector<model::Operation>>> rank_steps;
   /// Bytes each CP rank sends to its neighbour at step i (0: no transfer), issued as step i
   /// starts: forward K and V for the next step; backward K and V, and dK and dV.
   std::vector<Bytes> ring_bytes;
@@ -53,6 +73,13 @@ struct RingAttentionPass {
   bool transfer_after_previous_step = false;
   std::vector<model::Operation> after;  ///< the pass's ops after its attention
 };
+
+/// Ring steps of a pass.
+[[nodiscard]] std::size_t ring_steps(const RingAttentionPass& pass);
+
+/// The CP rank whose ring steps together take longest on `dev` (the first of equals): the pace
+/// of the whole group.
+[[nodiscard]] std::size_t slowest_rank(const RingAttentionPass& pass, const model::DeviceProfile& dev);
 
 /// Whether `ops` hold a fused attention (forward or backward) op.
 [[nodiscard]] bool has_fused_attention(const std::vector<model::Operation>& ops);

@@ -189,7 +189,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     r.after = ops_duration(r.pass.after, in.device);
     r.before_kernels = model::ops_kernels(r.pass.before);
     r.after_kernels = model::ops_kernels(r.pass.after);
-    for (const auto& step : r.pass.steps) {
+    // The CP group runs at its slowest rank's pace (context_parallel.hpp): every rank takes its steps.
+    for (const auto& step : r.pass.rank_steps[slowest_rank(r.pass, in.device)]) {
       r.steps.push_back(ops_duration(step, in.device));
       r.step_kernels.push_back(model::ops_kernels(step));
     }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "support/fixtures.hpp"
 #include "core/error.hpp"
@@ -172,6 +173,28 @@ TEST(OpDuration, FusedAttentionRunsAtTheKernelsEfficiencyForItsSeq) {
   const Operation b = backward_of({f}).front();
   const double backward = 2.5 * flops / (100e12 * 0.25);
   EXPECT_NEAR(op_duration(b, d), backward + 5e-6, kRel * backward);
+}
+
+TEST(FusedAttentionRate, ANonSquareCallSitsOnTheCurveAtItsKernelsLoopLength) {
+  DeviceProfile d = test_device();
+  d.attention_kernels.push_back(test_attention_kernel());
+  d.attention_kernel = "test-kernel";
+  // Causal curve: forward 0.2 at 1k, 0.4 at 4k; backward 0.1 and 0.25. A call of 1k queries on
+  // 4k keys loops over the 4k keys forward and over the 1k queries backward.
+  Operation f = make_gemm("attention", 1024, 4096, 128, 16, Dtype::bf16);
+  f.kind = OpKind::fused_attention;
+  f.causal = true;
+  EXPECT_DOUBLE_EQ(attention_loop_length(f), 4096);
+  EXPECT_DOUBLE_EQ(fused_attention_rate(f, d), 100e12 * 0.4);
+  Operation b = f;
+  b.kind = OpKind::fused_attention_backward;
+  EXPECT_DOUBLE_EQ(attention_loop_length(b), 1024);
+  EXPECT_DOUBLE_EQ(fused_attention_rate(b, d), 100e12 * 0.1);
+  // The transposed call: 4k queries on 1k keys.
+  std::swap(f.m, f.n);
+  std::swap(b.m, b.n);
+  EXPECT_DOUBLE_EQ(fused_attention_rate(f, d), 100e12 * 0.2);
+  EXPECT_DOUBLE_EQ(fused_attention_rate(b, d), 100e12 * 0.25);
 }
 
 TEST(OpDuration, FusedAttentionWithoutAMeasuredRateUsesTheGemmRate) {

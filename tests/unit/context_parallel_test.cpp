@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/compute_cost.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "program/context_parallel.hpp"
@@ -67,8 +68,8 @@ TEST(ContextParallel, RingStepsShareTheCausalWorkEvenlyAndMoveKvForwardKvAndDkvB
   const auto shape = shape_of(in);
   const auto forward = ring_attention_pass(model::layer_forward_ops(view.model, shape), view.model, shape, 4, true);
   const auto backward = ring_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 4, false);
-  ASSERT_EQ(forward.steps.size(), 4u);
-  ASSERT_EQ(backward.steps.size(), 4u);
+  ASSERT_EQ(ring_steps(forward), 4u);
+  ASSERT_EQ(ring_steps(backward), 4u);
   // K and V of the rank's 4 tokens, 2 heads of 16, bf16.
   const Bytes kv = 2.0 * 4 * 2 * 16 * 2;
   EXPECT_EQ(forward.ring_bytes, (std::vector<Bytes>{kv, kv, kv, 0}));
@@ -77,21 +78,168 @@ TEST(ContextParallel, RingStepsShareTheCausalWorkEvenlyAndMoveKvForwardKvAndDkvB
   EXPECT_TRUE(backward.transfer_after_previous_step);
   // Step 0 is the rank's own chunks under the causal mask, the others unmasked half blocks; all
   // together 1/cp of the whole sequence's causal attention (the load balance of the 2 x cp chunks).
-  EXPECT_TRUE(forward.steps[0].front().causal);
-  double flops = 0;
-  for (std::size_t i = 0; i < forward.steps.size(); ++i) {
-    EXPECT_EQ(forward.steps[i].front().kind, model::OpKind::fused_attention);
-    if (i > 0) { EXPECT_FALSE(forward.steps[i].front().causal); }
-    if (i > 1) { EXPECT_DOUBLE_EQ(forward.steps[i].front().flops, forward.steps[1].front().flops); }
-    flops += forward.steps[i].front().flops;
+  ASSERT_EQ(forward.rank_steps.size(), 4u);
+  for (std::size_t r = 0; r < 4; ++r) {
+    const auto& steps = forward.rank_steps[r];
+    ASSERT_EQ(steps.size(), 4u);
+    EXPECT_TRUE(steps[0].front().causal);
+    double flops = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      EXPECT_EQ(steps[i].front().kind, model::OpKind::fused_attention);
+      if (i > 0) { EXPECT_FALSE(steps[i].front().causal); }
+      if (i > 1) { EXPECT_DOUBLE_EQ(steps[i].front().flops, steps[1].front().flops); }
+      flops += steps[i].front().flops;
+    }
+    const auto whole = model::make_fused_attention(in.model, shape);
+    EXPECT_DOUBLE_EQ(flops, whole.flops / 4) << "rank " << r;
+    // Backward: the half blocks first, the causal one last.
+    EXPECT_EQ(backward.rank_steps[r][1].front().kind, model::OpKind::fused_attention_backward);
+    EXPECT_FALSE(backward.rank_steps[r][0].front().causal);
+    EXPECT_TRUE(backward.rank_steps[r][3].front().causal);
   }
-  const auto whole = model::make_fused_attention(in.model, shape);
-  EXPECT_DOUBLE_EQ(flops, whole.flops / 4);
-  EXPECT_EQ(backward.steps[1].front().kind, model::OpKind::fused_attention_backward);
   // The ops around the attention are kept, in order.
+  // (the forward's set-up packs K and V into the send buffer, one op more before the ring)
   const auto ops = model::layer_forward_ops(view.model, shape);
-  EXPECT_EQ(forward.before.size() + 1 + forward.after.size(), ops.size());
+  EXPECT_EQ(forward.before.size() + 1 + forward.after.size(), ops.size() + 1);
+  EXPECT_EQ(forward.before.back().name, "cp_kv_pack");
   EXPECT_EQ(ring_pass_labels(forward).size(), 1 + 3 + 4 + 1u);
+}
+
+/// The op of `ops` named `name`, or nullptr.
+const model::Operation* op_named(const std::vector<model::Operation>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+TEST(ContextParallel, EachRankAttendsWithItsRealHalfShapeAndTheKernelLoopsOverIt) {
+  ScheduleInputs in = cp2_dp2();
+  in.model.kv_heads = 2;
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  const auto shape = shape_of(in);
+  const double s = static_cast<double>(view.model.seq_len);  // the rank's 8 tokens
+  const auto forward = ring_attention_pass(model::layer_forward_ops(view.model, shape), view.model, shape, 2, true);
+  const auto backward = ring_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 2, false);
+  // Forward step 1: rank 0 holds rank 1's KV, so only its second query chunk attends, to both
+  // KV chunks; rank 1 holds rank 0's, so both its query chunks attend to the first KV chunk.
+  const auto& r0 = forward.rank_steps[0][1].front();
+  const auto& r1 = forward.rank_steps[1][1].front();
+  EXPECT_DOUBLE_EQ(r0.m, s / 2);
+  EXPECT_DOUBLE_EQ(r0.n, s);
+  EXPECT_DOUBLE_EQ(r1.m, s);
+  EXPECT_DOUBLE_EQ(r1.n, s / 2);
+  EXPECT_DOUBLE_EQ(r0.flops, r1.flops);
+  // The forward kernel loops over the keys, the backward over the queries.
+  EXPECT_DOUBLE_EQ(model::attention_loop_length(r0), s);
+  EXPECT_DOUBLE_EQ(model::attention_loop_length(r1), s / 2);
+  const auto& b0 = backward.rank_steps[0][0].front();
+  const auto& b1 = backward.rank_steps[1][0].front();
+  EXPECT_EQ(b0.kind, model::OpKind::fused_attention_backward);
+  EXPECT_DOUBLE_EQ(model::attention_loop_length(b0), s / 2);
+  EXPECT_DOUBLE_EQ(model::attention_loop_length(b1), s);
+  // A square call reads the same either way.
+  const auto whole = model::make_fused_attention(view.model, shape);
+  EXPECT_DOUBLE_EQ(model::attention_loop_length(whole), whole.m);
+}
+
+TEST(ContextParallel, TheSlowerShapeSetsTheGroupsPace) {
+  ScheduleInputs in = cp2_dp2();
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  const auto shape = shape_of(in);
+  const auto backward = ring_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 2, false);
+  // An attention kernel whose backward gets faster with a longer query loop: rank 0's half
+  // step loops over half the queries, so rank 0 is the slower.
+  model::DeviceProfile dev = in.device;
+  model::AttentionKernel kernel;
+  kernel.name = "k";
+  kernel.curves.push_back({false, 16, {{4, 0.5, 0.1}, {8, 0.5, 0.4}}});
+  kernel.curves.push_back({true, 16, {{4, 0.5, 0.1}, {8, 0.5, 0.4}}});
+  dev.attention_kernels = {kernel};
+  dev.attention_kernel = "k";
+  dev.peak_bf16 = 1e9;  // attention-bound steps
+  EXPECT_EQ(slowest_rank(backward, dev), 0u);
+  Seconds r0 = 0, r1 = 0;
+  for (const auto& step : backward.rank_steps[0]) r0 += model::ops_duration(step, dev);
+  for (const auto& step : backward.rank_steps[1]) r1 += model::ops_duration(step, dev);
+  EXPECT_GT(r0, 1.5 * r1);
+  // And the schedule times every rank's steps as rank 0's.
+  in.device = dev;
+  const Program p = build_program(in);
+  const Stream* compute = stream_named(p.ranks[1], "compute");
+  ASSERT_TRUE(compute);
+  const int step0 = task_named(*compute, "backward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(step0, 0);
+  EXPECT_NEAR(compute->tasks[static_cast<std::size_t>(step0)].duration,
+              model::ops_duration(backward.rank_steps[0][0], dev), 1e-12);
+}
+
+TEST(ContextParallel, ForwardStepsPackKvOnceAndCorrectEachStepsRows) {
+  ScheduleInputs in = cp2_dp2();
+  in.model.kv_heads = 2;  // K and V: 2 of the 4 heads of 16
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  const auto shape = shape_of(in);
+  const auto forward = ring_attention_pass(model::layer_forward_ops(view.model, shape), view.model, shape, 2, true);
+  const double q = 2.0 * 8 * 64, kv = 2.0 * 2 * 8 * 2 * 16, rows = 4.0 * 8;  // bf16 Q; K and V; lse rows
+  EXPECT_DOUBLE_EQ(forward.before.back().bytes, 2 * kv);  // torch.cat(k, v): read and written
+  EXPECT_EQ(forward.before.back().kernel, "chunk_grad_cat");
+  for (std::size_t r = 0; r < 2; ++r) {
+    const auto& steps = forward.rank_steps[r];
+    const auto* zero = op_named(steps[0], "cp_out_zero");
+    ASSERT_TRUE(zero);
+    EXPECT_DOUBLE_EQ(zero->bytes, q);
+    // The step 1 block's rows: rank 0 the second query chunk, rank 1 both.
+    const double share = r == 0 ? 0.5 : 1.0;
+    const auto* lse = op_named(steps[1], "cp_lse_correction step 1");
+    ASSERT_TRUE(lse);
+    EXPECT_DOUBLE_EQ(lse->bytes, 20 * share * rows);
+    // After the ring: one output correction per step, each over the rows its step covered.
+    const auto* out0 = op_named(steps[1], "cp_out_correction step 0");
+    const auto* out1 = op_named(steps[1], "cp_out_correction step 1");
+    ASSERT_TRUE(out0 && out1);
+    EXPECT_DOUBLE_EQ(out0->bytes, 3 * q + 8 * rows);
+    EXPECT_DOUBLE_EQ(out1->bytes, share * (3 * q + 8 * rows));
+    EXPECT_EQ(op_named(steps[0], "cp_out_correction step 0"), nullptr);
+    // sbhd: the half-sequence slices are views, no copy of Q or KV per step.
+    for (const auto& op : steps[1]) EXPECT_EQ(op.name.find("copy"), std::string::npos) << op.name;
+  }
+}
+
+TEST(ContextParallel, BackwardWritesEveryGradientRowOnceByCopyThenAdds) {
+  for (long cp : {2L, 4L}) {
+    ScheduleInputs in = cp2_dp2();
+    in.plan.cp = cp;
+    in.model.kv_heads = 2;
+    const ScheduleInputs view = context_parallel_rank_view(in);
+    const auto shape = shape_of(in);
+    const auto backward =
+        ring_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, cp, false);
+    const double tokens = static_cast<double>(view.model.seq_len);
+    const double q = 2.0 * tokens * 64, kv = 2.0 * 2 * tokens * 2 * 16;
+    // Set-up: the saved KV copied into the first send buffer.
+    EXPECT_TRUE(op_named(backward.before, "cp_kv_to_send_buffer"));
+    EXPECT_DOUBLE_EQ(op_named(backward.before, "cp_kv_to_send_buffer")->bytes, 2 * kv);
+    for (long r = 0; r < cp; ++r) {
+      double dq_copied = 0, dq_added = 0, q_attended = 0;
+      for (const auto& step : backward.rank_steps[static_cast<std::size_t>(r)]) {
+        const auto& block = step.front();
+        q_attended += block.m / tokens;
+        for (const auto& op : step) {
+          if (op.name.rfind("cp_dq_copy", 0) == 0) dq_copied += op.bytes / 2;
+          if (op.name.rfind("cp_dq_add", 0) == 0) {
+            dq_added += op.bytes / 3;
+            EXPECT_EQ(op.kernel, "residual_add");
+          }
+          if (op.name.rfind("cp_dkv_cat", 0) == 0) {
+            // The step's dK, dV: half the rank's on the half-KV steps.
+            EXPECT_DOUBLE_EQ(op.bytes, 2 * kv * block.n / tokens) << "cp " << cp << " rank " << r;
+          }
+        }
+      }
+      // Each row of dQ first copied, then every further contribution added.
+      EXPECT_DOUBLE_EQ(dq_copied, q) << "cp " << cp << " rank " << r;
+      EXPECT_DOUBLE_EQ(dq_copied + dq_added, q * q_attended) << "cp " << cp << " rank " << r;
+    }
+  }
 }
 
 TEST(ContextParallel, EachRingStepOverlapsItsAttentionAndFeedsTheNext) {
