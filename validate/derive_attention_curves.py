@@ -13,7 +13,9 @@ Derivations (no fitting to any training row):
   * flash-attn's Triton kernel (llm-foundry's attn_impl triton): FA2 is 1.3-1.5x faster forward
     (1.4 taken) and 2x faster backward (paper, section 4.1).
 Prints the "fused_attention" object for the A100 device profiles, or with --h100 the H100's from the
-paper; with --measured FILE, the object for a device measured by validate/measure_attention.py."""
+paper; with --measured FILE, the object for a device measured by validate/measure_attention.py, to
+which --triton adds flash-attn's Triton kernel derived from the measured flash-attention-2 curves
+by the same 1.4x / 2x (the H100 profile: llm-foundry's H100 tables ran attn_impl triton)."""
 import json
 
 PEAK = 312.0
@@ -105,7 +107,27 @@ out_h100 = {
 }
 
 
-def from_measurement(path):
+def triton_from(fa2_kernel):
+    """flash-attn's Triton kernel from measured FlashAttention-2 curves, slowed by the paper's
+    section 4.1 speed-ups (an A100 measurement, assumed to carry over: on sm90 both kernels issue
+    the Ampere-style mma.sync, the FA2 build without Hopper features and the Triton kernel as the
+    pre-MLIR Triton fork llm-foundry v0.3.0 installs, triton_pre_mlir_sm90, compiles it)."""
+    curves = []
+    for c in fa2_kernel["curves"]:
+        pts = [{"seq": p["seq"], "forward": round(p["forward"] / TRITON_FWD, 3),
+                "backward": round(p["backward"] / TRITON_BWD, 3)} for p in c["points"]]
+        curves.append({"mask": c["mask"], "head_dim": c["head_dim"], "points": pts,
+                       "source": "the measured flash-attention-2 curve of the same mask and head dim / 1.4 forward, "
+                                 "/ 2 backward; derived by validate/derive_attention_curves.py --measured --triton, not fitted"})
+    return {"name": "flash-attn-triton",
+            "source": "flash-attn's Triton kernel (llm-foundry v0.3.0 llmfoundry/models/layers/flash_attn_triton.py on "
+                      "triton-pre-mlir's sm90 branch; attn_impl triton): the FlashAttention-2 paper's section 4.1 "
+                      "speed-ups of FA2 over it on A100 (1.4x forward, 2x backward) applied to this device's measured "
+                      "FA2; ASSUMPTION that the ratio carries over to sm90 (no H100 measurement of this kernel found)",
+            "curves": curves}
+
+
+def from_measurement(path, with_triton=False):
     """The profile's object from a measure_attention.py file: its curves as measured, each kernel's
     source naming the GPU, software and date (the profile format has no place for raw rows)."""
     m = json.load(open(path))
@@ -121,14 +143,19 @@ def from_measurement(path):
                                      "forward and forward+backward timed, backward = difference, efficiency = "
                                      "TFLOP/s / %.1f; raw rows in validate/results/" % p["peak_tflops"]})
         kernels.append({"name": k["name"], "source": k["source"] + "; " + where, "curves": curves})
-    return {"default_kernel": m["default_kernel"], "kernels": kernels,
-            "note": "flash-attention-2 is the default: PyTorch's scaled_dot_product_attention tries its flash "
-                    "backend before cuDNN's; a scenario names cudnn-attention with training.attention_kernel"}
+    if with_triton:
+        kernels.append(triton_from(kernels[[k["name"] for k in kernels].index("flash-attention-2")]))
+    note = ("flash-attention-2 is the default: PyTorch's scaled_dot_product_attention tries its flash "
+            "backend before cuDNN's; a scenario names cudnn-attention with training.attention_kernel")
+    if with_triton:
+        note += ("; flash-attn-triton (derived from the measured flash-attention-2, not measured) is "
+                 "llm-foundry's attn_impl triton")
+    return {"default_kernel": m["default_kernel"], "kernels": kernels, "note": note}
 
 
 argv = __import__("sys").argv
 if "--measured" in argv:
-    print(json.dumps(from_measurement(argv[argv.index("--measured") + 1]), indent=1))
+    print(json.dumps(from_measurement(argv[argv.index("--measured") + 1], "--triton" in argv), indent=1))
 elif "--h100" in argv:
     print(json.dumps(out_h100, indent=1))
 else:

@@ -459,6 +459,32 @@ TEST(CliContextParallel, Llama3CpRowFitsWhereCp1DoesNotAndItsKvRingRunsBesideThe
   EXPECT_GT(ring.front().second, attention.front().first);
 }
 
+TEST(CliLlmFoundryH100, Fp8RowRunsTransformerEngineLinearsUnderFsdpFasterThanBf16) {
+  // llm-foundry's amp_fp8 3B row (te.Linear under FSDP) against the same point in bf16: the FP8
+  // GEMMs must make it faster, but attention, norms and the casts keep it well short of 2x.
+  json doc = json::parse(read_text("scenarios/llmfoundry-fsdp-h100.json"));
+  doc["topology"] = fs::absolute("topologies/mosaicml-h100-ib.json").string();
+  json fp8;
+  for (const auto& p : doc["points"])
+    if (p["label"] == "H100 FP8 3B seq 2048 x 8") fp8 = p;
+  ASSERT_FALSE(fp8.is_null());
+  EXPECT_EQ(fp8["training"]["linear_precision"], "fp8");
+  json bf16 = fp8;
+  bf16["label"] = "bf16";
+  bf16["training"].erase("linear_precision");
+  bf16["training"].erase("fp8_implementation");
+  doc["points"] = json::array({fp8, bf16});
+  const std::string file = temp_path(".json");
+  std::ofstream(file) << doc.dump(2);
+  const CliRun r = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["points"].size(), 2u);
+  const double fp8_rate = out["points"][0]["samples_per_s"], bf16_rate = out["points"][1]["samples_per_s"];
+  EXPECT_GT(fp8_rate, 1.1 * bf16_rate);
+  EXPECT_LT(fp8_rate, 2.0 * bf16_rate);
+}
+
 TEST(Golden, SlowScenariosLoadAndHaveNoGolden) {
   for (const auto& name : scenarios_without_golden()) {
     EXPECT_TRUE(fs::exists("scenarios/" + name + ".json")) << name << " in tests/golden/no-golden.txt";
