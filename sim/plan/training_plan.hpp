@@ -203,6 +203,16 @@ struct TrainingPlan {
   /// next step's first forward of each model chunk instead of after the optimizer (Megatron's
   /// distributed optimizer with overlap_param_gather; needs overlap_grad_reduce, as Megatron).
   bool overlap_param_gather = false;
+  /// Megatron-core's overlap_param_gather_with_optimizer_step (interleaved PTD-P with
+  /// overlap_param_gather): the optimizer steps model chunk 0's shard first and dispatches that
+  /// chunk's parameter all-gather (one bucket: its DDP buffer is unbucketed) at once, so it runs
+  /// beside the step of the other chunks instead of opening the next step's forward.
+  bool overlap_param_gather_with_optimizer_step = false;
+  /// Megatron-core's defer_embedding_wgrad_compute (PTD-P): the output layer's weight-gradient
+  /// GEMM of the first wgrad_deferral_limit micro-batches (0: all of them) leaves their backward
+  /// and runs on the last stage after its last backward, before the gradients are finalised.
+  bool defer_embedding_wgrad_compute = false;
+  long wgrad_deferral_limit = 0;
   /// ZeRO-1 under a pipeline: all-reduce the gradients over the shard group instead of
   /// reduce-scattering them, each rank then updating its shard and all-gathering the parameters.
   /// DeepSpeed's BF16_Optimizer (v0.6.2+, BLOOM's "ZeRO-1 equivalent") does this: the pipeline

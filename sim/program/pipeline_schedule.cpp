@@ -134,6 +134,23 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const auto head = model::head_forward_ops(s, shape);
   const Seconds emb_f = ops_duration(emb, in.device), emb_b = ops_duration(model::backward_of(emb), in.device);
   const Seconds head_f = ops_duration(head, in.device), head_b = ops_duration(model::backward_of(head), in.device);
+  // Megatron-core's defer_embedding_wgrad_compute: the output layer's weight-gradient GEMM of the
+  // first wgrad_deferral_limit micro-batches (0: every one) leaves their backward (layers.py
+  // LinearWithGradAccumulationAndAsyncCommunication.backward keeps grad_output instead, and under
+  // sequence parallelism skips the input's re-gather) and runs after the last stage's last
+  // backward (schedules.py finish_embedding_wgrad_compute, utils.py drain_embedding_wgrad_compute).
+  const bool defer_head_wgrad = p.defer_embedding_wgrad_compute && pp > 1;
+  Seconds head_wgrad = 0;
+  int head_wgrad_kernels = 0;
+  for (const auto& op : model::backward_of(head))
+    if (op.name == "vocab_projection_wgrad") {
+      head_wgrad = model::op_duration(op, in.device);
+      head_wgrad_kernels = op.kernels;
+    }
+  TRAINSIM_CHECK(!defer_head_wgrad || head_wgrad_kernels > 0, "the head's backward has the output layer's weight gradient");
+  auto deferred_head_wgrad = [&](long micro_batch) {
+    return defer_head_wgrad && (p.wgrad_deferral_limit == 0 || micro_batch < p.wgrad_deferral_limit);
+  };
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
@@ -287,6 +304,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // Megatron's overlap_param_gather: the distributed optimizer's all-gather moves from after the
   // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
   const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
+  // overlap_param_gather_with_optimizer_step: model chunk 0 gets an optimizer of its own, stepped
+  // first, after which its parameters' all-gather is dispatched (megatron/core/optimizer
+  // __init__.py, ChainedOptimizer.step_with_ready_grads), beside the other chunks' step; the next
+  // step's schedule does not dispatch it again (DistributedDataParallel.start_param_sync). Its
+  // DDP buffer has one bucket (NeMo's megatron_parallel.py and Megatron's training.py:
+  // disable_bucketing for chunk 0 with the flag, as for every later chunk).
+  const bool gather_with_optimizer = overlap_param_gather && p.overlap_param_gather_with_optimizer_step && v > 1;
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   // Context parallelism's ring steps by (stage, CP group, tp index), in issue order: a CP group
   // is the cp consecutive data-parallel indices of the rank view (Megatron's tp-cp-dp order).
@@ -361,7 +385,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           filling += layer_params + (l == layers_per_chunk - 1 && vs == virtual_stages - 1 ? head_params : 0) +
                      (l == 0 && vs == 0 ? embedding_params : 0);
           backward_bucket[static_cast<std::size_t>(l)] = pb.params.size();
-          if (p.bucket_elements <= 0 || filling >= p.bucket_elements || l == 0) {
+          const bool one_bucket = gather_with_optimizer && c == 0;
+          if ((!one_bucket && (p.bucket_elements <= 0 || filling >= p.bucket_elements)) || l == 0) {
             pb.params.push_back(filling);
             filling = 0;
           }
@@ -439,6 +464,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             names.tp_loss.emplace_back(std::string("tp loss ") + what + " all-reduce" + tag);
       }
     }
+    // defer_embedding_wgrad_compute: the last stage's deferred weight-gradient GEMMs, in the order
+    // their micro-batches' backward passes kept them, and under sequence parallelism each one's
+    // re-gather of the head's input.
+    std::vector<InternedName> drain_wgrad, drain_gather;
+    if (defer_head_wgrad && stage == pp - 1)
+      for (const auto& slot : order)
+        if (!slot.forward && slot.chunk == v - 1 && deferred_head_wgrad(slot.micro_batch)) {
+          const std::string tag = " mb" + std::to_string(slot.micro_batch) + " c" + std::to_string(slot.chunk);
+          drain_wgrad.emplace_back("deferred head weight gradient" + tag);
+          if (sequence_parallel) drain_gather.emplace_back("tp head deferred re-gather" + tag);
+        }
     // The stage's host program (slots and exchanges) and its exchanges' task names: each
     // transfer's, then under scatter/gather each received tensor's all-gather.
     const std::vector<PipelineStep>& steps = exchanges[static_cast<std::size_t>(stage)];
@@ -649,7 +685,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           if (!aligned_gathers) gather_up_to(c, b + 1, deps);
         };
         if (overlap_param_gather && aligned_gathers)
-          for (long c = 0; c < std::min<long>(2, v); ++c) gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
+          for (long c = gather_with_optimizer ? 1 : 0; c < std::min<long>(2, v); ++c)
+            gather_up_to(c, param_buckets[static_cast<std::size_t>(c)].params.size(), {});
         // Per slot: each layer's collectives (three under sequence parallelism), the embedding's,
         // the loss's three and the head's at the end stages.
         // A layer pass makes up to four reductions (two with recompute's two again), under sequence
@@ -877,7 +914,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // backward produces them (every micro-batch's under ZeRO-2).
           const bool last_micro_batch = o == last_backward[static_cast<std::size_t>(slot.chunk)];
           const bool reduce_now = overlap && !slot.forward && (every_micro_batch || last_micro_batch);
-          const bool gathers_here = overlap_param_gather && o == first_forward[static_cast<std::size_t>(slot.chunk)];
+          // Chunk 0's gather with the optimizer step: issued at the end of the step before (here
+          // the end of this one, which the step's time includes), not waited for again here.
+          const bool gathers_here = overlap_param_gather && o == first_forward[static_cast<std::size_t>(slot.chunk)] &&
+                                    !(gather_with_optimizer && slot.chunk == 0);
           if (gathers_here && aligned_gathers && slot.chunk + 1 >= 2 && slot.chunk + 1 < v)
             gather_up_to(slot.chunk + 1, param_buckets[static_cast<std::size_t>(slot.chunk + 1)].params.size(), ready);
           if (gathers_here && first) await_parameters(slot.chunk, 0, ready);  // the embedding is in layer 0's bucket
@@ -902,8 +942,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // parallel_lm_logits' copy_to_tensor_model_parallel_region; megatron/core: the
             // column-parallel output layer), reduce-scattered under sequence parallelism, whose
             // weight gradient also re-gathers the input (see the layers below).
-            if (sequence_parallel) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
-            previous = compute(names.head, head_b, head_b_kernels, ready);
+            const bool deferred = deferred_head_wgrad(slot.micro_batch);
+            if (sequence_parallel && !deferred) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
+            previous = deferred ? compute(names.head, head_b - head_wgrad, head_b_kernels - head_wgrad_kernels, ready)
+                                : compute(names.head, head_b, head_b_kernels, ready);
             ready = {previous};
             if (tp > 1) {
               previous = tensor(names.tp_head, sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
@@ -986,8 +1028,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               pending += layer_params;
               // On the first virtual stage the embedding's gradients join the last bucket.
               const bool ends_chunk = l == layers_per_chunk - 1;
+              const bool one_bucket = gather_with_optimizer && slot.chunk == 0;
               if (!(ends_chunk && first) &&
-                  (p.bucket_elements <= 0 || pending >= p.bucket_elements || ends_chunk)) {
+                  ((!one_bucket && (p.bucket_elements <= 0 || pending >= p.bucket_elements)) || ends_chunk)) {
                 sync_gradients(pending, previous, last_micro_batch);
                 pending = 0;
               }
@@ -1061,6 +1104,32 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // before train_step reduces the gradients.
         TRAINSIM_CHECK(cursor.size() == 1, "a step ends with one task to wait for");
         previous = cursor.front();
+        if (!drain_wgrad.empty()) {
+          // The deferred output-layer weight gradients, after the stage's last backward and before
+          // finalize_model_grads (schedules.py finish_embedding_wgrad_compute): one GEMM each,
+          // under sequence parallelism after an all-gather of its input, double-buffered (utils.py
+          // drain_embedding_wgrad_compute: the first gather waited for at once, gather k + 1
+          // issued before GEMM k and waited for after it, so the NCCL stream starts gather k once
+          // GEMM k - 2, the compute issued before it, is done). The data-parallel reduction of
+          // the head's bucket is not held back for them: Megatron dispatched it when the last
+          // micro-batch's backward hook fired.
+          const TaskRef before = previous;
+          std::vector<TaskRef> gemms;
+          for (std::size_t k = 0; k < drain_wgrad.size(); ++k) {
+            TaskDeps deps{k == 0 ? before : gemms.back()};
+            if (sequence_parallel) {
+              const TaskRef issued_after = k >= 2 ? gemms[k - 2] : before;
+              deps.push_back(push(kTensor, {drain_gather[k], TaskKind::collective, Phase::backward, 0,
+                                            tp_call(drain_gather[k], collective::Op::all_gather, activation),
+                                            {issued_after}}));
+            }
+            Task gemm{drain_wgrad[k], TaskKind::compute, Phase::backward, head_wgrad, -1, std::move(deps)};
+            gemm.workspace = mem.workspace;
+            gemm.kernels = head_wgrad_kernels;
+            gemms.push_back(push(kCompute, std::move(gemm)));
+          }
+          previous = gemms.back();
+        }
         // The stage's gradients (after the flush unless reduced during the last backward), then
         // the tied word embedding's all-reduce between the first and last stage, then the
         // optimizer on the rank's shard and, under ZeRO-1, the all-gather of the updated
@@ -1129,8 +1198,23 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           optimizer_kernels = 2;
           optimizer_host_sync = true;
         }
-        Task step_task{shard > 1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute, Phase::optimizer,
-                       optimizer_seconds, -1, step_deps};
+        if (gather_with_optimizer) {
+          // Chunk 0's optimizer first, then its all-gather beside the other chunks' optimizer.
+          const double chunk0 = layer_params * static_cast<double>(layers_per_chunk) + (stage == 0 ? embedding_params : 0);
+          Task first_step{"optimizer step (shard) c0", TaskKind::compute, Phase::optimizer,
+                          optimizer_seconds * chunk0 / params, -1, step_deps};
+          first_step.kernels = optimizer_kernels;
+          first_step.host_sync = optimizer_host_sync;
+          const TaskRef stepped0 = push(kCompute, std::move(first_step));
+          const int c = group_call(false, "parameter all-gather c0" + stage_tag, collective::Op::all_gather,
+                                   chunk0 * p.parameter_wire_bytes);
+          push(kReduce, {"parameter all-gather c0", TaskKind::collective, Phase::parameter_sync, 0, c, {stepped0}});
+          step_deps = {stepped0};
+          optimizer_seconds *= (params - chunk0) / params;
+          optimizer_host_sync = false;
+        }
+        Task step_task{gather_with_optimizer ? "optimizer step (shard) c1+" : shard > 1 ? "optimizer step (shard)" : "optimizer step",
+                       TaskKind::compute, Phase::optimizer, optimizer_seconds, -1, step_deps};
         step_task.kernels = optimizer_kernels;
         step_task.host_sync = optimizer_host_sync;
         const TaskRef stepped = push(kCompute, std::move(step_task));

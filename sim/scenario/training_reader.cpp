@@ -227,6 +227,37 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("overlap_p2p_comm", "Megatron-core has no scatter/gather of stage tensors: with tensor_parallel > 1 "
                                  "needs sequence_parallel true or pipeline_scatter_gather false");
   }
+  t.overlap_param_gather_with_optimizer_step = o.boolean_or("overlap_param_gather_with_optimizer_step", false);
+  if (t.overlap_param_gather_with_optimizer_step) {
+    // Megatron's own conditions (megatron/training/arguments.py, core_r0.10.0): the distributed
+    // optimizer with overlap_param_gather, and virtual pipeline stages (the first model chunk gets
+    // an optimizer of its own: megatron/core/optimizer/__init__.py).
+    if (!t.overlap_param_gather)
+      o.fail("overlap_param_gather_with_optimizer_step", "needs overlap_param_gather true (Megatron asserts it)");
+    if (t.pipeline != plan::PipelineSchedule::interleaved || t.virtual_stages < 2 || t.pp < 2)
+      o.fail("overlap_param_gather_with_optimizer_step",
+             "is supported by Megatron with interleaved pipeline parallelism only: needs pipeline_parallel > 1, "
+             "pipeline_schedule \"interleaved\" and virtual_stages > 1");
+  }
+  t.defer_embedding_wgrad_compute = o.boolean_or("defer_embedding_wgrad_compute", false);
+  if (t.defer_embedding_wgrad_compute) {
+    // Megatron-core's conditions (model_parallel_config.py __post_init__): pipeline stages (the
+    // deferred GEMMs fill the last stage's flush); its gradient-accumulation fusion is assumed.
+    if (t.pp < 2)
+      o.fail("defer_embedding_wgrad_compute",
+             "moves the output layer's weight gradients into the pipeline flush: needs pipeline_parallel > 1 "
+             "(Megatron-core raises without pipeline parallelism)");
+    if (t.pipeline_engine != plan::PipelineEngine::megatron)
+      o.fail("defer_embedding_wgrad_compute", "is Megatron-core's: needs pipeline_engine \"megatron\"");
+  }
+  if (o.has("wgrad_deferral_limit")) {
+    if (!t.defer_embedding_wgrad_compute)
+      o.fail("wgrad_deferral_limit", "limits defer_embedding_wgrad_compute: needs it true");
+    const double limit = o.number("wgrad_deferral_limit");
+    if (limit < 0 || limit != static_cast<double>(static_cast<long>(limit)))
+      o.fail("wgrad_deferral_limit", "expected a non-negative integer number of micro-batches (0: all deferred)");
+    t.wgrad_deferral_limit = static_cast<long>(limit);
+  }
   const std::string optimizer_kernels =
       o.choice_or("optimizer_implementation", {"fused", "megatron-fp16", "torch-foreach"}, "fused");
   if (optimizer_kernels == "torch-foreach") {

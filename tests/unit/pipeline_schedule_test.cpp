@@ -9,6 +9,7 @@
 #include "program/build_program.hpp"
 #include "program/pipeline_schedule.hpp"
 #include "support/pipeline_fixture.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
@@ -715,6 +716,104 @@ TEST(PipelineProgram, InterleavedParameterGathersAreAligned) {
     EXPECT_TRUE(dp[0].deps.empty());
     EXPECT_TRUE(dp[1].deps.empty());
   }
+}
+
+// Megatron-core's defer_embedding_wgrad_compute: the first wgrad_deferral_limit micro-batches'
+// output-layer weight gradients leave their backward (and under SP its re-gather) and run on the
+// last stage after its last backward, each after a double-buffered re-gather, before the
+// gradients are reduced.
+TEST(PipelineProgram, DeferredHeadWeightGradientsRunAfterTheLastStagesLastBackward) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.sequence_parallel = true;
+  const Program plain = build_program(in);
+  in.plan.defer_embedding_wgrad_compute = true;
+  in.plan.wgrad_deferral_limit = 3;  // of 4 micro-batches
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[4];  // stage 1 (last), dp 0, tp 0
+  const auto& comp = r.streams[kCompute];
+  const auto& tensor = r.streams[kTensor];
+  const auto& plain_comp = plain.ranks[4].streams[kCompute];
+  const Task& deferred_head = find(comp, "head backward mb0 c0");
+  const Task& kept_head = find(comp, "head backward mb3 c0");
+  EXPECT_DOUBLE_EQ(kept_head.duration, find(plain_comp, "head backward mb3 c0").duration);
+  const Task& gemm0 = find(comp, "deferred head weight gradient mb0 c0");
+  EXPECT_GT(gemm0.duration, 0);
+  EXPECT_NEAR(deferred_head.duration + gemm0.duration, kept_head.duration, 1e-15);
+  EXPECT_EQ(deferred_head.kernels + gemm0.kernels, kept_head.kernels);
+  EXPECT_EQ(testing_support::task_named(tensor, "tp head re-gather mb0 c0"), -1);
+  EXPECT_EQ(testing_support::task_named(tensor, "tp head re-gather mb2 c0"), -1);
+  EXPECT_GE(testing_support::task_named(tensor, "tp head re-gather mb3 c0"), 0);
+  EXPECT_EQ(testing_support::task_named(comp, "deferred head weight gradient mb3 c0"), -1);
+  // After every slot of the stage, in micro-batch order, each after its own re-gather; gather k
+  // waits for GEMM k - 2 (its double buffer).
+  const int last_backward = index_of(comp, "backward mb3 c0 layer 0");
+  int g[3], a[3];
+  for (int k = 0; k < 3; ++k) {
+    g[k] = index_of(comp, "deferred head weight gradient mb" + std::to_string(k) + " c0");
+    a[k] = index_of(tensor, "tp head deferred re-gather mb" + std::to_string(k) + " c0");
+    EXPECT_GT(g[k], last_backward);
+    EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(g[k])], kTensor, a[k])) << k;
+    EXPECT_DOUBLE_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(a[k])].collective].size,
+                     2.0 * 16 * 64);  // the head's whole input, b x s x h in bf16
+  }
+  EXPECT_EQ(g[1], g[0] + 1);
+  EXPECT_EQ(g[2], g[1] + 1);
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(a[2])], kCompute, g[0]));
+  EXPECT_FALSE(waits_for(tensor.tasks[static_cast<std::size_t>(a[1])], kCompute, g[0]));
+  // The gradients are reduced (after the flush here) once the last deferred GEMM is done.
+  const auto& reduce = r.streams[kDataParallel].tasks.front();
+  EXPECT_TRUE(waits_for(reduce, kCompute, g[2]));
+  // The first stage has no head, so nothing deferred; limit 0 defers every micro-batch.
+  EXPECT_EQ(testing_support::task_named(prog.ranks[0].streams[kCompute], "deferred head weight gradient mb0 c0"), -1);
+  in.plan.wgrad_deferral_limit = 0;
+  const Program all = build_program(in);
+  EXPECT_GE(testing_support::task_named(all.ranks[4].streams[kCompute], "deferred head weight gradient mb3 c0"), 0);
+  // Without sequence parallelism the head's input is whole on every TP rank: no gathers.
+  in.plan.sequence_parallel = false;
+  const Program no_sp = build_program(in);
+  validate(no_sp);
+  for (const auto& t : no_sp.ranks[4].streams[kTensor].tasks)
+    EXPECT_EQ(t.name.str().find("deferred"), std::string::npos) << t.name;
+}
+
+// Megatron-core's overlap_param_gather_with_optimizer_step: chunk 0's optimizer steps first, its
+// parameters' all-gather (one bucket) follows it beside the other chunks' step, and the next
+// step's first forward of chunk 0 no longer dispatches or waits for it.
+TEST(PipelineProgram, ChunkZerosParameterGatherRunsBesideTheOtherChunksOptimizerStep) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  in.plan.overlap_grad_reduce = true;
+  in.plan.overlap_param_gather = true;
+  const Program plain = build_program(in);
+  in.plan.overlap_param_gather_with_optimizer_step = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[0];  // stage 0, dp 0, tp 0
+  const auto& comp = r.streams[kCompute];
+  const auto& dp = r.streams[kDataParallel].tasks;
+  EXPECT_EQ(dp.front().name, "parameter all-gather c1 bucket 0");
+  EXPECT_TRUE(dp.front().deps.empty());
+  for (const auto& t : dp) EXPECT_NE(t.name, "parameter all-gather c0 bucket 0");
+  for (const auto& t : comp.tasks)
+    if (t.name.str().find(" c0") != std::string::npos && t.name.str().find("mb0") != std::string::npos) {
+      for (const auto& dep : t.deps) EXPECT_NE(dep.stream, kDataParallel) << t.name;
+    }
+  const int first = index_of(comp, "optimizer step (shard) c0");
+  const int rest = index_of(comp, "optimizer step (shard) c1+");
+  EXPECT_EQ(rest, first + 1);
+  EXPECT_EQ(rest + 1, static_cast<int>(comp.tasks.size()));
+  ASSERT_EQ(dp.back().name, "parameter all-gather c0");
+  EXPECT_TRUE(waits_for(dp.back(), kCompute, first));
+  EXPECT_FALSE(waits_for(comp.tasks[static_cast<std::size_t>(rest)], kDataParallel, static_cast<int>(dp.size()) - 1));
+  // Chunk 0 of stage 0: one layer and the embedding, whole (one bucket), in bf16.
+  const double chunk0 = (model::parameters_per_layer(in.model) + model::embedding_parameters(in.model)) / 2;
+  EXPECT_DOUBLE_EQ(prog.collectives[dp.back().collective].size, 2 * chunk0);
+  EXPECT_EQ(prog.collectives[dp.back().collective].op, collective::Op::all_gather);
+  // The two steps cost what the one did.
+  EXPECT_NEAR(comp.tasks[static_cast<std::size_t>(first)].duration + comp.tasks[static_cast<std::size_t>(rest)].duration,
+              plain.ranks[0].streams[kCompute].tasks.back().duration, 1e-15);
 }
 
 TEST(PipelineProgram, MegatronFp16OptimizerAllReducesTwoScalarsOverTheModelParallelGroup) {

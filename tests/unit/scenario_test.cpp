@@ -337,6 +337,40 @@ TEST(ScenarioErrors, Fp8UserbuffersNeedTheOverlapAndTransformerEnginesFp8AndAPip
   EXPECT_EQ(e.json_path(), "/training/tp_comm_overlap_fp8_buf");
 }
 
+TEST(ScenarioErrors, DeferredHeadWeightGradientsNeedAPipeline) {
+  json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  doc["topology"] = absolute("topologies/dgx-h100-ib.json");
+  doc["training"]["defer_embedding_wgrad_compute"] = true;  // the shared training object: no pipeline
+  ConfigError e = error_of(doc, "defer_no_pipeline");
+  EXPECT_EQ(e.json_path(), "/training/defer_embedding_wgrad_compute");
+  EXPECT_TRUE(contains(e.what(), "pipeline_parallel > 1")) << e.what();
+  doc["training"].erase("defer_embedding_wgrad_compute");
+  doc["training"]["wgrad_deferral_limit"] = 22;
+  e = error_of(doc, "limit_alone");
+  EXPECT_EQ(e.json_path(), "/training/wgrad_deferral_limit");
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["defer_embedding_wgrad_compute"] = true;
+  doc["training"]["wgrad_deferral_limit"] = -1;
+  e = error_of(doc, "limit_negative");
+  EXPECT_EQ(e.json_path(), "/training/wgrad_deferral_limit");
+  EXPECT_TRUE(contains(e.what(), "non-negative integer")) << e.what();
+}
+
+TEST(ScenarioErrors, ParameterGatherWithOptimizerStepNeedsOverlappedGatherAndInterleaving) {
+  json doc = bert_large_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["schedule"] = "zero1";
+  doc["training"]["overlap_param_gather_with_optimizer_step"] = true;
+  ConfigError e = error_of(doc, "opgwos");
+  EXPECT_EQ(e.json_path(), "/training/overlap_param_gather_with_optimizer_step");
+  EXPECT_TRUE(contains(e.what(), "overlap_param_gather true")) << e.what();
+  doc["training"]["overlap_grad_reduce"] = true;
+  doc["training"]["overlap_param_gather"] = true;
+  e = error_of(doc, "opgwos_1f1b");
+  EXPECT_EQ(e.json_path(), "/training/overlap_param_gather_with_optimizer_step");
+  EXPECT_TRUE(contains(e.what(), "interleaved")) << e.what();
+}
+
 TEST(ScenarioErrors, TpOverlapModelIsCoarseOrPerStep) {
   json doc = read_json_file("scenarios/nemo-h100-fp8.json");
   doc["topology"] = absolute("topologies/dgx-h100-ib.json");
