@@ -25,7 +25,7 @@ std::vector<Matmul> matmuls_in_order(const TransformerSpec& s, const LayerShape&
   const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
   const double fr = static_cast<double>(s.ffn_hidden) / tp;
   std::vector<Matmul> out{{"q", h / tp, h}, {"k", hkv / tp, h}, {"v", hkv / tp, h}, {"attn_out", h, h / tp}};
-  if (s.mlp == MlpKind::swiglu) {
+  if (gated(s.mlp)) {
     out.push_back({"ffn_gate", fr, h});
     out.push_back({"ffn_up", fr, h});
     out.push_back({"ffn_down", h, fr});

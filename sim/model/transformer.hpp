@@ -13,9 +13,14 @@
 namespace trainsim::model {
 
 enum class MlpKind {
-  gelu,    ///< two matrices h->f->h with GELU (BERT, GPT)
-  swiglu,  ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
+  gelu,          ///< two matrices h->f->h with GELU (BERT, GPT)
+  swiglu,        ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
+  squared_relu,  ///< two matrices h->f->h with relu(x)^2 (Nemotron-4; So et al. 2021, "Primer")
 };
+/// Gated MLPs (SwiGLU) have a third matrix: the first projection writes 2f columns.
+[[nodiscard]] bool gated(MlpKind mlp);
+/// The scenario name of an MLP kind ("gelu", "swiglu", "squared_relu").
+[[nodiscard]] const char* mlp_name(MlpKind mlp);
 enum class NormKind { layernorm, rmsnorm };
 
 struct TransformerSpec {

@@ -558,6 +558,16 @@ TEST(ScenarioErrors, OtherBadValues) {
   EXPECT_EQ(path_of_error(doc), "/model/layers");
 }
 
+TEST(ScenarioErrors, UnknownMlpActivationNamesThePathAndTheChoices) {
+  json doc = bert_large_doc();
+  doc["model"]["mlp"] = "relu2";
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/model/mlp");
+  EXPECT_TRUE(contains(e.what(), "squared_relu")) << e.what();
+  doc["model"]["mlp"] = "squared_relu";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("valid"))).model.mlp, model::MlpKind::squared_relu);
+}
+
 TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_implementation"] = "torch-fsdp1";
