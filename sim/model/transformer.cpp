@@ -517,7 +517,10 @@ std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, cons
   std::vector<StoredTensor> out;
   if (s.final_norm) out.push_back({"final_norm_input", kBf16 * x.t * x.h / x.sp});
   if (s.mlm_head) out.push_back({"mlm_transform_activations", 3 * kBf16 * x.t * x.h});
-  out.push_back({"vocab_projection_input", kBf16 * x.t * x.h});
+  // Under sequence parallelism the projection keeps its input sharded along the sequence and
+  // gathers it again for the weight gradient (Megatron-core tensor_parallel/layers.py:
+  // LinearWithGradAccumulationAndAsyncCommunication saves `input`, not the gathered total_input).
+  out.push_back({"vocab_projection_input", kBf16 * x.t * x.h / x.sp});
   // The projection keeps its input, not its output; the loss keeps what its backward reads:
   // PyTorch's cross-entropy upcasts the logits and keeps the fp32 log-probabilities, a fused
   // kernel keeps the bf16 logits and overwrites them with their gradient.
