@@ -129,7 +129,8 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   state("gradients", rec.gradients, shards_gradients(p.sharding));
   state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
   state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
-  state("optimizer_states", plan::optimizer_state_bytes(p.optimizer), shards_optimizer(p.sharding));
+  state("optimizer_states", plan::optimizer_state_bytes(p.optimizer, p.optimizer_state_element_bytes),
+        shards_optimizer(p.sharding));
 
   if (shards_weights(p.sharding)) {
     // The unit in use and the one prefetched, gathered in the wire dtype; the largest unit is

@@ -113,6 +113,18 @@ TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesCon
   EXPECT_DOUBLE_EQ(with.term("weights"), without.term("weights"));
 }
 
+TEST(RankMemory, Bf16OptimizerStateHalvesTheMomentsAndTheParameterCopy) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  const auto fp32 = stage_memory(inputs(p), 0);
+  p.optimizer_state_element_bytes = 2;
+  p.precision.master_weights = 2;
+  const auto bf16 = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(bf16.term("optimizer_states"), fp32.term("optimizer_states") / 2);
+  EXPECT_DOUBLE_EQ(bf16.term("master_weights"), fp32.term("master_weights") / 2);
+  EXPECT_DOUBLE_EQ(bf16.term("weights"), fp32.term("weights"));
+}
+
 TEST(RankMemory, TensorParallelismDividesTheParameters) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.tp = 4;

@@ -568,6 +568,22 @@ TEST(ScenarioErrors, UnknownMlpActivationNamesThePathAndTheChoices) {
   EXPECT_EQ(load_scenario(write(doc, temp_file("valid"))).model.mlp, model::MlpKind::squared_relu);
 }
 
+TEST(ScenarioErrors, Bf16OptimizerStateNeedsAdamUnderZero1WithBf16Weights) {
+  json doc = bert_large_doc();  // zero1, adam
+  doc["training"]["precision"] = "bf16_fp32_grads";
+  doc["training"]["optimizer_state_dtype"] = "bf16";
+  const Scenario s = load_scenario(write(doc, temp_file("valid")));
+  EXPECT_DOUBLE_EQ(s.training.optimizer_state_element_bytes, 2);
+  EXPECT_DOUBLE_EQ(s.training.precision.master_weights, 2);
+  doc["training"]["optimizer_state_dtype"] = "fp8";
+  EXPECT_EQ(error_of(doc).json_path(), "/training/optimizer_state_dtype");
+  doc["training"]["optimizer_state_dtype"] = "bf16";
+  doc["training"]["precision"] = "amp";
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/optimizer_state_dtype");
+  EXPECT_TRUE(contains(e.what(), "bf16_fp32_grads")) << e.what();
+}
+
 TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_implementation"] = "torch-fsdp1";
