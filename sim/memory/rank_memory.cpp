@@ -207,7 +207,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   } else if (attention_only) {
     per_micro_batch = static_cast<double>(layers) * layer_attention_only;
     how = std::to_string(layers) + " layers x " + bytes(layer_attention_only) +
-          " (selective recomputation: all but the core attention's scores)";
+          " (selective recomputation: all but what only the core attention keeps)";
   } else if (selective) {
     per_micro_batch = static_cast<double>(layers) * layer_selective;
     how = std::to_string(layers) + " layers x " + bytes(layer_selective) +

@@ -262,6 +262,9 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies (explicit
     // above when they are modelled as ops).
     parts.push_back(op_part(make_fused_attention(s, shape), sdpa_copies ? 1 : 2, sdpa_copies ? 3 : 5));
+    // Megatron-core's selective recomputation checkpoints this call (attention.py:
+    // checkpoint_core_attention under recompute_granularity "selective"), the fused kernel too.
+    parts.back().core_attention = true;
   } else {
     const std::size_t core_begin = parts.size();
     // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).

@@ -107,9 +107,10 @@ struct LayerShape {
 /// The forward operations of one transformer layer on one rank, in bf16.
 [[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch);
-/// The forward operations of the unfused core attention on one rank, in order: QK^T, softmax
-/// (with the scale and mask), dropout on the probabilities, probabilities x V and the copy of the
-/// context into [s, b, h] where modelled (Megatron's CoreAttention). Empty with flash attention.
+/// The forward operations of the core attention on one rank, in order: QK^T, softmax (with the
+/// scale and mask), dropout on the probabilities, probabilities x V and the copy of the context
+/// into [s, b, h] where modelled (Megatron's CoreAttention); with flash attention the fused
+/// kernel (what Megatron-core's selective recomputation runs again).
 [[nodiscard]] std::vector<Operation> core_attention_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 /// The backward operations of one layer: each GEMM becomes a data-gradient and a weight-gradient
 /// GEMM of the same FLOPs; memory-bound ops read their inputs and the incoming gradient.

@@ -93,10 +93,6 @@ plan::TrainingPlan read_training(JsonObject o) {
       if (t.tp == 1 && t.pp == 1)
         o.fail("checkpoint_policy",
                "selective_attention is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
-      if (t.flash_attention)
-        o.fail("checkpoint_policy",
-               "selective_attention recomputes the unfused core attention (Megatron 2022); with flash_attention "
-               "no attention scores are stored, so there is nothing to recompute");
       if (t.activation_offloading)
         o.fail("checkpoint_policy", "activation_offloading moves full checkpoints' layer inputs; not modelled with selective_attention");
     }
