@@ -72,6 +72,19 @@ double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
   return 1;
 }
 
+double head_micro_batches_in_flight(const plan::TrainingPlan& p) {
+  if (p.pp == 1 || p.pipeline != plan::PipelineSchedule::interleaved) return micro_batches_in_flight(p, p.pp - 1);
+  // Megatron-core's schedules.py (forward_backward_pipelining_with_interleaving): forward k runs
+  // model chunk (k / pp) % v; the last rank's warm-up is (v - 1) x pp forwards, then one more
+  // before its first backward. The last chunk's forwards among those hold the head's tensors.
+  const long v = p.virtual_stages, forwards = p.accumulation * v;
+  const long before_first_backward = std::min(forwards, (v - 1) * p.pp + 1);
+  long last_chunk = 0;
+  for (long k = 0; k < before_first_backward; ++k)
+    if ((k / p.pp) % v == v - 1) ++last_chunk;
+  return static_cast<double>(std::max(1L, last_chunk));
+}
+
 RankMemory stage_memory(const MemoryInputs& job, long stage) {
   // Under context parallelism a rank holds the activations of seq / CP tokens of each sequence
   // (fused attention only: no s x s term) and shards the distributed optimizer over the data- x
@@ -116,7 +129,8 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   state("gradients", rec.gradients, shards_gradients(p.sharding));
   state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
   state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
-  state("optimizer_states", plan::optimizer_state_bytes(p.optimizer), shards_optimizer(p.sharding));
+  state("optimizer_states", plan::optimizer_state_bytes(p.optimizer, p.optimizer_state_element_bytes),
+        shards_optimizer(p.sharding));
 
   if (shards_weights(p.sharding)) {
     // The unit in use and the one prefetched, gathered in the wire dtype; the largest unit is
@@ -193,7 +207,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   } else if (attention_only) {
     per_micro_batch = static_cast<double>(layers) * layer_attention_only;
     how = std::to_string(layers) + " layers x " + bytes(layer_attention_only) +
-          " (selective recomputation: all but the core attention's scores)";
+          " (selective recomputation: all but what only the core attention keeps)";
   } else if (selective) {
     per_micro_batch = static_cast<double>(layers) * layer_selective;
     how = std::to_string(layers) + " layers x " + bytes(layer_selective) +
@@ -207,10 +221,12 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   }
   Bytes ends = 0;
   if (first) ends += model::total_bytes(model::embedding_stored_activations(s, shape));
-  if (last) ends += model::total_bytes(model::head_stored_activations(s, shape));
+  const Bytes head = last ? model::total_bytes(model::head_stored_activations(s, shape)) : 0.0;
   const double in_flight = micro_batches_in_flight(p, stage);
-  add("activations", in_flight * (per_micro_batch + ends),
-      num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding/head)");
+  const double head_in_flight = last ? head_micro_batches_in_flight(p) : 0.0;
+  std::string activations_how = num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding)";
+  if (last) activations_how += " + " + num(head_in_flight) + " x " + bytes(head) + " head";
+  add("activations", in_flight * (per_micro_batch + ends) + head_in_flight * head, activations_how);
 
   // Transient at the worst moment of the backward pass.
   Bytes largest = 0;

@@ -59,6 +59,10 @@ struct MemoryInputs {
 
 /// Micro-batches whose activations a pipeline stage holds at once (1 without pipelining).
 [[nodiscard]] double micro_batches_in_flight(const plan::TrainingPlan& plan, long stage);
+/// Micro-batches whose output-head activations the last stage holds at once: the head is in its
+/// last model chunk, whose forwards under the interleaved schedule come in groups of pp and are
+/// each followed by their backward once the warm-up is over.
+[[nodiscard]] double head_micro_batches_in_flight(const plan::TrainingPlan& plan);
 /// Transformer layers held by pipeline stage `stage` (the first stages take the remainder).
 [[nodiscard]] long layers_of_stage(long layers, long pp, long stage);
 

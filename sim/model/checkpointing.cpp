@@ -25,7 +25,7 @@ std::vector<Matmul> matmuls_in_order(const TransformerSpec& s, const LayerShape&
   const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
   const double fr = static_cast<double>(s.ffn_hidden) / tp;
   std::vector<Matmul> out{{"q", h / tp, h}, {"k", hkv / tp, h}, {"v", hkv / tp, h}, {"attn_out", h, h / tp}};
-  if (s.mlp == MlpKind::swiglu) {
+  if (gated(s.mlp)) {
     out.push_back({"ffn_gate", fr, h});
     out.push_back({"ffn_up", fr, h});
     out.push_back({"ffn_down", h, fr});
@@ -44,13 +44,13 @@ void require_fused_attention(const LayerShape& shape) {
                  "selective_op checkpointing saves the fused attention kernel's output; it needs flash attention");
 }
 
-void require_unfused_attention(const LayerShape& shape) {
-  TRAINSIM_CHECK(!shape.flash_attention,
-                 "selective_attention recomputes the unfused core attention; with flash attention there are no scores to drop");
-}
-
-/// What only the unfused core attention keeps: the s x s tensors.
-bool inside_core_attention(const StoredTensor& t) {
+/// What only the core attention keeps, which its checkpoint drops (Q, K and V stay: its inputs):
+/// unfused, the s x s tensors; fused, the kernel's log-sum-exp and, where an FP8 projection keeps
+/// its own copy of the output, the kernel's bf16 output (otherwise that tensor is the
+/// projection's saved input and stays).
+bool inside_core_attention(const StoredTensor& t, const LayerShape& shape) {
+  if (shape.flash_attention)
+    return t.name == "softmax_logsumexp" || (shape.fp8.enabled && t.name == "attention_output");
   return t.name == "softmax_output" || t.name == "attention_dropout_mask" || t.name == "attention_dropout_output";
 }
 
@@ -64,10 +64,9 @@ std::vector<StoredTensor> checkpointed_layer_activations(const TransformerSpec& 
     case Checkpointing::full:
       return {{"layer_input", layer_input_bytes(s, shape)}};
     case Checkpointing::selective_attention: {
-      require_unfused_attention(shape);
       std::vector<StoredTensor> out;
       for (auto& t : layer_stored_activations(s, shape))
-        if (!inside_core_attention(t)) out.push_back(std::move(t));
+        if (!inside_core_attention(t, shape)) out.push_back(std::move(t));
       return out;
     }
     case Checkpointing::selective_op:
@@ -95,7 +94,6 @@ std::vector<Operation> recomputed_forward_ops(const TransformerSpec& s, const La
     case Checkpointing::full:
       return layer_forward_ops(s, shape);
     case Checkpointing::selective_attention:
-      require_unfused_attention(shape);
       return core_attention_forward_ops(s, shape);
     case Checkpointing::selective_op:
       break;

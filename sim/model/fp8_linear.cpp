@@ -123,7 +123,7 @@ double linear_weight_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   const double f = static_cast<double>(s.ffn_hidden);
   const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
-  return 2 * h * h + 2 * h * hkv + (s.mlp == MlpKind::gelu ? 2.0 : 3.0) * h * f;
+  return 2 * h * h + 2 * h * hkv + (gated(s.mlp) ? 3.0 : 2.0) * h * f;
 }
 
 }  // namespace trainsim::model

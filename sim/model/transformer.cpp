@@ -89,13 +89,24 @@ int ops_kernels(const std::vector<Operation>& ops) {
 
 long kv_heads_of(const TransformerSpec& s) { return s.kv_heads > 0 ? s.kv_heads : s.heads; }
 
+bool gated(MlpKind mlp) { return mlp == MlpKind::swiglu; }
+
+const char* mlp_name(MlpKind mlp) {
+  switch (mlp) {
+    case MlpKind::gelu: return "gelu";
+    case MlpKind::swiglu: return "swiglu";
+    case MlpKind::squared_relu: return "squared_relu";
+  }
+  return "gelu";
+}
+
 double parameters_per_layer(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   const double f = static_cast<double>(s.ffn_hidden);
   const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
   const double attention = 2 * h * h + 2 * h * hkv + (s.bias ? 2 * h + 2 * hkv : 0);
-  const double mlp = s.mlp == MlpKind::gelu ? 2 * h * f + (s.bias ? f + h : 0)
-                                            : 3 * h * f + (s.bias ? 2 * f + h : 0);
+  const double mlp = !gated(s.mlp) ? 2 * h * f + (s.bias ? f + h : 0)
+                                   : 3 * h * f + (s.bias ? 2 * f + h : 0);
   return attention + mlp + 2 * norm_parameters(s);
 }
 
@@ -251,6 +262,9 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies (explicit
     // above when they are modelled as ops).
     parts.push_back(op_part(make_fused_attention(s, shape), sdpa_copies ? 1 : 2, sdpa_copies ? 3 : 5));
+    // Megatron-core's selective recomputation checkpoints this call (attention.py:
+    // checkpoint_core_attention under recompute_granularity "selective"), the fused kernel too.
+    parts.back().core_attention = true;
   } else {
     const std::size_t core_begin = parts.size();
     // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).
@@ -289,6 +303,15 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   if (s.mlp == MlpKind::gelu) {
     linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
+  } else if (s.mlp == MlpKind::squared_relu) {
+    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
+    // Megatron-core has no fused kernel for it (mlp.py: bias_activation_fusion only for GELU and
+    // SwiGLU), so the model's activation_func runs: NeMo's squared_relu (nlp/modules/common/
+    // megatron/utils.py, torch.pow(F.relu(x), 2) under torch.compile) is one generated kernel
+    // each way, no measured class (the device's elementwise rate). Eager code runs relu, then
+    // pow: two kernels, each reading and writing the f columns, and two again backward.
+    const int kernels = shape.eager ? 2 : 1;
+    parts.push_back(op_part(make_elementwise("squared_relu", kernels * 2 * x.t * fr * kBf16, 2 * x.t * fr), kernels, kernels));
   } else if (shape.eager) {
     parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
     linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t, column);
@@ -468,6 +491,11 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   if (s.mlp == MlpKind::gelu) {
     keep("gelu_input", kBf16 * x.t * fr);
     keep("mlp_out_input", lin * x.t * fr);
+  } else if (s.mlp == MlpKind::squared_relu) {
+    // Its backward, 2 relu(x) dy, needs one f-column tensor (x compiled, relu(x) eager: pow saves
+    // its input, threshold_backward relu's result, the same tensor), as GELU's.
+    keep("squared_relu_input", kBf16 * x.t * fr);
+    keep("mlp_out_input", lin * x.t * fr);
   } else {
     keep("gate_up_output", kBf16 * 2 * x.t * fr);
     if (eager) keep("silu_output", kBf16 * x.t * fr);
@@ -492,7 +520,10 @@ std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, cons
   std::vector<StoredTensor> out;
   if (s.final_norm) out.push_back({"final_norm_input", kBf16 * x.t * x.h / x.sp});
   if (s.mlm_head) out.push_back({"mlm_transform_activations", 3 * kBf16 * x.t * x.h});
-  out.push_back({"vocab_projection_input", kBf16 * x.t * x.h});
+  // Under sequence parallelism the projection keeps its input sharded along the sequence and
+  // gathers it again for the weight gradient (Megatron-core tensor_parallel/layers.py:
+  // LinearWithGradAccumulationAndAsyncCommunication saves `input`, not the gathered total_input).
+  out.push_back({"vocab_projection_input", kBf16 * x.t * x.h / x.sp});
   // The projection keeps its input, not its output; the loss keeps what its backward reads:
   // PyTorch's cross-entropy upcasts the logits and keeps the fp32 log-probabilities, a fused
   // kernel keeps the bf16 logits and overwrites them with their gradient.

@@ -13,9 +13,14 @@
 namespace trainsim::model {
 
 enum class MlpKind {
-  gelu,    ///< two matrices h->f->h with GELU (BERT, GPT)
-  swiglu,  ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
+  gelu,          ///< two matrices h->f->h with GELU (BERT, GPT)
+  swiglu,        ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
+  squared_relu,  ///< two matrices h->f->h with relu(x)^2 (Nemotron-4; So et al. 2021, "Primer")
 };
+/// Gated MLPs (SwiGLU) have a third matrix: the first projection writes 2f columns.
+[[nodiscard]] bool gated(MlpKind mlp);
+/// The scenario name of an MLP kind ("gelu", "swiglu", "squared_relu").
+[[nodiscard]] const char* mlp_name(MlpKind mlp);
 enum class NormKind { layernorm, rmsnorm };
 
 struct TransformerSpec {
@@ -102,9 +107,10 @@ struct LayerShape {
 /// The forward operations of one transformer layer on one rank, in bf16.
 [[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> layer_forward_ops(const TransformerSpec& s, long micro_batch);
-/// The forward operations of the unfused core attention on one rank, in order: QK^T, softmax
-/// (with the scale and mask), dropout on the probabilities, probabilities x V and the copy of the
-/// context into [s, b, h] where modelled (Megatron's CoreAttention). Empty with flash attention.
+/// The forward operations of the core attention on one rank, in order: QK^T, softmax (with the
+/// scale and mask), dropout on the probabilities, probabilities x V and the copy of the context
+/// into [s, b, h] where modelled (Megatron's CoreAttention); with flash attention the fused
+/// kernel (what Megatron-core's selective recomputation runs again).
 [[nodiscard]] std::vector<Operation> core_attention_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 /// The backward operations of one layer: each GEMM becomes a data-gradient and a weight-gradient
 /// GEMM of the same FLOPs; memory-bound ops read their inputs and the incoming gradient.

@@ -5,13 +5,13 @@
 
 namespace trainsim::plan {
 
-double optimizer_state_bytes(Optimizer o) {
+double optimizer_state_bytes(Optimizer o, double element_bytes) {
   switch (o) {
-    case Optimizer::adam: return 8;  // first and second moments in fp32
-    case Optimizer::sgd_momentum: return 4;
+    case Optimizer::adam: return 2 * element_bytes;  // first and second moments
+    case Optimizer::sgd_momentum: return element_bytes;
     case Optimizer::sgd: return 0;
   }
-  return 8;
+  return 2 * element_bytes;
 }
 
 long layers_of_stage(const TrainingPlan& plan, long layers, long stage) {

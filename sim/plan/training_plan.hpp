@@ -26,8 +26,9 @@ struct PrecisionRecipe {
 };
 
 enum class Optimizer { adam, sgd_momentum, sgd };
-/// fp32 optimizer state bytes per parameter: Adam's two moments 8, momentum 4, plain SGD 0.
-[[nodiscard]] double optimizer_state_bytes(Optimizer o);
+/// Optimizer state bytes per parameter with each state element `element_bytes` wide (fp32: 4):
+/// Adam's two moments 2 x, momentum 1 x, plain SGD none.
+[[nodiscard]] double optimizer_state_bytes(Optimizer o, double element_bytes = 4);
 
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
 /// Whose code runs a pipeline stage's schedule: Megatron-LM's forward_backward_pipelining (its
@@ -163,6 +164,9 @@ struct TrainingPlan {
   /// scalar all-reduce per weight at every gather.
   bool float8_precomputed_scales = false;
   Optimizer optimizer = Optimizer::adam;
+  /// Bytes of one optimizer state element: 4 (fp32), or 2 where Apex's DistributedFusedAdam runs
+  /// with dtype bf16 (its moments and its parameter copy in bf16; optimizer_state_dtype).
+  double optimizer_state_element_bytes = 4;
   long micro_batch = 1;              ///< sequences per micro-batch per model replica
   long accumulation = 1;             ///< micro-batches per optimizer step (pipeline: in flight)
   bool activation_checkpointing = false;  ///< keep only layer inputs; recompute in backward

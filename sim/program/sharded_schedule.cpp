@@ -76,7 +76,7 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
         // torchao converts every nn.Linear of a block (torchtitan's model: wq, wk, wv, wo and
         // the MLP's w1, w2, w3); norms stay bf16, and so do the embedding and output head.
         u.fp8_params = model::linear_weight_parameters(s) / tp;
-        u.fp8_weights = 4 + (s.mlp == model::MlpKind::gelu ? 2 : 3);
+        u.fp8_weights = 4 + (model::gated(s.mlp) ? 3 : 2);
       }
   const auto head = model::head_forward_ops(s, shape);
   units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),

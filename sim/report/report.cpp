@@ -46,11 +46,13 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
         if (op.kind == model::OpKind::gemm) flops += static_cast<double>(m.layers) * op.flops;
     } else if (r.point.training.activation_checkpointing &&
                r.point.training.checkpoint_policy == plan::CheckpointPolicy::selective_attention) {
-      // The core attention's two batched matmuls again: 4 s^2 h per layer and sequence.
-      const model::LayerShape one{1, 1, false, false, r.point.training.fused_cross_entropy,
+      // The core attention's two batched matmuls again: 4 s^2 h per layer and sequence; with
+      // fused attention the kernel's (half of it under a causal mask).
+      const model::LayerShape one{1, 1, false, r.point.training.flash_attention, r.point.training.fused_cross_entropy,
                                   r.point.training.eager_kernels};
       for (const auto& op : model::recomputed_forward_ops(m, one, model::Checkpointing::selective_attention))
-        if (op.kind == model::OpKind::gemm) flops += static_cast<double>(m.layers) * op.flops;
+        if (op.kind == model::OpKind::gemm || op.kind == model::OpKind::fused_attention)
+          flops += static_cast<double>(m.layers) * op.flops;
     } else if (r.point.training.activation_checkpointing)
       flops += 2.0 * static_cast<double>(m.layers) * model::parameters_per_layer(m) * static_cast<double>(m.seq_len) +
                4.0 * static_cast<double>(m.layers * m.hidden) * static_cast<double>(m.seq_len * m.seq_len);

@@ -32,9 +32,8 @@ model::TransformerSpec read_model(JsonObject o) {
   m.vocab = o.positive_integer("vocab");
   m.seq_len = o.positive_integer("seq_len");
   m.mlm_head = o.boolean_or("mlm_head", false);
-  m.mlp = o.choice_or("mlp", {"gelu", "swiglu"}, m.mlp == model::MlpKind::gelu ? "gelu" : "swiglu") == "gelu"
-              ? model::MlpKind::gelu
-              : model::MlpKind::swiglu;
+  const std::string mlp = o.choice_or("mlp", {"gelu", "swiglu", "squared_relu"}, model::mlp_name(m.mlp));
+  m.mlp = mlp == "gelu" ? model::MlpKind::gelu : mlp == "swiglu" ? model::MlpKind::swiglu : model::MlpKind::squared_relu;
   m.norm = o.choice_or("norm", {"layernorm", "rmsnorm"},
                        m.norm == model::NormKind::layernorm ? "layernorm" : "rmsnorm") == "layernorm"
                ? model::NormKind::layernorm

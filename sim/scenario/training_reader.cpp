@@ -93,10 +93,6 @@ plan::TrainingPlan read_training(JsonObject o) {
       if (t.tp == 1 && t.pp == 1)
         o.fail("checkpoint_policy",
                "selective_attention is modelled in the PTD-P schedule only (tensor_parallel or pipeline_parallel > 1)");
-      if (t.flash_attention)
-        o.fail("checkpoint_policy",
-               "selective_attention recomputes the unfused core attention (Megatron 2022); with flash_attention "
-               "no attention scores are stored, so there is nothing to recompute");
       if (t.activation_offloading)
         o.fail("checkpoint_policy", "activation_offloading moves full checkpoints' layer inputs; not modelled with selective_attention");
     }
@@ -266,6 +262,17 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.optimizer != plan::Optimizer::adam)
       o.fail("optimizer_implementation", "torch-foreach is torch.optim's foreach AdamW: needs optimizer adam or adamw");
     t.optimizer_implementation = plan::OptimizerImplementation::torch_foreach;
+  }
+  if (o.choice_or("optimizer_state_dtype", {"fp32", "bf16"}, "fp32") == "bf16") {
+    // Apex's DistributedFusedAdam (NeMo's distributed_fused_adam) with dtype bf16: both moments
+    // and its distributed parameter copy (store_params) in bf16 instead of fp32.
+    if (t.optimizer != plan::Optimizer::adam)
+      o.fail("optimizer_state_dtype", "bf16 optimizer state is Apex's DistributedFusedAdam: needs optimizer adam or adamw");
+    if (t.sharding != Sharding::zero1 || precision != "bf16_fp32_grads")
+      o.fail("optimizer_state_dtype",
+             "bf16 optimizer state is modelled for Apex's DistributedFusedAdam: needs schedule zero1 and precision bf16_fp32_grads");
+    t.optimizer_state_element_bytes = 2;
+    t.precision.master_weights = 2;
   }
   t.clip_grad_norm = o.boolean_or("clip_grad_norm", false);
   if (t.clip_grad_norm && t.sharding != Sharding::fsdp)

@@ -168,12 +168,23 @@ TEST(Checkpointing, SelectiveAttentionStoresThePapers34sbhOverT) {
   EXPECT_GT(34 * sbh / t, total_bytes(checkpointed_layer_activations(s, unfused(true), Checkpointing::full)));
 }
 
-TEST(Checkpointing, SelectiveAttentionNeedsUnfusedAttention) {
+TEST(Checkpointing, SelectiveAttentionWithFusedAttentionRerunsTheKernelAndDropsItsOutputs) {
+  // Megatron-core checkpoints the fused attention call: the kernel runs again before the
+  // backward; its log-sum-exp is not kept, nor its bf16 output where an FP8 projection keeps its
+  // own copy.
+  const TransformerSpec s = small_gpt();
   LayerShape shape = unfused(true);
   shape.flash_attention = true;
-  EXPECT_THROW((void)recomputed_forward_ops(small_gpt(), shape, Checkpointing::selective_attention), std::exception);
-  EXPECT_THROW((void)checkpointed_layer_activations(small_gpt(), shape, Checkpointing::selective_attention),
-               std::exception);
+  EXPECT_EQ(names_of(recomputed_forward_ops(s, shape, Checkpointing::selective_attention)),
+            (std::vector<std::string>{"flash_attention"}));
+  auto dropped = [&](const LayerShape& sh) {
+    return total_bytes(checkpointed_layer_activations(s, sh, Checkpointing::none)) -
+           total_bytes(checkpointed_layer_activations(s, sh, Checkpointing::selective_attention));
+  };
+  const double b = 2, sq = 256, heads = 8.0 / 4, h = 512, t = 4;
+  EXPECT_DOUBLE_EQ(dropped(shape), 4 * b * heads * sq);  // the fp32 log-sum-exp only
+  shape.fp8.enabled = true;
+  EXPECT_DOUBLE_EQ(dropped(shape), 4 * b * heads * sq + 2 * b * sq * h / t);
 }
 
 }  // namespace

@@ -113,6 +113,18 @@ TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesCon
   EXPECT_DOUBLE_EQ(with.term("weights"), without.term("weights"));
 }
 
+TEST(RankMemory, Bf16OptimizerStateHalvesTheMomentsAndTheParameterCopy) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  const auto fp32 = stage_memory(inputs(p), 0);
+  p.optimizer_state_element_bytes = 2;
+  p.precision.master_weights = 2;
+  const auto bf16 = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(bf16.term("optimizer_states"), fp32.term("optimizer_states") / 2);
+  EXPECT_DOUBLE_EQ(bf16.term("master_weights"), fp32.term("master_weights") / 2);
+  EXPECT_DOUBLE_EQ(bf16.term("weights"), fp32.term("weights"));
+}
+
 TEST(RankMemory, TensorParallelismDividesTheParameters) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   p.tp = 4;
@@ -237,6 +249,48 @@ TEST(Pipeline, MicroBatchesInFlightFollowTheSchedule) {
   EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 5.5);
   p.pp = 1;
   EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 0), 1);
+}
+
+TEST(Pipeline, TheLastStageHoldsTheHeadOfOneMicroBatchUnderInterleaving) {
+  plan::TrainingPlan p;
+  p.pp = 4;
+  p.accumulation = 8;
+  p.pipeline = plan::PipelineSchedule::one_f_one_b;
+  EXPECT_DOUBLE_EQ(head_micro_batches_in_flight(p), 1);
+  p.pipeline = plan::PipelineSchedule::gpipe;
+  EXPECT_DOUBLE_EQ(head_micro_batches_in_flight(p), 8);
+  p.pipeline = plan::PipelineSchedule::interleaved;
+  p.virtual_stages = 3;
+  // Last rank: warm-up (3 - 1) x 4 = 8 forwards of chunks 0 and 1, then chunk 2's first
+  // forward and its backward: one micro-batch's head at a time, not 9 / 3 = 3 stages' worth.
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 3), 3);
+  EXPECT_DOUBLE_EQ(head_micro_batches_in_flight(p), 1);
+  // One chunk per stage: the last stage alternates forward and backward from the start.
+  p.accumulation = 4;
+  p.virtual_stages = 1;
+  EXPECT_DOUBLE_EQ(head_micro_batches_in_flight(p), 1);
+  plan::TrainingPlan q = amp_adam(plan::Sharding::none, 1);
+  q.pp = 2;
+  q.accumulation = 8;
+  q.pipeline = plan::PipelineSchedule::interleaved;
+  q.virtual_stages = 2;
+  const auto last = stage_memory(inputs(q), 1);
+  const auto s = gpt();
+  const model::LayerShape shape{1};
+  const double layers = 4 * model::total_bytes(model::layer_stored_activations(s, shape));  // 8 layers / 2 stages
+  const double head = model::total_bytes(model::head_stored_activations(s, shape));
+  EXPECT_DOUBLE_EQ(last.term("activations"), micro_batches_in_flight(q, 1) * layers + head);
+}
+
+TEST(Activations, SequenceParallelOutputLayerKeepsItsInputSharded) {
+  const auto s = gpt();
+  const double t = 2 * 512, h = 1024, v = 32000;
+  double projection_input = 0;
+  for (const auto& k : model::head_stored_activations(s, {2, 4, true}))
+    if (k.name == "vocab_projection_input") projection_input = k.bytes;
+  EXPECT_DOUBLE_EQ(projection_input, 2 * t * h / 4);
+  EXPECT_DOUBLE_EQ(model::total_bytes(model::head_stored_activations(s, {2, 4, true})),
+                   2 * t * h / 4 + 2 * t * h / 4 + 4 * t * v / 4);
 }
 
 TEST(Pipeline, StagesSplitLayersAndEndsHoldEmbeddingAndHead) {

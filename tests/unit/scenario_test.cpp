@@ -592,6 +592,32 @@ TEST(ScenarioErrors, OtherBadValues) {
   EXPECT_EQ(path_of_error(doc), "/model/layers");
 }
 
+TEST(ScenarioErrors, UnknownMlpActivationNamesThePathAndTheChoices) {
+  json doc = bert_large_doc();
+  doc["model"]["mlp"] = "relu2";
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/model/mlp");
+  EXPECT_TRUE(contains(e.what(), "squared_relu")) << e.what();
+  doc["model"]["mlp"] = "squared_relu";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("valid"))).model.mlp, model::MlpKind::squared_relu);
+}
+
+TEST(ScenarioErrors, Bf16OptimizerStateNeedsAdamUnderZero1WithBf16Weights) {
+  json doc = bert_large_doc();  // zero1, adam
+  doc["training"]["precision"] = "bf16_fp32_grads";
+  doc["training"]["optimizer_state_dtype"] = "bf16";
+  const Scenario s = load_scenario(write(doc, temp_file("valid")));
+  EXPECT_DOUBLE_EQ(s.training.optimizer_state_element_bytes, 2);
+  EXPECT_DOUBLE_EQ(s.training.precision.master_weights, 2);
+  doc["training"]["optimizer_state_dtype"] = "fp8";
+  EXPECT_EQ(error_of(doc).json_path(), "/training/optimizer_state_dtype");
+  doc["training"]["optimizer_state_dtype"] = "bf16";
+  doc["training"]["precision"] = "amp";
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/optimizer_state_dtype");
+  EXPECT_TRUE(contains(e.what(), "bf16_fp32_grads")) << e.what();
+}
+
 TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_implementation"] = "torch-fsdp1";
@@ -854,7 +880,7 @@ TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSche
   }
 }
 
-TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
+TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdP) {
   const std::string file = "scenarios/megatron-korthikanti.json";
   auto korthikanti = [&] {
     json doc = read_json_file(file);
@@ -871,7 +897,6 @@ TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
     const char* expected;
   };
   const std::vector<Case> cases = {
-      {"flash_attention", true, "/training/checkpoint_policy", "unfused core attention"},
       {"schedule", "zero3", "/training/checkpoint_policy", "PTD-P schedule only"},
       {"activation_checkpointing", false, "/training/checkpoint_policy", "enable activation_checkpointing"},
   };
@@ -882,6 +907,10 @@ TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdPWithUnfusedAttention) {
     EXPECT_EQ(e.json_path(), c.path) << c.key << ": " << e.what();
     EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
   }
+  // With fused attention Megatron-core checkpoints the kernel call (model/checkpointing.hpp).
+  json fused = korthikanti();
+  fused["training"]["flash_attention"] = true;
+  EXPECT_NO_THROW((void)load_scenario(write(fused, temp_file("fused"))));
   // Without tensor or pipeline parallelism it is the data-parallel schedule: not modelled there.
   json doc = korthikanti();
   doc["training"]["sequence_parallel"] = false;
