@@ -134,6 +134,11 @@ Operation gradient_accumulation_op(double params) {
   return make_elementwise("grad_accumulate", 10.0 * params, params);
 }
 
+Operation autograd_gradient_accumulation_op(double params, double gradient_bytes) {
+  // Reads the held and the new gradient, writes the sum: three passes of the gradient dtype.
+  return make_elementwise("autograd grad accumulate", 3.0 * gradient_bytes * params, params);
+}
+
 Operation deepspeed_bf16_grad_accumulation_op(double params) {
   // DeepSpeed v0.6.2 deepspeed/runtime/bf16_optimizer.py update_hp_grads:
   // hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype)): the cast reads the bf16 gradient (2) and

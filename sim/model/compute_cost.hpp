@@ -49,6 +49,10 @@ namespace trainsim::model {
 [[nodiscard]] std::vector<Operation> megatron_fp16_optimizer_ops(double params);
 /// Adding a micro-batch's bf16 gradients into the fp32 accumulation buffer.
 [[nodiscard]] Operation gradient_accumulation_op(double params);
+/// PyTorch's AccumulateGrad adding a new gradient into an existing .grad in place
+/// (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad += new_grad), elements of
+/// `gradient_bytes` each.
+[[nodiscard]] Operation autograd_gradient_accumulation_op(double params, double gradient_bytes);
 /// DeepSpeed's BF16_Optimizer.update_hp_grads after each micro-batch's backward under its
 /// pipeline engine: each bf16 gradient cast to an fp32 temporary, then added to the fp32 one.
 [[nodiscard]] Operation deepspeed_bf16_grad_accumulation_op(double params);

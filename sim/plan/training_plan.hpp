@@ -212,6 +212,14 @@ struct TrainingPlan {
   /// chunk's parameter all-gather (one bucket: its DDP buffer is unbucketed) at once, so it runs
   /// beside the step of the other chunks instead of opening the next step's forward.
   bool overlap_param_gather_with_optimizer_step = false;
+  /// PTD-P: how a micro-batch's weight gradients join the ones of the micro-batches before it.
+  /// false: Megatron's gradient_accumulation_fusion (on by default from 2022; Megatron-core): the
+  /// linear layers' weight-gradient GEMMs accumulate into the gradient buffer, no pass of their
+  /// own (the hook's add for the norms' and biases' few parameters is left out). true: PyTorch's
+  /// AccumulateGrad, as Megatron 2021 ran (no fusion, no contiguous buffer): every micro-batch
+  /// after a model chunk's first adds each gradient into the parameter's .grad, in place, in the
+  /// gradient dtype, inside the backward.
+  bool autograd_gradient_accumulation = false;
   /// Megatron-core's defer_embedding_wgrad_compute (PTD-P): the output layer's weight-gradient
   /// GEMM of the first wgrad_deferral_limit micro-batches (0: all of them) leaves their backward
   /// and runs on the last stage after its last backward, before the gradients are finalised.

@@ -60,8 +60,13 @@ Program build_schedule(const ScheduleInputs& in) {
   if (parameter_sharded(in.plan))
     return in.plan.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 ? build_deepspeed_zero3(in)
                                                                                      : build_sharded_data_parallel(in);
-  // Context parallelism runs in Megatron-core's schedule, with or without TP and PP.
-  if (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1) return build_pipeline_parallel(in);
+  // Context parallelism runs in Megatron-core's schedule, with or without TP and PP, and so does
+  // a data-parallel job with Megatron's overlapped parameter all-gather: its distributed
+  // optimizer's buckets and gradient-accumulation fusion are that schedule's, not those of the
+  // DDP / DeepSpeed-style data-parallel one (whose per-micro-batch fp32 accumulation pass Megatron
+  // folds into the weight-gradient GEMMs).
+  if (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1 || in.plan.overlap_param_gather)
+    return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, with_memory(in));
 }
 

@@ -151,6 +151,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   auto deferred_head_wgrad = [&](long micro_batch) {
     return defer_head_wgrad && (p.wgrad_deferral_limit == 0 || micro_batch < p.wgrad_deferral_limit);
   };
+  // Megatron 2021's gradient accumulation (autograd_gradient_accumulation): a backward after a
+  // chunk's first adds each parameter's gradient into its .grad (one kernel per tensor) inside
+  // the pass, before its input gradient leaves the stage; .grad has the parameter's dtype.
+  const bool autograd_accumulation = p.autograd_gradient_accumulation;
+  auto accumulation = [&](double params) {
+    return model::op_duration(model::autograd_gradient_accumulation_op(params, p.precision.weights), in.device);
+  };
+  const Seconds layer_accumulation = accumulation(model::parameters_per_layer(s) / static_cast<double>(tp));
+  const int norm_tensors = s.norm == model::NormKind::rmsnorm ? 1 : 2, linear_tensors = s.bias ? 2 : 1;
+  const int layer_accumulation_kernels = 2 * norm_tensors + 4 * linear_tensors;
+  auto accumulates = [&](const auto& slot) { return autograd_accumulation && !slot.forward && slot.micro_batch > 0; };
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
@@ -944,8 +955,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // weight gradient also re-gathers the input (see the layers below).
             const bool deferred = deferred_head_wgrad(slot.micro_batch);
             if (sequence_parallel && !deferred) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
-            previous = deferred ? compute(names.head, head_b - head_wgrad, head_b_kernels - head_wgrad_kernels, ready)
-                                : compute(names.head, head_b, head_b_kernels, ready);
+            const Seconds head_accumulation = accumulates(slot) ? accumulation(head_params) : 0;
+            const int head_accumulation_kernels = accumulates(slot) ? 1 : 0;
+            previous = deferred ? compute(names.head, head_b - head_wgrad + head_accumulation,
+                                          head_b_kernels - head_wgrad_kernels + head_accumulation_kernels, ready)
+                                : compute(names.head, head_b + head_accumulation, head_b_kernels + head_accumulation_kernels, ready);
             ready = {previous};
             if (tp > 1) {
               previous = tensor(names.tp_head, sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
@@ -1013,8 +1027,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                                 names.ring[static_cast<std::size_t>(l)].data(), ready);
               previous = ready.front();
             } else {
-              previous = compute(names.layers[static_cast<std::size_t>(l)], slot.forward ? lf : lb,
-                                 slot.forward ? lf_kernels : lb_kernels, ready);
+              const bool adds = accumulates(slot);
+              previous = compute(names.layers[static_cast<std::size_t>(l)],
+                                 slot.forward ? lf : lb + (adds ? layer_accumulation : 0),
+                                 slot.forward ? lf_kernels : lb_kernels + (adds ? layer_accumulation_kernels : 0), ready);
               ready = {previous};
             }
             if (offload && slot.forward) {
@@ -1081,7 +1097,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = tensor(names.tp_embedding, collective::Op::all_gather, activation, ready);
               ready = {previous};
             }
-            previous = compute(names.embedding, emb_b, emb_b_kernels, ready);
+            previous = compute(names.embedding, emb_b + (accumulates(slot) ? accumulation(embedding_params) : 0),
+                               emb_b_kernels + (accumulates(slot) ? 1 : 0), ready);
             ready = {previous};
             if (reduce_now) {
               sync_gradients(pending + embedding_params, previous, last_micro_batch);

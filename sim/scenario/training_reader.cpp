@@ -173,14 +173,11 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.overlap_param_gather = o.boolean_or("overlap_param_gather", false);
   if (t.overlap_param_gather) {
     // Megatron's own conditions (megatron/training/arguments.py): the distributed optimizer and
-    // overlap_grad_reduce; the simulator has it in the PTD-P schedule only.
+    // overlap_grad_reduce. It runs in the PTD-P schedule, data-parallel jobs included.
     if (t.sharding != Sharding::zero1)
       o.fail("overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather: needs schedule zero1");
     if (!t.overlap_grad_reduce)
       o.fail("overlap_param_gather", "needs overlap_grad_reduce true (Megatron asserts both)");
-    if (t.tp == 1 && t.pp == 1 && t.cp == 1)
-      o.fail("overlap_param_gather",
-             "is modelled in the PTD-P schedule only (tensor_parallel, pipeline_parallel or context_parallel > 1)");
   }
   if (o.choice_or("zero1_gradient_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce") {
     if (t.sharding != Sharding::zero1 || t.pp < 2)
@@ -222,6 +219,16 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.tp > 1 && !t.sequence_parallel && t.pipeline_scatter_gather)
       o.fail("overlap_p2p_comm", "Megatron-core has no scatter/gather of stage tensors: with tensor_parallel > 1 "
                                  "needs sequence_parallel true or pipeline_scatter_gather false");
+  }
+  if (o.choice_or("gradient_accumulation_add", {"fused", "autograd"}, "fused") == "autograd") {
+    // Megatron 2021 (6985e58: neither --use-contiguous-buffers-in-ddp nor gradient-accumulation
+    // fusion) left accumulation to autograd. Modelled in the PTD-P schedule's plain layer passes.
+    if (t.pipeline_engine != plan::PipelineEngine::megatron)
+      o.fail("gradient_accumulation_add", "autograd is Megatron 2021's accumulation: needs pipeline_engine \"megatron\"");
+    if (t.tp_comm_overlap || t.cp > 1)
+      o.fail("gradient_accumulation_add",
+             "autograd is modelled in plain layer passes: not with tp_comm_overlap or context_parallel > 1");
+    t.autograd_gradient_accumulation = true;
   }
   t.overlap_param_gather_with_optimizer_step = o.boolean_or("overlap_param_gather_with_optimizer_step", false);
   if (t.overlap_param_gather_with_optimizer_step) {

@@ -428,7 +428,7 @@ TEST(CliContextParallel, Llama3CpRowFitsWhereCp1DoesNotAndItsKvRingRunsBesideThe
   cp1["training"]["context_parallel"] = 1;
   cp1["training"]["gradient_accumulation"] = 16;
   cp1["data_parallel_degree"] = 8;
-  cp1["training"].erase("overlap_param_gather");  // modelled in the PTD-P schedule only
+  cp1["training"].erase("overlap_param_gather");  // the data-parallel schedule, as before CP
   cp1["training"].erase("overlap_grad_reduce");
   doc["points"] = json::array({cp2, cp1});
   const std::string file = temp_path(".json");

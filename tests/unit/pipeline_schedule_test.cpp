@@ -175,6 +175,32 @@ TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReduc
 
 // DeepSpeed's BF16_Optimizer under its pipeline engine: an all-reduce of the whole gradient over
 // the shard group where ZeRO-1 reduce-scatters, then the same shard step and all-gather.
+TEST(PipelineProgram, AutogradAccumulationAddsEveryBackwardAfterTheFirstInThePass) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  const Program fused = build_program(in);
+  in.plan.autograd_gradient_accumulation = true;
+  const Program autograd = build_program(in);
+  validate(autograd);
+  // One fp16 pass over the layer's TP shard: read .grad and the new gradient, write the sum.
+  const double layer_params = model::parameters_per_layer(in.model) / static_cast<double>(in.plan.tp);
+  const Seconds add = model::op_duration(model::autograd_gradient_accumulation_op(layer_params, 2), in.device);
+  EXPECT_GT(add, 0);
+  for (int rank : {1, 5}) {  // stage 0 and the last stage
+    const auto& before = fused.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+    const auto& after = autograd.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+    ASSERT_EQ(before.tasks.size(), after.tasks.size());  // no task of its own: inside the pass
+    for (long b = 0; b < in.plan.accumulation; ++b)
+      for (int l = 0; l < 2; ++l) {
+        const std::string name = "backward mb" + std::to_string(b) + " c0 layer " + std::to_string(l);
+        // The first micro-batch's gradients become .grad as they are; the others are added.
+        EXPECT_NEAR(find(after, name).duration - find(before, name).duration, b == 0 ? 0.0 : add, 1e-12) << name;
+        EXPECT_EQ(find(after, name).kernels - find(before, name).kernels, b == 0 ? 0 : 12) << name;  // a GPT layer's tensors
+        EXPECT_EQ(find(after, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration,
+                  find(before, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration);
+      }
+  }
+}
+
 TEST(PipelineProgram, Bf16OptimizerAllReducesTheGradientsWhereZero1ReduceScatters) {
   ScheduleInputs in = sharded(plan::Sharding::zero1);
   in.plan.zero1_gradient_all_reduce = true;
