@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
 """Writes the llm-foundry scenarios from the MPT throughput tables of llm-foundry's
-scripts/train/benchmarking/README.md (shared/VALIDATION.md 3.2):
-  scenarios/llmfoundry-fsdp-a100.json  A100 40GB and 80GB (1600 Gbps RoCE), the tables of 2023-05;
-  scenarios/llmfoundry-fsdp-h100.json  H100 80GB BF16 and the FP8 3B row (tables of commit
-                                        b2a43a147, 2023-10-19; interconnect not stated).
-Run from the repository root. The reference TFLOP/s per GPU is the measured tokens/s/GPU / seq x
-the FLOPs per sequence that sim/report/report.cpp counts; the script checks it against HFU (or
-MFU) x the peak the README used (312 A100, 989 H100 BF16, 1979 H100 FP8: its FP8 rows' Model
-TFLOP column is MFU x 1979)."""
+scripts/train/benchmarking/README.md, every row of four tables (transcribed in
+llmfoundry_tables.py, read at llm-foundry 5e85bd62d):
+  scenarios/llmfoundry-fsdp-a100.json  A100 40GB (78 rows, of 2023-05) and 80GB (61, re-measured for b2a43a147,
+                                        2023-10, but its two 70B rows), 1600 Gbps RoCE;
+  scenarios/llmfoundry-fsdp-h100.json  H100 80GB BF16 (52 rows) and FP8 (7) (tables of commit b2a43a147,
+                                        2023-10-19; interconnect not stated).
+The rows shared/VALIDATION.md 3.2 lists come first in each scenario, as before the tables were
+completed; the others follow in table order. Run from the repository root. The reference TFLOP/s
+per GPU is the measured tokens/s/GPU / seq x the FLOPs per sequence that sim/report/report.cpp
+counts. Every row is checked against the table's own arithmetic and llm-foundry's MFU/HFU formula
+at the README's peaks (312 A100, 989 H100 BF16, 1979 H100 FP8: its FP8 rows' Model TFLOP column is
+MFU x 1979); a transcription error stops the script with the row named."""
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llmfoundry_tables as tables  # noqa: E402
+
 SHAPES = {  # d_model, n_heads, n_layers (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml)
  "125M": (768, 12, 12), "350M": (1024, 16, 24), "760M": (1536, 12, 24), "1B": (2048, 16, 24),
  "3B": (2560, 20, 32), "7B": (4096, 32, 32), "13B": (5120, 40, 40), "30B": (7168, 56, 48),
@@ -24,34 +34,65 @@ def report_flops(h, l, s, ckpt):  # sim/report/report.cpp's convention
     return f
 README = "llm-foundry scripts/train/benchmarking/README.md"
 
-# model, seq, gpus, mfu, hfu, mb, accum, gbs, tok/s/gpu, ckpt
-A40 = [("70B",2048,64,35.87,47.82,2,1,128,276,True),("30B",2048,32,51.74,68.98,4,1,128,857,True),
- ("13B",2048,8,43.94,58.58,4,16,512,1668,True),("13B",2048,16,52.50,70.00,10,1,160,1993,True),
- ("13B",2048,32,52.62,70.16,14,1,448,1998,True),("13B",2048,64,52.04,69.39,16,1,1024,1976,True),
- ("13B",4096,8,44.85,59.80,2,16,256,1603,True),("13B",8192,8,43.95,58.60,1,16,128,1407,True),
- ("7B",2048,8,50.92,67.89,12,4,384,3679,True),("7B",2048,16,50.44,67.26,16,1,256,3645,True),
- ("7B",2048,32,51.55,68.73,18,1,576,3725,True),("7B",2048,64,50.73,67.64,18,1,1152,3665,True),
- ("7B",8192,8,49.04,65.38,3,4,96,2887,True),("7B",16384,8,47.65,63.53,1,4,32,2249,True),
- ("3B",2048,8,57.82,57.82,5,8,320,10065,False),("3B",2048,32,56.96,56.96,6,1,192,9914,False),
- ("1B",2048,8,56.23,56.23,8,8,512,19271,False),("1B",2048,32,45.39,45.39,10,1,320,15555,False),
- ("760M",2048,8,52.89,52.89,12,4,384,30173,False),("350M",2048,8,49.17,49.17,16,4,512,55995,False),
- ("125M",2048,8,42.75,42.75,26,3,624,136334,False)]
-A80 = [("70B",2048,32,48.56,64.75,2,16,1024,373,True),("30B",2048,8,55.30,73.74,3,21,504,916,True),
- ("30B",8192,8,39.38,52.50,1,21,168,574,True),("13B",2048,8,59.57,59.57,2,3,48,2262,False),
- ("13B",8192,8,56.07,74.76,5,3,120,1795,True),("13B",32768,8,51.69,68.92,1,3,24,1016,True),
- ("7B",2048,8,64.23,64.23,6,2,96,4641,False),("7B",8192,8,54.47,72.62,8,2,128,3206,True),
- ("7B",65536,8,46.97,62.63,1,2,16,1013,True),("3B",2048,8,62.11,62.11,10,2,160,10811,False),
- ("1B",2048,8,59.86,59.86,14,4,448,20513,False),("125M",2048,8,44.79,44.79,40,2,640,142830,False)]
-# H100 80GB BF16 (amp_bf16, MP mode DEFAULT on every row): VALIDATION.md 3.2's rows of the table;
-# H100 80GB FP8 (amp_fp8): the 3B seq 2048 row. The last field is the precision.
-H100 = [("70B",2048,32,36.15,48.20,2,16,1024,882,True,"amp_bf16"),
- ("30B",2048,8,38.11,50.82,3,21,504,2002,True,"amp_bf16"),("30B",2048,16,43.07,57.42,10,3,480,2263,True,"amp_bf16"),
- ("30B",2048,32,43.92,58.57,14,3,1344,2308,True,"amp_bf16"),
- ("13B",2048,8,39.79,39.79,2,1,16,4792,False,"amp_bf16"),("13B",2048,16,39.58,39.58,2,1,32,4767,False,"amp_bf16"),
- ("13B",2048,32,39.95,39.95,2,1,64,4811,False,"amp_bf16"),("13B",2048,64,39.86,39.86,2,1,128,4800,False,"amp_bf16"),
- ("7B",2048,8,46.44,46.44,6,1,48,10643,False,"amp_bf16"),("7B",8192,8,37.14,49.52,8,2,128,6935,True,"amp_bf16"),
- ("3B",2048,64,40.80,40.80,6,3,1152,22525,False,"amp_bf16"),("1B",2048,8,41.82,41.82,14,1,112,45455,False,"amp_bf16"),
- ("3B",2048,8,27.70,27.70,10,6,480,30586,False,"amp_fp8")]
+# The rows shared/VALIDATION.md 3.2 lists, by (model, seq, GPUs, micro-batch), in the order the
+# scenarios had them before the whole tables were added: they stay first, so their labels, numbers
+# and golden lines do not move; the other rows follow in their table's order.
+VALIDATION_32 = {
+ "A40": [("70B",2048,64,2),("30B",2048,32,4),("13B",2048,8,4),("13B",2048,16,10),("13B",2048,32,14),
+         ("13B",2048,64,16),("13B",4096,8,2),("13B",8192,8,1),("7B",2048,8,12),("7B",2048,16,16),
+         ("7B",2048,32,18),("7B",2048,64,18),("7B",8192,8,3),("7B",16384,8,1),("3B",2048,8,5),
+         ("3B",2048,32,6),("1B",2048,8,8),("1B",2048,32,10),("760M",2048,8,12),("350M",2048,8,16),
+         ("125M",2048,8,26)],
+ "A80": [("70B",2048,32,2),("30B",2048,8,3),("30B",8192,8,1),("13B",2048,8,2),("13B",8192,8,5),
+         ("13B",32768,8,1),("7B",2048,8,6),("7B",8192,8,8),("7B",65536,8,1),("3B",2048,8,10),
+         ("1B",2048,8,14),("125M",2048,8,40)],
+ "H100_BF16": [("70B",2048,32,2),("30B",2048,8,3),("30B",2048,16,10),("30B",2048,32,14),("13B",2048,8,2),
+               ("13B",2048,16,2),("13B",2048,32,2),("13B",2048,64,2),("7B",2048,8,6),("7B",8192,8,8),
+               ("3B",2048,64,6),("1B",2048,8,14)],
+ "H100_FP8": [("3B",2048,8,10)]}
+
+
+def ordered(table, name):
+    """The table's rows, VALIDATION.md 3.2's first (in VALIDATION_32's order), then the rest."""
+    key = lambda r: (r.model, r.seq, r.gpus, r.micro_batch)
+    by_key = {key(r): r for r in table}
+    if len(by_key) != len(table):
+        raise SystemExit(f"make_llmfoundry_scenarios.py: {name}: two rows share (model, seq, GPUs, micro-batch)")
+    missing = [k for k in VALIDATION_32[name] if k not in by_key]
+    if missing:
+        raise SystemExit(f"make_llmfoundry_scenarios.py: {name}: VALIDATION_32 rows not in the table: {missing}")
+    first = [by_key[k] for k in VALIDATION_32[name]]
+    return first + [r for r in table if key(r) not in VALIDATION_32[name]]
+
+
+def check_row(r, table, peak):
+    """Fails loudly on a transcription error: every row must obey the table's own arithmetic and
+    llm-foundry's MFU/HFU formula (benchmarking README "MFU and HFU": 6 N s + 12 l h s^2 FLOPs per
+    sequence with N = NumParams, x 4/3 for HFU under checkpointing), which every row of the four
+    tables meets within 0.07% from its tokens/s (T/s / GPUs; T/s/GPU is rounded)."""
+    h, a, l = SHAPES[r.model]
+    where = f"{table} row {r.model} seq {r.seq} x {r.gpus} micro-batch {r.micro_batch}"
+    def fail(what):
+        raise SystemExit(f"make_llmfoundry_scenarios.py: {where}: {what}")
+    if r.global_batch != r.gpus * r.micro_batch * r.accumulation:
+        fail(f"GlobalBatchSize {r.global_batch} != GPUs x MicroBatchSize x GradAccum")
+    if params(h, l, r.seq) != r.num_params:
+        fail(f"NumParams {r.num_params} != the GPT count {params(h, l, r.seq)} of MPT-{r.model} at seq {r.seq}")
+    if abs(r.tokens_per_s / r.gpus - r.tokens_per_s_per_gpu) >= 1:
+        fail(f"Throughput (T/s) {r.tokens_per_s} / GPUs != T/s/GPU {r.tokens_per_s_per_gpu}")
+    if abs(r.model_tflop - r.mfu * peak / 100) > 1:
+        fail(f"Model TFLOP {r.model_tflop} != MFU x {peak}")
+    mfu = r.tokens_per_s / r.gpus / r.seq * (6 * r.num_params * r.seq + 12 * l * h * r.seq**2) / (peak * 1e10)
+    hfu = mfu * (4 / 3 if r.checkpointing else 1)
+    if abs(mfu / r.mfu - 1) > 0.002 or abs(hfu / r.hfu - 1) > 0.002:
+        fail(f"MFU/HFU {r.mfu}/{r.hfu} against {mfu:.2f}/{hfu:.2f} from Throughput (T/s)")
+    if (r.precision, r.mp_mode) not in GRADIENT_DTYPE:
+        fail(f"precision / MP mode {r.precision} / {r.mp_mode} not one of {sorted(GRADIENT_DTYPE)}")
+
+
+# FSDP's gradient reduction dtype per (Precision, MP Mode): PURE reduces in bf16, DEFAULT in fp32
+# (Composer's DEFAULT MixedPrecision reduce_dtype).
+GRADIENT_DTYPE = {("bf16", "PURE"): "bf16", ("amp_bf16", "DEFAULT"): "fp32", ("amp_fp8", "DEFAULT"): "fp32"}
 
 A100_TRAINING = {
  "allocator_host_issue": True,
@@ -70,7 +111,7 @@ A100_TRAINING = {
  "note": "FSDP FULL_SHARD over every GPU with MixedPrecision (fp32 sharded parameters and gradients, bf16 working copies), decoupled AdamW; per point: micro-batch, accumulation, checkpointing, gradient reduction dtype"
 }
 A100_ASSUMPTIONS = [
- "PyTorch's CUDA caching allocator as the run's host drives it (training.allocator_host_issue, engine/program_executor and memory/caching_allocator): buffers are requested when the host issues the op, FSDP1's limit_all_gathers lets the host run two units ahead (torch/distributed/fsdp/_runtime_utils.py _FreeEventQueue, capacity 2), and blocks another stream used come back only once the device has finished with them (record_stream); a request the stream's pool cannot serve with the device full frees the cached segments and retries (allocator_retry_stalls: a synchronize plus the frees, 4.09 ms + 8.27 ms per GB freed, fitted to our H100 measurement (validate/measure_allocator_retry.py, validate/README.md), extrapolated to the A100; no reference row fitted). Only rows within a few GB of the device's capacity retry: 80GB 30B seq 8192 (1,007 retries per step) and 80GB 30B seq 2048 (42)",
+ "PyTorch's CUDA caching allocator as the run's host drives it (training.allocator_host_issue, engine/program_executor and memory/caching_allocator): buffers are requested when the host issues the op, FSDP1's limit_all_gathers lets the host run two units ahead (torch/distributed/fsdp/_runtime_utils.py _FreeEventQueue, capacity 2), and blocks another stream used come back only once the device has finished with them (record_stream); a request the stream's pool cannot serve with the device full frees the cached segments and retries (allocator_retry_stalls: a synchronize plus the frees, 4.09 ms + 8.27 ms per GB freed, fitted to our H100 measurement (validate/measure_allocator_retry.py, validate/README.md), extrapolated to the A100; no reference row fitted). Only rows within a few GB of the device's capacity retry, the 80GB 30B ones: seq 8192 (1,007 retries per step), seq 512-4096 (41-42)",
  "module kernels 'mpt' (model::ModuleKernels; llm-foundry llmfoundry/models/layers/attention.py, read at 00ef82a3: Wqkv = nn.Linear with bias, its output split along dim 2 into views, heads as einops views into the Triton kernel, whose separate dq, dk, dv are concatenated by autograd; nn.Linear's bias gradients reduced by autograd): rates from the device's measured memory-bound classes where it has them, else the stream-copy rate",
  "bf16 GEMMs run at the A100 cuBLASLt curve (topologies/devices/a100-*.json, calibration/a100-sxm-cublaslt-azure.json); nothing fitted to these rows",
  "the benchmark's models are GPT-style (biases, learned positions, tied head; proven by the README's NumParams column), not the current MPT yamls' no_bias + ALiBi",
@@ -79,7 +120,8 @@ A100_ASSUMPTIONS = [
  "precision 'bf16' with FSDP mixed_precision PURE (the 40GB table, the 80GB 70B rows): bf16 compute, bf16 all-gathers and reduce-scatters; 'amp_bf16' with DEFAULT (the other 80GB rows): bf16 compute and all-gathers, gradients reduce-scattered in fp32 (Composer's DEFAULT reduce_dtype)",
  "both precisions keep sharded fp32 parameters, gradients and AdamW moments (fsdp_mixed: 16 bytes per parameter before sharding)",
  "limit_all_gathers true (the benchmark script sets it): at most two units gathered ahead, as sharded_schedule does",
- "software of the A100 tables (first in llm-foundry commit 300cc5c58, 2023-05-03, copied from mosaicml/examples): submit_benchmarks.py runs image mosaicml/pytorch:1.13.1_cu117 with precision 'bf16' (Composer before v0.12: torch autocast to bf16; renamed amp_bf16 in Composer #1761), fsdp_config mixed_precision PURE, limit_all_gathers true, activation_checkpointing_reentrant false; setup.py pins flash-attn 1.0.3.post0 and triton 2.0.0.dev20221202 (attn_impl triton)",
+ "software of the 40GB table and the 80GB 70B rows (first in llm-foundry commit 300cc5c58, 2023-05-03, copied from mosaicml/examples): submit_benchmarks.py runs image mosaicml/pytorch:1.13.1_cu117 with precision 'bf16' (Composer before v0.12: torch autocast to bf16; renamed amp_bf16 in Composer #1761), fsdp_config mixed_precision PURE, limit_all_gathers true, activation_checkpointing_reentrant false; setup.py pins flash-attn 1.0.3.post0 and triton 2.0.0.dev20221202 (attn_impl triton)",
+ "software of the 80GB table's other 59 rows (amp_bf16, DEFAULT): llm-foundry b2a43a147 (2023-10-19) replaced that table's 86 bf16 / PURE rows of 2023-05 by 61, of which only the two 70B rows are unchanged; its sweep.sh runs the new ones (block 'A100 80GB') as the H100 tables: image mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04 (PyTorch 2.1.0, CUDA 12.1), llm-foundry v0.3.0 with flash-attn 1.0.9's Triton kernel (llmfoundry-fsdp-h100.json). They are modelled as the other rows (torch-fsdp1, the A100 flash-attn-triton curve), as the H100 scenario models that stack: ASSUMPTION that PyTorch 2.1's FSDP and that Triton build behave as modelled for 1.13 and flash-attn 1.0.3 (not re-read line by line)",
  "backward_prefetch and forward_prefetch are left unset by the yamls and the script, so Composer's defaults apply: BACKWARD_POST and false (composer/trainer/dist_strategy.py, v0.12.0-v0.15.0); under the rate limiter that is the schedule's one-unit-ahead backward gather (sim/program/sharded_schedule.hpp), with the host thread assumed ahead of the GPU (the shortest layer forward here, 125M and 350M, is ~6 ms)",
  "micro-batches: submit_benchmarks.py asks Composer for device_train_microbatch_size 'auto' unless one is given, which halves the per-device batch after each OOM; every 40GB row with accumulation > 1 except 125M is such a halving (e.g. 13B x 8: 64 -> 4), so its run sat close enough to 40 GB that twice the micro-batch did not fit. trainsim memory, counting FSDP 1.13's post-backward gradient copies and the root unit kept gathered, agrees for 13B x 8 (twice the micro-batch is over 40 GiB by 0.7-0.8 GiB at seq 2k/4k/8k) but judges twice the micro-batch to fit for 7B at seq 16k (34.4 GiB): the memory model is at least that optimistic there. The caching allocator's cost near the limit (cache flush and cudaMalloc retry, Composer's alloc_retries) is not modelled: no source quantifies it",
  "each FSDP unit is one transformer block (llm-foundry's fsdp_wrap_fn wraps each MPTBlock); the embedding (wte, wpe) and the final norm with the tied head are the root unit, which PyTorch 1.13's FullyShardedDataParallel.forward does not reshard after forward (\"Do not free the root's parameters in the post-forward for FULL_SHARD\"): gathered once per micro-batch before the embedding, not again in backward, reduce-scattered once after the embedding's backward (fsdp_implementation torch-fsdp1)",
@@ -89,53 +131,87 @@ A100_ASSUMPTIONS = [
  "the node is an HGX A100 with one 200 Gb/s RoCE port per GPU and NCCL over RoCE at InfiniBand HDR efficiency (topologies/mosaicml-a100-*-roce.json)",
  "the 80GB rows run on topologies/mosaicml-a100-80g-roce.json (each names it), the others on the scenario's 40GB topology; the two differ only in GPU memory",
  "the 1B row on 32 GPUs of the 40GB table is an outlier in the source (VALIDATION.md 3.2) and is kept, flagged in its note: the README's same 1B configuration per GPU (micro-batch 10, no accumulation) runs at 55.4% MFU on 64 GPUs and 54.4% on 128, so no mechanism that grows with scale explains 45.4% on 32"]
-A100_TITLE = "MosaicML llm-foundry MPT benchmarks, A100 40GB and 80GB with 1600 Gbps RoCE: FSDP FULL_SHARD, 125M-70B, seq 2048-65536, 8-64 GPUs"
-A100_DESCRIPTION = "The A100 40GB and 80GB rows of llm-foundry's MPT throughput tables (VALIDATION.md 3.2): PyTorch FSDP full sharding over every GPU, bf16, triton flash attention, activation checkpointing as listed, micro-batch and gradient accumulation as listed. The reference is the measured throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (model FLOPs plus the layers' forward again when checkpointing; llm-foundry's HFU x 312 TFLOP/s agrees within 1%)."
+A100_TITLE = "MosaicML llm-foundry MPT benchmarks, A100 40GB and 80GB with 1600 Gbps RoCE: FSDP FULL_SHARD, 125M-70B, seq 512-65536, 8-128 GPUs"
+A100_DESCRIPTION = "Every row of llm-foundry's MPT throughput tables for the A100 40GB (78) and 80GB (61), VALIDATION.md 3.2's 33 first: PyTorch FSDP full sharding over every GPU, bf16, triton flash attention, activation checkpointing as listed, micro-batch and gradient accumulation as listed. The reference is the measured throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (model FLOPs plus the layers' forward again when checkpointing; llm-foundry's HFU x 312 TFLOP/s agrees within 1.5% at seq 2048 and within 3.7% on every row, the difference being the position table llm-foundry counts in its parameters)."
 A100_MODEL_SOURCE = "shapes: llm-foundry scripts/train/yamls/pretrain/mpt-{125m,350m,760m,1b,3b,7b,13b,30b,70b}.yaml (d_model, n_heads, n_layers, expansion_ratio 4, vocab_size 50368). The benchmark runs' models have biases and a learned position table, not the current yamls' no_bias + ALiBi: the README's NumParams column equals 12 l h^2 + 13 l h + (V + seq) h + 2h exactly (e.g. 125M at seq 2048: 125,311,488; 70B: 64,862,437,376) and grows with seq by h per position, i.e. the GPT architecture's defaults here. Dropout 0 (MPT's attn/resid/emb_pdrop defaults)"
 A100_REFERENCE = {
- "source": "llm-foundry scripts/train/benchmarking/README.md (MPT throughput tables, A100 40GB and 80GB with 1600 Gbps RoCE) via shared/VALIDATION.md 3.2",
+ "source": "llm-foundry scripts/train/benchmarking/README.md at 5e85bd62d (2024-01-06), tables 'A100 40GB with 1600 Gbps node-node interconnect (RoCE)' and 'A100 80GB ...', every row (validate/llmfoundry_tables.py): the 40GB rows as first published in 300cc5c58 (2023-05-03), the 80GB table as b2a43a147 (2023-10-19) rewrote it; both unchanged from b2a43a147 to 8c8dd48f7 (2025). The first 33 rows are shared/VALIDATION.md 3.2's",
  "table": "tokens/s/GPU x GPUs / seq as sequences/s; TFLOP/s per GPU = tokens/s/GPU / seq x the report's FLOPs per sequence",
- "note": "MFU/HFU-to-TFLOP/s: llm-foundry's HFU x 312 counts the whole forward again (embedding/head too) and 6 N with N including the position table; the report counts the layers' forward only and excludes table lookups. Both agree within 1% on every row"
+ "note": "MFU/HFU-to-TFLOP/s: llm-foundry's HFU x 312 counts the whole forward again (embedding/head too) and 6 N with N including the position table; the report counts the layers' forward only and excludes table lookups. Both agree within 1.5% at seq 2048; the position table's 6 s h FLOPs per token take the gap to 3.6% for 125M at seq 65536"
 }
 
 
-def point(label, name, s, g, mfu, hfu, mb, acc, gbs, tok, ckpt, peak, gradient_dtype, note, topology=None, training=None):
+# The report counts the model's FLOPs without the position table and, under checkpointing, adds
+# the layers' forward only; llm-foundry's formula counts the position table in N (6 s h FLOPs per
+# token) and multiplies everything by 4/3. The two differ by up to 3.7% (125M at seq 65536 on 80 GB,
+# where the position table is 8% of N), under 1.5% at seq 2048; more means a wrong row or formula.
+CONVENTION_GAP = 0.037
+
+
+def point(label, r, peak, note, topology=None, training=None):
     """One table row as a scenario point; returns it and |ref_tf / (HFU-or-MFU x peak) - 1|."""
+    name, s, g, tok = r.model, r.seq, r.gpus, r.tokens_per_s_per_gpu
     h, a, l = SHAPES[name]
-    assert gbs == g * mb * acc, (name, s, g)
-    ref_tf = tok / s * report_flops(h, l, s, ckpt) / 1e12
-    util = (hfu if ckpt else mfu) * peak / 100
+    ref_tf = tok / s * report_flops(h, l, s, r.checkpointing) / 1e12
+    util = (r.hfu if r.checkpointing else r.mfu) * peak / 100
     p = {"label": label}
     if topology:
         p["topology"] = topology
     p.update({"nodes": g // 8,
               "model": {"name": f"MPT-{name}", "hidden": h, "heads": a, "layers": l, "seq_len": s},
-              "training": {"micro_batch": mb, "gradient_accumulation": acc, "activation_checkpointing": ckpt,
-                           "gradient_dtype": gradient_dtype, **(training or {})},
+              "training": {"micro_batch": r.micro_batch, "gradient_accumulation": r.accumulation,
+                           "activation_checkpointing": r.checkpointing,
+                           "gradient_dtype": GRADIENT_DTYPE[(r.precision, r.mp_mode)], **(training or {})},
               "data_parallel_degree": g,
               "reference_samples_per_s": round(tok * g / s, 4),
               "reference_tflops_per_accelerator": round(ref_tf, 2),
-              "note": f"global batch {gbs} = {g} GPUs x {mb} x {acc}; {tok} tokens/s/GPU, MFU {mfu}%, HFU {hfu}%; " + note})
+              "note": f"global batch {r.global_batch} = {g} GPUs x {r.micro_batch} x {r.accumulation}; {tok} tokens/s/GPU, "
+                      f"MFU {r.mfu}%, HFU {r.hfu}%; " + note})
     return p, abs(ref_tf / util - 1)
 
 
-def a100_points(mem, rows):
-    """The A100 table's rows; the 80GB rows name their own topology."""
+def labelled(prefix, rows):
+    """Labels "<prefix> <model> seq <s> x <GPUs>"; a row sharing that with an earlier one (the 80GB
+    table's two 125M seq 2048 x 8 runs) gets its micro-batch appended."""
+    seen, out = set(), []
+    for r in rows:
+        label = f"{prefix}{r.model} seq {r.seq} x {r.gpus}"
+        if label in seen:
+            label += f" micro-batch {r.micro_batch}"
+        if label in seen:
+            raise SystemExit(f"make_llmfoundry_scenarios.py: label {label!r} twice")
+        seen.add(label)
+        out.append((label, r))
+    return out
+
+
+def checked_points(table, rows, peak, make):
+    """Checks every row, makes its point with make(label, row) and fails if the reference TFLOP/s
+    strays from llm-foundry's utilization x peak by more than the conventions explain."""
     pts, worst = [], 0
-    for (name, s, g, mfu, hfu, mb, acc, gbs, tok, ckpt) in rows:
-        # 80GB table: the 70B rows ran bf16 with FSDP PURE, the others amp_bf16 with DEFAULT
-        # (gradients reduced in fp32); the 40GB table is bf16 / PURE throughout.
-        pure = mem == 40 or name == "70B"
-        note = "bf16, FSDP mixed_precision PURE" if pure else "amp_bf16, FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
-        if mem == 40 and name == "1B" and g == 32:
-            note += "; OUTLIER: VALIDATION.md 3.2 marks this row an outlier (45% MFU against 56% for the same model on 8 GPUs); kept as published, not expected to match"
-        p, err = point(f"{mem}GB {name} seq {s} x {g}", name, s, g, mfu, hfu, mb, acc, gbs, tok, ckpt, 312,
-                       "bf16" if pure else "fp32", note,
-                       topology=None if mem == 40 else f"../topologies/mosaicml-a100-{mem}g-roce.json")
+    for label, r in rows:
+        check_row(r, table, peak)
+        p, err = make(label, r)
         pts.append(p)
         worst = max(worst, err)
-    print(mem, "max |ref_tf/HFU-or-MFU tf - 1| =", round(worst*100, 2), "%")
+    print(table, len(pts), "rows; max |ref_tf/HFU-or-MFU tf - 1| =", round(worst*100, 2), "%")
+    if worst > CONVENTION_GAP:
+        raise SystemExit(f"make_llmfoundry_scenarios.py: {table}: reference TFLOP/s {worst:.1%} from utilization x peak")
     return pts
+
+
+def a100_points(mem, table):
+    """The A100 table's rows; the 80GB rows name their own topology."""
+    name = "A40" if mem == 40 else "A80"
+    def make(label, r):
+        # The table's Precision / MP Mode column: bf16 with PURE (the 40GB table, the 80GB 70B
+        # rows) or amp_bf16 with DEFAULT (gradients reduced in fp32).
+        pure = r.mp_mode == "PURE"
+        note = "bf16, FSDP mixed_precision PURE" if pure else "amp_bf16, FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
+        if mem == 40 and r.model == "1B" and r.gpus == 32:
+            note += "; OUTLIER: VALIDATION.md 3.2 marks this row an outlier (45% MFU against 56% for the same model on 8 GPUs); kept as published, not expected to match"
+        return point(label, r, 312, note, topology=None if mem == 40 else f"../topologies/mosaicml-a100-{mem}g-roce.json")
+    return checked_points(name, labelled(f"{mem}GB ", ordered(table, name)), 312, make)
 
 
 def model_block(first, source):
@@ -152,9 +228,9 @@ def a100_scenario():
     write("scenarios/llmfoundry-fsdp-a100.json", {
         "schema_version": 1, "name": "llmfoundry-fsdp-a100", "title": A100_TITLE, "description": A100_DESCRIPTION,
         "topology": "../topologies/mosaicml-a100-40g-roce.json",
-        "model": model_block(A40[0], A100_MODEL_SOURCE),
+        "model": model_block(ordered(tables.A40, "A40")[0], A100_MODEL_SOURCE),
         "training": A100_TRAINING, "assumptions": A100_ASSUMPTIONS, "reference": A100_REFERENCE,
-        "points": a100_points(40, A40) + a100_points(80, A80)})
+        "points": a100_points(40, tables.A40) + a100_points(80, tables.A80)})
 
 
 # The H100 tables ran a later stack than the A100 ones (README "llm-foundry", H100 section).
@@ -184,47 +260,47 @@ H100_ALLOCATOR = ("PyTorch's caching allocator driven from the host's issue orde
 H100_TOPOLOGY = ("the node is topologies/mosaicml-h100-ib.json: the HGX H100 of dgx-h100-ib.json (its device profile and NVSwitch fit) with an ASSUMED 8 x 400 Gb/s "
     "inter-node fabric, since the README states none; the multi-node rows were also run on 1600 Gbps per node (topologies/mosaicml-h100-ib-1600g.json, "
     "validate/llmfoundry_h100_fabric.py; README llm-foundry H100 section)")
-H100_FP8 = ("the FP8 row (precision amp_fp8): submit_benchmarks.py sets model fc_type 'te' on h100 + fp8, so MPT's four linears per block are Transformer Engine v0.10 "
+H100_FP8 = ("the FP8 rows (precision amp_fp8): submit_benchmarks.py sets model fc_type 'te' on h100 + fp8, so MPT's four linears per block are Transformer Engine v0.10 "
     "te.Linear (run_config installs TE at v0.10), under Composer's te.fp8_autocast (delayed scaling); linear_precision fp8 with fp8_implementation "
     "transformer-engine runs them at the H100's measured FP8 GEMM curves. Where the model's TE path (Megatron-core's modules) differs from this run: "
     "MPT's low_precision_layernorm stays a bf16 kernel and te.Linear casts its input (the model has the norm write the FP8 input of QKV and the "
     "first MLP linear); Composer passes no is_first_microbatch, so TE re-casts the gathered bf16 weights every micro-batch (the model: once per step); "
-    "TE's amax reduction is not modelled under FSDP. The first two are memory-bound passes, about 13 GB and 11 GB of traffic per micro-batch (~8 ms at "
-    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out; the row's MFU column is against the FP8 peak (Model TFLOP 548 = 27.7% x 1979), its reference here as every row's: the "
+    "TE's amax reduction is not modelled under FSDP. The first two are memory-bound passes, about 13 GB and 11 GB of traffic per micro-batch on the 3B seq 2048 row (~8 ms at "
+    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out; the table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
     "measured tokens/s")
 H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 7)]  # module kernels, GPT shapes, fused loss, fp32 master state
 
 
 def h100_scenario():
-    pts, worst = [], 0
-    for (name, s, g, mfu, hfu, mb, acc, gbs, tok, ckpt, precision) in H100:
-        fp8 = precision == "amp_fp8"
-        note = (precision + ", FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
+    def make(label, r):
+        fp8 = r.precision == "amp_fp8"
+        note = (r.precision + ", FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
                 + ("; Transformer Engine v0.10 te.Linear (fc_type te); MFU against the FP8 peak 1979 TFLOP/s" if fp8 else ""))
-        p, err = point(f"H100 {'FP8 ' if fp8 else ''}{name} seq {s} x {g}", name, s, g, mfu, hfu, mb, acc, gbs, tok, ckpt,
-                       1979 if fp8 else 989, "fp32", note,
-                       training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine"} if fp8 else None)
-        pts.append(p)
-        worst = max(worst, err)
-    print("H100 max |ref_tf/HFU-or-MFU tf - 1| =", round(worst*100, 2), "%")
+        return point(label, r, 1979 if fp8 else 989, note,
+                     training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine"} if fp8 else None)
+    bf16 = ordered(tables.H100_BF16, "H100_BF16")
+    bf16_pts = checked_points("H100_BF16", labelled("H100 ", bf16), 989, make)
+    fp8_pts = checked_points("H100_FP8", labelled("H100 FP8 ", ordered(tables.H100_FP8, "H100_FP8")), 1979, make)
+    n = len(VALIDATION_32["H100_BF16"])  # VALIDATION.md 3.2's FP8 row followed its BF16 rows: it stays there
+    pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:]
     training = dict(A100_TRAINING, gradient_dtype="fp32", note="FSDP FULL_SHARD over every GPU with MixedPrecision DEFAULT (fp32 sharded parameters "
                     "and gradients, bf16 working copies and all-gathers, fp32 reduce-scatters), decoupled AdamW; per point: micro-batch, accumulation, "
-                    "checkpointing; the FP8 row its linear precision")
+                    "checkpointing; the FP8 rows their linear precision")
     write("scenarios/llmfoundry-fsdp-h100.json", {
         "schema_version": 1, "name": "llmfoundry-fsdp-h100",
-        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB (BF16 and one FP8 row): FSDP FULL_SHARD, 1B-70B, seq 2048-8192, 8-64 GPUs",
-        "description": "VALIDATION.md 3.2's rows of llm-foundry's H100 80GB BF16 table and its FP8 3B row at seq 2048: PyTorch 2.1 FSDP full sharding over "
-                       "every GPU, amp_bf16 (FP8 linears on the FP8 row), llm-foundry's Triton flash attention, activation checkpointing, micro-batch and "
+        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 and FP8: FSDP FULL_SHARD, 760M-70B, seq 512-65536, 8-64 GPUs",
+        "description": "Every row of llm-foundry's H100 80GB BF16 (52) and FP8 (7) tables, VALIDATION.md 3.2's 13 first: PyTorch 2.1 FSDP full sharding over "
+                       "every GPU, amp_bf16 (FP8 linears on the FP8 rows), llm-foundry's Triton flash attention, activation checkpointing, micro-batch and "
                        "accumulation as listed. The first FSDP rows on the H100 profile measured in this project. The reference is the measured "
-                       "throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (llm-foundry's HFU x 989, or MFU "
-                       "x 1979 on the FP8 row, agrees within 1%).",
+                       "throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (llm-foundry's HFU x 989, or HFU-or-MFU "
+                       "x 1979 on the FP8 rows, agrees within 1.5% at seq 2048 and 2% on every row).",
         "topology": "../topologies/mosaicml-h100-ib.json",
-        "model": model_block(H100[0], A100_MODEL_SOURCE + "; the H100 table's NumParams obeys the same count (13B at seq 2048: 12,853,954,560)"),
+        "model": model_block(bf16[0], A100_MODEL_SOURCE + "; the H100 table's NumParams obeys the same count (13B at seq 2048: 12,853,954,560)"),
         "training": training,
         "assumptions": [H100_SOFTWARE, H100_PRECISION, H100_ATTENTION, H100_GEMMS, H100_FSDP, H100_ALLOCATOR, *H100_SHARED, H100_TOPOLOGY, H100_FP8],
-        "reference": {"source": f"{README} at llm-foundry 5e85bd62d (tables 'H100 80GB BF16' and 'H100 80GB FP8', added in b2a43a147, 2023-10-19) via shared/VALIDATION.md 3.2",
+        "reference": {"source": f"{README} at llm-foundry 5e85bd62d (2024-01-06), tables 'H100 80GB BF16' and 'H100 80GB FP8', every row (validate/llmfoundry_tables.py; added in b2a43a147, 2023-10-19, unchanged up to 8c8dd48f7). The first 13 rows are shared/VALIDATION.md 3.2's",
                       "table": A100_REFERENCE["table"],
-                      "note": "MFU/HFU-to-TFLOP/s: as for the A100 tables, with 989 TFLOP/s (BF16) and 1979 (the FP8 row's MFU: the README's Model TFLOP column is MFU x 1979 there)"},
+                      "note": "MFU/HFU-to-TFLOP/s: as for the A100 tables, with 989 TFLOP/s (BF16) and 1979 (the FP8 rows: the README's Model TFLOP column is MFU x 1979 there)"},
         "points": pts})
 
 
