@@ -86,6 +86,12 @@ double head_micro_batches_in_flight(const plan::TrainingPlan& p) {
   return static_cast<double>(std::max(1L, last_chunk));
 }
 
+double deferred_head_micro_batches(const plan::TrainingPlan& p) {
+  if (!p.defer_embedding_wgrad_compute || p.pp == 1) return 0;
+  return static_cast<double>(p.wgrad_deferral_limit == 0 ? p.accumulation
+                                                         : std::min(p.wgrad_deferral_limit, p.accumulation));
+}
+
 RankMemory stage_memory(const MemoryInputs& job, long stage) {
   // Under context parallelism a rank holds the activations of seq / CP tokens of each sequence
   // (fused attention only: no s x s term) and shards the distributed optimizer over the data- x
@@ -292,7 +298,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   std::string activations_how = num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding)";
   if (last) activations_how += " + " + num(head_in_flight) + " x " + bytes(head) + " head";
   add("activations", in_flight * (per_micro_batch + ends) + head_in_flight * head, activations_how);
-  if (last && p.defer_embedding_wgrad_compute && p.pp > 1) {
+  if (last && deferred_head_micro_batches(p) > 0) {
     // Megatron-core's defer_embedding_wgrad_compute (core_r0.10.0, 7ee599a, tensor_parallel/
     // layers.py): the output layer's forward appends its input (the sequence-parallel shard,
     // the tensor its backward saves) to embedding_activation_buffer (:928-933) and its backward
@@ -302,8 +308,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     // micro-batch's backward the stage holds every deferred one's input beyond the micro-batches
     // in flight (counted above); exact where the deferred and in-flight micro-batches do not
     // overlap (limit + head micro-batches in flight <= micro-batches), an upper bound otherwise.
-    const double deferred = static_cast<double>(
-        p.wgrad_deferral_limit == 0 ? p.accumulation : std::min(p.wgrad_deferral_limit, p.accumulation));
+    const double deferred = deferred_head_micro_batches(p);
     Bytes input = 0;
     for (const auto& t : model::head_stored_activations(s, shape))
       if (t.name == "vocab_projection_input") input = t.bytes;

@@ -68,6 +68,9 @@ struct MemoryInputs {
 /// last model chunk, whose forwards under the interleaved schedule come in groups of pp and are
 /// each followed by their backward once the warm-up is over.
 [[nodiscard]] double head_micro_batches_in_flight(const plan::TrainingPlan& plan);
+/// Micro-batches whose output-layer input and logits gradient the last stage keeps for the flush
+/// under Megatron-core's defer_embedding_wgrad_compute (wgrad_deferral_limit, 0: all); 0 without.
+[[nodiscard]] double deferred_head_micro_batches(const plan::TrainingPlan& plan);
 /// Transformer layers held by pipeline stage `stage` (the first stages take the remainder).
 [[nodiscard]] long layers_of_stage(long layers, long pp, long stage);
 
