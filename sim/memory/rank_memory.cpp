@@ -135,6 +135,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   const bool mcore_distributed_optimizer = plan::megatron_core_distributed_optimizer(p);
   const bool deepspeed_bf16 = plan::deepspeed_bf16_optimizer(p);
   const bool apex_dfa = plan::apex_distributed_fused_adam(p);
+  const bool megatron_fp32_main_grad = plan::megatron_local_ddp_fp32_main_grad(p);
   state("weights", rec.weights_resident ? rec.weights : 0.0, shards_weights(p.sharding));
   if (mcore_distributed_optimizer) {
     // Megatron-core (core_r0.10.0, 7ee599a): DistributedDataParallel puts every gradient in
@@ -175,8 +176,16 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     add("gradients", 2 * params, "2 B x " + num(params) + " params (bf16 gradients, whole)");
     state("master_weights", rec.master_weights, true);
     add("master_gradients", 4 * params, "4 B x " + num(params) + " params (BF16_Optimizer's fp32 gradients, whole)");
+  } else if (megatron_fp32_main_grad) {
+    // Megatron-LM's local DDP with accumulate_allreduce_grads_in_fp32 (2e90a342): one fp32
+    // MemoryBuffer of every gradient, whole (model/distributed.py:129-150, main_grad views of
+    // it); Float16OptimizerWithFloat16Params sets main_param.grad = main_grad.float()
+    // (optimizer/optimizer.py:316), the same fp32 tensor.
+    add("gradients", 4 * params, "4 B x " + num(params) + " params (Megatron's fp32 main_grad buffer, whole)");
+    state("master_weights", rec.master_weights, false);
+    add("master_gradients", 0, "0 B: the fp32 master parameters' grads are the main_grad buffer");
   } else {
-    // Megatron 2021's local DDP and Float16Optimizer (6985e58, the default flags):
+    // Megatron 2021's local DDP and Float16Optimizer (6985e58, the default flags for fp16):
     // main_grad is the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced
     // through a flattened copy (the communication buffers below), then copied to an fp32 grad
     // of every master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
@@ -230,7 +239,10 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
                  ? "Transformer Engine's FP8 weight and its transpose)"
                  : "torchao's FP8 weights saved for backward)"));
   }
-  if (p.sharding == Sharding::none) {
+  if (megatron_fp32_main_grad) {
+    // allreduce_gradients all-reduces the contiguous buffer in place (model/distributed.py:198-202).
+    add("communication_buffers", 0, "none: the fp32 main_grad buffer is all-reduced in place");
+  } else if (p.sharding == Sharding::none) {
     add("communication_buffers", params * p.gradient_wire_bytes,
         "DDP gradient buckets: a copy of " + num(params) + " gradients x " + num(p.gradient_wire_bytes) + " B");
   } else if (mcore_distributed_optimizer) {

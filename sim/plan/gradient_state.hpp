@@ -27,6 +27,15 @@ namespace trainsim::plan {
          p.pipeline_engine == PipelineEngine::megatron && p.optimizer_state_element_bytes != 4;
 }
 
+/// Megatron-LM's local DDP with an fp32 main_grad buffer (--accumulate-allreduce-grads-in-fp32,
+/// which --bf16 forces: megatron/arguments.py at 6985e58 and 2e90a342): DDP with Megatron's
+/// recipe whose gradients are reduced in fp32. It keeps one contiguous fp32 buffer of every
+/// gradient, all-reduced in place, which the fp32 master parameters' grads are views of.
+[[nodiscard]] inline bool megatron_local_ddp_fp32_main_grad(const TrainingPlan& p) {
+  return p.sharding == Sharding::none && p.precision.name == "bf16_fp32_grads" &&
+         p.pipeline_engine == PipelineEngine::megatron && p.gradient_wire_bytes == 4;
+}
+
 /// DeepSpeed's BF16_Optimizer (v0.6.2+) under its pipeline engine, BLOOM's "ZeRO-1 equivalent":
 /// Megatron's recipe under pipeline_engine deepspeed. It keeps the bf16 gradients and an fp32
 /// copy of them whole on every rank and shards only the fp32 master weights and the moments.

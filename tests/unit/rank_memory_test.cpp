@@ -200,6 +200,28 @@ TEST(RankMemory, OtherZero1OptimizersKeepTheirOwnGradientCopies) {
   EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * P / 64);
 }
 
+TEST(RankMemory, MegatronLocalDdpKeepsOneFp32MainGradBufferUnderBf16) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  const double P = model::parameter_count(gpt());
+  // fp16 with the default flags (Megatron 2021): the fp16 main_grad, its flattened all-reduce
+  // copy and the fp32 grads of the master parameters, 2 + 4 B beside the buckets' copy.
+  p.gradient_wire_bytes = 2;
+  ASSERT_FALSE(plan::megatron_local_ddp_fp32_main_grad(p));
+  auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients") + r.term("master_gradients") + r.term("communication_buffers"), 6 * P);
+  // bf16 forces accumulate_allreduce_grads_in_fp32: one fp32 buffer, all-reduced in place, whose
+  // tensors are the master parameters' grads.
+  p.gradient_wire_bytes = 4;
+  ASSERT_TRUE(plan::megatron_local_ddp_fp32_main_grad(p));
+  r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 0);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 0);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P);  // unsharded
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
+}
+
 TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   // BLOOM's layout, scaled down: PP 2 under DeepSpeed's pipeline engine, ZeRO-1 over DP 4.
   plan::TrainingPlan p = amp_adam(plan::Sharding::zero1, 1);
