@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
+#include "plan/gradient_state.hpp"
 
 namespace trainsim::memory {
 
@@ -85,6 +86,12 @@ double head_micro_batches_in_flight(const plan::TrainingPlan& p) {
   return static_cast<double>(std::max(1L, last_chunk));
 }
 
+double deferred_head_micro_batches(const plan::TrainingPlan& p) {
+  if (!p.defer_embedding_wgrad_compute || p.pp == 1) return 0;
+  return static_cast<double>(p.wgrad_deferral_limit == 0 ? p.accumulation
+                                                         : std::min(p.wgrad_deferral_limit, p.accumulation));
+}
+
 RankMemory stage_memory(const MemoryInputs& job, long stage) {
   // Under context parallelism a rank holds the activations of seq / CP tokens of each sequence
   // (fused attention only: no s x s term) and shards the distributed optimizer over the data- x
@@ -125,10 +132,67 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
             (divisor > 1 ? " / " + num(divisor) + " shards" : ""));
   };
   const auto& rec = p.precision;
+  const bool mcore_distributed_optimizer = plan::megatron_core_distributed_optimizer(p);
+  const bool deepspeed_bf16 = plan::deepspeed_bf16_optimizer(p);
+  const bool apex_dfa = plan::apex_distributed_fused_adam(p);
+  const bool megatron_fp32_main_grad = plan::megatron_local_ddp_fp32_main_grad(p);
   state("weights", rec.weights_resident ? rec.weights : 0.0, shards_weights(p.sharding));
-  state("gradients", rec.gradients, shards_gradients(p.sharding));
-  state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
-  state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
+  if (mcore_distributed_optimizer) {
+    // Megatron-core (core_r0.10.0, 7ee599a): DistributedDataParallel puts every gradient in
+    // one contiguous buffer per dtype, fp32 where grad_reduce_in_fp32 else the parameters'
+    // (distributed_data_parallel.py:122), the whole numel on every rank
+    // (param_and_grad_buffer.py:587 grad_data = torch.zeros(self.numel, dtype=self.grad_dtype)),
+    // and reduce-scatters each bucket inside it (:309-318, the output a view of the bucket).
+    // The reduce dtype is the buffer's, so gradient_wire_bytes is the buffer's element. Not
+    // counted: each bucket's padding to a multiple of lcm(DP, 128) elements (:477).
+    add("gradients", p.gradient_wire_bytes * params,
+        num(p.gradient_wire_bytes) + " B x " + num(params) +
+            " params (Megatron-core's gradient buffer, whole on every rank)");
+    state("master_weights", rec.master_weights, true);
+    // DistributedOptimizer._copy_model_grads_to_main_grads (distrib_optimizer.py:1674) sets
+    // each fp32 shard's grad to its slice of the buffer .float(): a view of an fp32 buffer, a
+    // new fp32 copy of the rank's shard of a bf16 one.
+    if (p.gradient_wire_bytes == 4)
+      add("master_gradients", 0, "0 B: the fp32 shard's grad is a view of the fp32 gradient buffer");
+    else
+      state("master_gradients", rec.master_gradients, true);
+  } else if (apex_dfa) {
+    // Apex's DistributedFusedAdam (f3f0492, 2024-04, contrib/optimizers/distributed_fused_adam.py)
+    // with contiguous_grad_buffer: one buffer of every bucket in grad_sync_dtype, whole
+    // (_init_grad_buffer, :1117), reduce-scattered into a new shard per bucket (:1856
+    // sync_grads_shard = torch.empty([bucket / DP])) that becomes the bucket's grads_shard
+    // (:1918), kept for the step.
+    add("gradients", p.gradient_wire_bytes * params,
+        num(p.gradient_wire_bytes) + " B x " + num(params) + " params (Apex's contiguous gradient buffer, whole)");
+    state("master_weights", rec.master_weights, true);
+    state("master_gradients", p.gradient_wire_bytes, true);
+  } else if (deepspeed_bf16) {
+    // DeepSpeed v0.6.2 (32d9797) BF16_Optimizer: the fp32 gradients of the whole flattened
+    // group, torch.zeros_like(bf16_groups_flat, dtype=float32) (runtime/bf16_optimizer.py:164),
+    // of which the optimizer reads its partition (:183); the bf16 gradients whole too, as the
+    // pipeline engine clears them before each backward, not after (pipe/engine.py:746-760:
+    // clear_lp_grads, then update_hp_grads(clear_lp_grads=False)). Only the fp32 master weights
+    // (:157) and the moments are partitioned.
+    add("gradients", 2 * params, "2 B x " + num(params) + " params (bf16 gradients, whole)");
+    state("master_weights", rec.master_weights, true);
+    add("master_gradients", 4 * params, "4 B x " + num(params) + " params (BF16_Optimizer's fp32 gradients, whole)");
+  } else if (megatron_fp32_main_grad) {
+    // Megatron-LM's local DDP with accumulate_allreduce_grads_in_fp32 (2e90a342): one fp32
+    // MemoryBuffer of every gradient, whole (model/distributed.py:129-150, main_grad views of
+    // it); Float16OptimizerWithFloat16Params sets main_param.grad = main_grad.float()
+    // (optimizer/optimizer.py:316), the same fp32 tensor.
+    add("gradients", 4 * params, "4 B x " + num(params) + " params (Megatron's fp32 main_grad buffer, whole)");
+    state("master_weights", rec.master_weights, false);
+    add("master_gradients", 0, "0 B: the fp32 master parameters' grads are the main_grad buffer");
+  } else {
+    // Megatron 2021's local DDP and Float16Optimizer (6985e58, the default flags for fp16):
+    // main_grad is the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced
+    // through a flattened copy (the communication buffers below), then copied to an fp32 grad
+    // of every master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
+    state("gradients", rec.gradients, shards_gradients(p.sharding));
+    state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
+    state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
+  }
   state("optimizer_states", plan::optimizer_state_bytes(p.optimizer, p.optimizer_state_element_bytes),
         shards_optimizer(p.sharding));
 
@@ -175,9 +239,28 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
                  ? "Transformer Engine's FP8 weight and its transpose)"
                  : "torchao's FP8 weights saved for backward)"));
   }
-  if (p.sharding == Sharding::none) {
+  if (megatron_fp32_main_grad) {
+    // allreduce_gradients all-reduces the contiguous buffer in place (model/distributed.py:198-202).
+    add("communication_buffers", 0, "none: the fp32 main_grad buffer is all-reduced in place");
+  } else if (p.sharding == Sharding::none) {
     add("communication_buffers", params * p.gradient_wire_bytes,
         "DDP gradient buckets: a copy of " + num(params) + " gradients x " + num(p.gradient_wire_bytes) + " B");
+  } else if (mcore_distributed_optimizer) {
+    // Buckets are views of the gradient buffer and the updated parameters are all-gathered
+    // into the contiguous parameter buffer (param_and_grad_buffer.py:581, start_param_sync):
+    // no copy.
+  } else if (apex_dfa) {
+    // The buckets are slices of the contiguous buffer (distributed_fused_adam.py:1591-1598).
+  } else if (deepspeed_bf16) {
+    // _bf16_reduce_grads (pipe/engine.py:263) all-reduces the fp32 groups in buckets of
+    // bucket_elements (engine.py:2091 allreduce_no_retain); a bucket of one flat group is
+    // flattened as a view (no copy), so a copy is made only where a stage's groups share a
+    // bucket: at most the whole fp32 gradient.
+    const double copy = params > p.bucket_elements ? 0.0 : 4 * params;
+    add("communication_buffers", copy,
+        copy > 0 ? "fp32 gradients flattened into one all-reduce bucket: 4 B x " + num(params)
+                 : "none: each parameter group's fp32 gradients fill a bucket of " + num(p.bucket_elements) +
+                       " alone and are all-reduced in place");
   } else if (p.sharding == Sharding::zero1 || p.sharding == Sharding::zero2) {
     add("communication_buffers", 2 * p.bucket_elements * p.gradient_wire_bytes,
         "reduce + all-gather buckets: 2 x " + num(p.bucket_elements) + " x " + num(p.gradient_wire_bytes) + " B");
@@ -227,6 +310,25 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   std::string activations_how = num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding)";
   if (last) activations_how += " + " + num(head_in_flight) + " x " + bytes(head) + " head";
   add("activations", in_flight * (per_micro_batch + ends) + head_in_flight * head, activations_how);
+  if (last && deferred_head_micro_batches(p) > 0) {
+    // Megatron-core's defer_embedding_wgrad_compute (core_r0.10.0, 7ee599a, tensor_parallel/
+    // layers.py): the output layer's forward appends its input (the sequence-parallel shard,
+    // the tensor its backward saves) to embedding_activation_buffer (:928-933) and its backward
+    // appends grad_output, the bf16 gradient of the vocab/TP logits, to grad_output_buffer
+    // (:454-456), for the first wgrad_deferral_limit micro-batches (0: all); both are held
+    // until drain_embedding_wgrad_compute after the last backward. At the last deferred
+    // micro-batch's backward the stage holds every deferred one's input beyond the micro-batches
+    // in flight (counted above); exact where the deferred and in-flight micro-batches do not
+    // overlap (limit + head micro-batches in flight <= micro-batches), an upper bound otherwise.
+    const double deferred = deferred_head_micro_batches(p);
+    Bytes input = 0;
+    for (const auto& t : model::head_stored_activations(s, shape))
+      if (t.name == "vocab_projection_input") input = t.bytes;
+    const Bytes grad_output = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+    add("deferred_head_wgrad", deferred * (input + grad_output),
+        num(deferred) + " micro-batch(es) x (head input " + bytes(input) + " + bf16 logits gradient " +
+            bytes(grad_output) + ")");
+  }
 
   // Transient at the worst moment of the backward pass.
   Bytes largest = 0;

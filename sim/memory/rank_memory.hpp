@@ -9,6 +9,9 @@
 //    from the precision recipe and optimizer (source 002: AMP + Adam = 2 + 2 + 4 + 4 + 8 = 20),
 //    over the parameters this rank owns (its pipeline stage, divided by TP), divided by the
 //    shard group where the ZeRO stage / FSDP shards that copy (Rajbhandari et al. 2020, fig. 1).
+//    Where the optimizer's code keeps a copy whole regardless of the ZeRO stage (Megatron-core's
+//    gradient buffer, Apex's DistributedFusedAdam's, DeepSpeed's BF16_Optimizer's fp32
+//    gradients: plan/gradient_state.hpp), that copy as the code keeps it, its lines cited.
 //  - gathered_parameters / gathered_gradients: ZeRO-3 / FSDP hold the full working-precision
 //    parameters of the unit in use and of the one prefetched, and the full gradients of the unit
 //    being reduce-scattered (Zhao et al. 2023, section 3.2).
@@ -19,6 +22,8 @@
 //    (transformer.hpp: Korthikanti et al. 2022); with checkpointing only layer inputs; with
 //    offloading only the two layers' inputs being moved; micro-batches in flight from the
 //    pipeline schedule (GPipe: all; 1F1B: pp - stage; interleaved: Megatron's warm-up count).
+//  - deferred_head_wgrad: Megatron-core's defer_embedding_wgrad_compute, on the last stage, the
+//    output layer's input and bf16 logits gradient of each deferred micro-batch until the flush.
 //  - activation_workspace: transient at the peak: the layer being recomputed (checkpointing),
 //    the gradients of the largest stored tensor in and out, or the fp32 logits gradient.
 //  - runtime_reserve: CUDA/runtime context, library workspaces, NCCL buffers (device profile).
@@ -63,6 +68,9 @@ struct MemoryInputs {
 /// last model chunk, whose forwards under the interleaved schedule come in groups of pp and are
 /// each followed by their backward once the warm-up is over.
 [[nodiscard]] double head_micro_batches_in_flight(const plan::TrainingPlan& plan);
+/// Micro-batches whose output-layer input and logits gradient the last stage keeps for the flush
+/// under Megatron-core's defer_embedding_wgrad_compute (wgrad_deferral_limit, 0: all); 0 without.
+[[nodiscard]] double deferred_head_micro_batches(const plan::TrainingPlan& plan);
 /// Transformer layers held by pipeline stage `stage` (the first stages take the remainder).
 [[nodiscard]] long layers_of_stage(long layers, long pp, long stage);
 

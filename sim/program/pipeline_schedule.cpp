@@ -960,6 +960,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             previous = deferred ? compute(names.head, head_b - head_wgrad + head_accumulation,
                                           head_b_kernels - head_wgrad_kernels + head_accumulation_kernels, ready)
                                 : compute(names.head, head_b + head_accumulation, head_b_kernels + head_accumulation_kernels, ready);
+            // What the deferral keeps until its GEMM in the flush (memory/rank_memory.cpp).
+            if (deferred) comp.back().alloc = mem.deferred_head_wgrad_per_micro_batch;
             ready = {previous};
             if (tp > 1) {
               previous = tensor(names.tp_head, sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
@@ -1142,6 +1144,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             }
             Task gemm{drain_wgrad[k], TaskKind::compute, Phase::backward, head_wgrad, -1, std::move(deps)};
             gemm.workspace = mem.workspace;
+            gemm.release = mem.deferred_head_wgrad_per_micro_batch;
             gemm.kernels = head_wgrad_kernels;
             gemms.push_back(push(kCompute, std::move(gemm)));
           }

@@ -18,6 +18,9 @@ struct StageMemory {
   /// Part of `resident`: the memory model's gathered parameters and gradients, which a sharded
   /// schedule allocates and frees unit by unit instead (each from its stream's pool).
   Bytes gathered = 0;
+  /// defer_embedding_wgrad_compute, last stage: one deferred micro-batch's output-layer input and
+  /// logits gradient, allocated by its head backward and freed by its deferred weight-gradient GEMM.
+  Bytes deferred_head_wgrad_per_micro_batch = 0;
 };
 
 struct ScheduleInputs {

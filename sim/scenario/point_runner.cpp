@@ -54,7 +54,10 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     program::StageMemory m;
     m.activations_per_micro_batch = r.term("activations") / in_flight;
     m.workspace = r.term("activation_workspace");
-    m.resident = r.peak - r.term("activations") - m.workspace;
+    const double deferred = memory::deferred_head_micro_batches(p.training);
+    const Bytes deferred_bytes = r.term("deferred_head_wgrad");
+    if (deferred_bytes > 0) m.deferred_head_wgrad_per_micro_batch = deferred_bytes / deferred;
+    m.resident = r.peak - r.term("activations") - m.workspace - deferred_bytes;
     m.gathered = r.term("gathered_parameters") + r.term("gathered_gradients");
     in.stages.push_back(m);
   }

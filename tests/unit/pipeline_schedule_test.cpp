@@ -787,6 +787,17 @@ TEST(PipelineProgram, DeferredHeadWeightGradientsRunAfterTheLastStagesLastBackwa
   EXPECT_EQ(g[2], g[1] + 1);
   EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(a[2])], kCompute, g[0]));
   EXPECT_FALSE(waits_for(tensor.tasks[static_cast<std::size_t>(a[1])], kCompute, g[0]));
+  // What the deferral keeps (the memory model's deferred_head_wgrad per micro-batch) is allocated
+  // by each deferred head backward and freed by its GEMM; the kept micro-batch allocates none.
+  in.stages.back().deferred_head_wgrad_per_micro_batch = 77;
+  const Program held = build_program(in);
+  const auto& held_comp = held.ranks[4].streams[kCompute];
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(find(held_comp, "head backward mb" + std::to_string(k) + " c0").alloc, 77) << k;
+    EXPECT_EQ(find(held_comp, "deferred head weight gradient mb" + std::to_string(k) + " c0").release, 77) << k;
+  }
+  EXPECT_EQ(find(held_comp, "head backward mb3 c0").alloc, 0);
+  in.stages.back().deferred_head_wgrad_per_micro_batch = 0;
   // The gradients are reduced (after the flush here) once the last deferred GEMM is done.
   const auto& reduce = r.streams[kDataParallel].tasks.front();
   EXPECT_TRUE(waits_for(reduce, kCompute, g[2]));

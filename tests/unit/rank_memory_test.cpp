@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "memory/rank_memory.hpp"
+#include "plan/gradient_state.hpp"
 
 namespace trainsim::memory {
 namespace {
@@ -123,6 +124,151 @@ TEST(RankMemory, Bf16OptimizerStateHalvesTheMomentsAndTheParameterCopy) {
   EXPECT_DOUBLE_EQ(bf16.term("optimizer_states"), fp32.term("optimizer_states") / 2);
   EXPECT_DOUBLE_EQ(bf16.term("master_weights"), fp32.term("master_weights") / 2);
   EXPECT_DOUBLE_EQ(bf16.term("weights"), fp32.term("weights"));
+}
+
+// NeMo's GPT3-5B row (scenarios/nemo-h100-fp8.json): TP1 PP1, DP 64, Megatron-core's
+// distributed optimizer with fp32 gradient reduction (grad_reduce_in_fp32).
+plan::TrainingPlan megatron_core_zero1() {
+  plan::TrainingPlan p;
+  p.sharding = plan::Sharding::zero1;
+  EXPECT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.micro_batch = 4;
+  p.accumulation = 8;
+  p.flash_attention = true;
+  p.bucket_elements = 64e6;
+  p.gradient_wire_bytes = 4;
+  return p;
+}
+
+model::TransformerSpec gpt3_5b() {
+  model::TransformerSpec s{"GPT3-5B", 24, 4096, 32, 16384, 51200, 2048, false};
+  s.embedding_norm = false;
+  s.final_norm = true;
+  return s;
+}
+
+TEST(RankMemory, MegatronCoreDistributedOptimizerKeepsTheWholeGradientBuffer) {
+  const auto p = megatron_core_zero1();
+  ASSERT_TRUE(plan::megatron_core_distributed_optimizer(p));
+  const MemoryInputs in{gpt3_5b(), p, plan::layout_of(p, 64, 8), 80.0 * (1ull << 30), 1e9};
+  ASSERT_EQ(in.layout.shard, 64);
+  // 24 layers x (12 h^2 + 13 h) + 51200 x h tokens + 2048 x h positions + the final norm's 2 h,
+  // h = 4096: 5,051,228,160 parameters.
+  const double h = 4096, P = 24 * (12 * h * h + 13 * h) + 51200 * h + 2048 * h + 2 * h;
+  ASSERT_DOUBLE_EQ(P, 5051228160.0);
+  ASSERT_DOUBLE_EQ(model::parameter_count(gpt3_5b()), P);
+  const auto r = stage_memory(in, 0);
+  // The fp32 buffer, whole: 20.2 GB = 18.82 GiB (0.29 GiB, 4 P / 64, when it was sharded).
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 4 * P);
+  EXPECT_NEAR(r.term("gradients") / (1ull << 30), 18.82, 0.005);
+  // The fp32 shards' grads are views of it; master weights and moments are sharded over DP.
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 0);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P / 64);
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P / 64);
+  EXPECT_DOUBLE_EQ(r.term("weights"), 2 * P);
+  // Reduce-scatter and all-gather run inside the buffers: no bucket copies.
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 0);
+
+  // A bf16 buffer (grad_reduce_in_fp32 off): half of it, and an fp32 copy of the rank's shard.
+  plan::TrainingPlan bf16 = p;
+  bf16.gradient_wire_bytes = 2;
+  const auto b = stage_memory({gpt3_5b(), bf16, in.layout, in.capacity, in.runtime_reserve}, 0);
+  EXPECT_DOUBLE_EQ(b.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(b.term("master_gradients"), 4 * P / 64);
+}
+
+TEST(RankMemory, OtherZero1OptimizersKeepTheirOwnGradientCopies) {
+  const MemoryInputs base{gpt3_5b(), megatron_core_zero1(), plan::Layout{64, 8, 64, 64}, 80.0 * (1ull << 30), 0};
+  const double P = model::parameter_count(gpt3_5b());
+  // Apex's DistributedFusedAdam (bf16 state, grad_sync_dtype bf16 as Nemotron-340B's row): the
+  // whole bf16 buffer and the rank's bf16 shard of the reduced gradients; no bucket copies.
+  MemoryInputs apex = base;
+  apex.plan.optimizer_state_element_bytes = 2;
+  apex.plan.gradient_wire_bytes = 2;
+  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(apex.plan));
+  ASSERT_TRUE(plan::apex_distributed_fused_adam(apex.plan));
+  auto r = stage_memory(apex, 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 2 * P / 64);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 0);
+  // DeepSpeed's ZeRO-1 with AMP: the fp16 gradients whole, the fp32 copy sharded.
+  MemoryInputs deepspeed = base;
+  ASSERT_TRUE(plan::precision_recipe("amp", deepspeed.plan.precision));
+  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(deepspeed.plan));
+  r = stage_memory(deepspeed, 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * P / 64);
+}
+
+TEST(RankMemory, MegatronLocalDdpKeepsOneFp32MainGradBufferUnderBf16) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  const double P = model::parameter_count(gpt());
+  // fp16 with the default flags (Megatron 2021): the fp16 main_grad, its flattened all-reduce
+  // copy and the fp32 grads of the master parameters, 2 + 4 B beside the buckets' copy.
+  p.gradient_wire_bytes = 2;
+  ASSERT_FALSE(plan::megatron_local_ddp_fp32_main_grad(p));
+  auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients") + r.term("master_gradients") + r.term("communication_buffers"), 6 * P);
+  // bf16 forces accumulate_allreduce_grads_in_fp32: one fp32 buffer, all-reduced in place, whose
+  // tensors are the master parameters' grads.
+  p.gradient_wire_bytes = 4;
+  ASSERT_TRUE(plan::megatron_local_ddp_fp32_main_grad(p));
+  r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 0);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 0);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P);  // unsharded
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
+}
+
+TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
+  // BLOOM's layout, scaled down: PP 2 under DeepSpeed's pipeline engine, ZeRO-1 over DP 4.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1, 1);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.pp = 2;
+  p.pipeline_engine = plan::PipelineEngine::deepspeed;
+  p.gradient_wire_bytes = 4;
+  ASSERT_TRUE(plan::deepspeed_bf16_optimizer(p));
+  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(p));
+  const auto s = gpt();
+  const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
+  p.bucket_elements = 1e6;  // smaller than the stage's flat group: all-reduced in place
+  ASSERT_GT(P, p.bucket_elements);
+  auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P / 4);
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P / 4);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 0);
+  p.bucket_elements = 5e8;  // both groups in one bucket: flattened into a copy
+  r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 4 * P);
+}
+
+TEST(RankMemory, DeferredOutputLayerWeightGradientsKeepInputsAndLogitGradients) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none, 2);
+  p.pp = 2;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.accumulation = 8;
+  const auto in = [&] { return inputs(p, 8); };
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 1).term("deferred_head_wgrad"), 0);
+  p.defer_embedding_wgrad_compute = true;
+  p.wgrad_deferral_limit = 3;
+  // Per deferred micro-batch: the output layer's input, sequence-parallel shard, 2 B x t x h / TP,
+  // and the bf16 gradient of its vocab/TP logits, 2 B x t x v / TP; t = 2 x 512 tokens.
+  const double t = 2 * 512, h = 1024, v = 32000;
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 1).term("deferred_head_wgrad"), 3 * (2 * t * h / 2 + 2 * t * v / 2));
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 0).term("deferred_head_wgrad"), 0);  // the last stage only
+  p.wgrad_deferral_limit = 0;  // every micro-batch
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 1).term("deferred_head_wgrad"), 8 * (2 * t * h / 2 + 2 * t * v / 2));
+  p.wgrad_deferral_limit = 50;  // more than the step has
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 1).term("deferred_head_wgrad"), 8 * (2 * t * h / 2 + 2 * t * v / 2));
+  // Without sequence parallelism the input is whole.
+  p.sequence_parallel = false;
+  p.wgrad_deferral_limit = 3;
+  EXPECT_DOUBLE_EQ(stage_memory(in(), 1).term("deferred_head_wgrad"), 3 * (2 * t * h + 2 * t * v / 2));
 }
 
 TEST(RankMemory, TensorParallelismDividesTheParameters) {

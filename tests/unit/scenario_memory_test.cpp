@@ -3,6 +3,7 @@
 // an OOM point is a result, not an error; the engine's tracked peak matches the memory model.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/json_reader.hpp"
@@ -53,6 +54,29 @@ TEST(SeedExample, TenBillionParametersDoNotFitWithDdpButDoSharded) {
   EXPECT_NEAR(states, 200e9, 0.05 * 200e9);
   EXPECT_EQ(s.points[1].training.sharding, plan::Sharding::zero3);  // the point's override
   EXPECT_TRUE(verdict(s, 1).fits);
+}
+
+TEST(NemoRows, EveryRowNvidiaRanFitsAndTwoOnlyWithBf16GradientBuffers) {
+  nlohmann::json doc = read_json_file("scenarios/nemo-h100-fp8.json");
+  const Scenario s = load_scenario("scenarios/nemo-h100-fp8.json");
+  for (std::size_t i = 0; i < s.points.size(); ++i)
+    EXPECT_TRUE(verdict(s, i).fits) << s.points[i].label << ": NVIDIA ran it on 80 GB";
+  // With fp32 gradient reduction Megatron-core keeps an fp32 buffer of every parameter on every
+  // rank: GPT3-20B (10.1B per TP rank) and Llama3-8B CP2 (8.0B) no longer fit, the buffer the
+  // largest term (37.7 and 29.9 GiB).
+  for (const std::size_t i : {std::size_t{1}, std::size_t{7}}) {
+    ASSERT_EQ(doc["points"][i]["training"]["gradient_dtype"], "bf16") << s.points[i].label;
+    doc["points"][i]["training"]["gradient_dtype"] = "fp32";
+  }
+  doc["topology"] = std::filesystem::absolute("topologies/dgx-h100-ib.json").string();
+  const std::string file = testing::TempDir() + "nemo_fp32_gradient_buffers.json";
+  std::ofstream(file) << doc.dump(2);
+  const Scenario fp32 = load_scenario(file);
+  for (const std::size_t i : {std::size_t{1}, std::size_t{7}}) {
+    const auto v = verdict(fp32, i);
+    EXPECT_FALSE(v.fits) << fp32.points[i].label;
+    EXPECT_EQ(v.ranks.front().largest().name, "gradients") << fp32.points[i].label;
+  }
 }
 
 TEST(SimulatePoint, AnOomPointIsAResultNotAnError) {
