@@ -216,6 +216,8 @@ KernelChannels read_channels(JsonObject o) {
   k.one_node = count("one_node");
   k.multi_node = count("multi_node");
   k.net_peer = count("net_peer");
+  k.multi_node_per_accelerator = count("multi_node_per_accelerator");
+  k.nvls = count("nvls");
   require_source(o);
   o.finish();
   return k;

@@ -81,6 +81,11 @@ struct KernelChannels {
   int one_node = 0;    ///< a communicator inside one node
   int multi_node = 0;  ///< across nodes, with every accelerator of each node in it
   int net_peer = 0;    ///< a send/recv to a rank on another node
+  /// Across nodes with fewer than every accelerator of a node in the group: this many per
+  /// accelerator of the fullest node (NCCL's search on H100 nodes with one NIC per GPU); 0 = the
+  /// group's share of multi_node.
+  int multi_node_per_accelerator = 0;
+  int nvls = 0;  ///< an NVLink SHARP (NVLS, NVLS-tree) call: NCCL_NVLS_NCHANNELS, not the rings'
 };
 
 struct CollectiveCalibration {

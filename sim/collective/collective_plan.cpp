@@ -153,7 +153,8 @@ CollectivePlan plan_collective(Op op, Bytes size, const std::vector<int>& group,
                                const FabricRates& rates, const TunerOverride& force) {
   if (cal.schema_version >= 2) {
     CollectivePlan plan = plan_nccl(op, size, group, layout, cal, rates, force);
-    plan.channels = kernel_channels(op, group, layout, cal);
+    plan.channels = kernel_channels(op, group, layout, cal,
+                                    parse_algorithm(plan.algorithm).value_or(Algorithm::ring));
     return plan;
   }
   if (op != Op::all_reduce && op != Op::reduce_scatter && op != Op::all_gather)

@@ -18,11 +18,16 @@ namespace trainsim::collective {
 ///
 /// - all_reduce, reduce_scatter, all_gather, broadcast inside one node: `one_node`;
 /// - the same across nodes: `multi_node` when every accelerator of each node is in the group,
-///   else that count scaled by the group's share of a node (NCCL's search gives one channel per
-///   NIC the group's accelerators reach, then doubles them: connect.cc), at least 2;
+///   else `multi_node_per_accelerator` x the accelerators of the fullest node where given (H100:
+///   NCCL duplicates a part-node's few channels more than a whole node's), else multi_node scaled
+///   by the group's share of a node (NCCL's search gives one channel per NIC the group's
+///   accelerators reach, then doubles them: connect.cc), at least 2;
+/// - an NVLS or NVLS-tree all_reduce (`algorithm`): `nvls` (NCCL sizes its grid by
+///   nvlsChannels, not by the rings), 0 where not given;
 /// - send_recv between two nodes, and a ring_exchange (the same transfers, one per member) across
 ///   nodes: `net_peer` (NCCL_NCHANNELS_PER_NET_PEER).
 [[nodiscard]] int kernel_channels(Op op, const std::vector<int>& group, const RankLayout& layout,
-                                  const CollectiveCalibration& cal);
+                                  const CollectiveCalibration& cal,
+                                  Algorithm algorithm = Algorithm::ring);
 
 }  // namespace trainsim::collective
