@@ -30,9 +30,11 @@ def run(trainsim, scenario):
 def halving_check(trainsim, root):
     """The 2023-05 submit_benchmarks.py asks Composer for micro-batch 'auto' unless one is given,
     which halves the per-device batch after each OOM: a 40GB row whose accumulation is a power of
-    two above 1 may be such a halving, so twice its micro-batch did not fit on the real GPU (the
-    script's explicit micro-batches, e.g. 125M's x 3, make this a hint, not a proof). Prints the
-    rows trainsim judges to fit at twice the micro-batch."""
+    two above 1 could be such a halving, so twice its micro-batch would not have fit on the real
+    GPU. A hint, not a proof: that commit's sweep.sh (300cc5c58) passes --microbatch_size for every
+    40GB row, hand-set values equal to the table's on 74 of its 78 rows, so twice a row's
+    micro-batch did not fit only if the sweep's author chose the largest that did. Prints the rows
+    trainsim judges to fit at twice the micro-batch."""
     path = os.path.join(root, "scenarios", "llmfoundry-fsdp-a100.json")
     doc = json.load(open(path))
     rows = [p for p in doc["points"] if p["label"].startswith("40GB ") and p["training"]["gradient_accumulation"] > 1

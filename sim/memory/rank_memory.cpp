@@ -356,6 +356,19 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       workspace = logits_grad;
       ws_how = "gradient of the logits in fp32 and bf16: 6 B x tokens x vocabulary / TP";
     }
+  } else if (last && !p.fused_cross_entropy_inplace) {
+    // flash-attn's CrossEntropyLoss with inplace_backward=False (its default, v1.0.3.post0 and
+    // v1.0.9 flash_attn/losses/cross_entropy.py:109, which llm-foundry constructs without the
+    // argument: 300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py:515, v0.3.0
+    // llmfoundry/models/mpt/modeling_mpt.py:727): xentropy's backward allocates the gradient,
+    // at::empty_like(logits) (csrc/xentropy/xentropy_kernel.cu:697 at v0.2.8 and v1.0.9), bf16
+    // beside the bf16 logits the activations hold, until the output projection's backward has
+    // read it. No layer is being recomputed then, so it stands beside the layer workspace, not on it.
+    const Bytes logits_grad = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+    if (logits_grad > workspace) {
+      workspace = logits_grad;
+      ws_how = "the fused loss's bf16 gradient of the logits, not in place: 2 B x tokens x vocabulary / TP";
+    }
   }
   add("activation_workspace", workspace, ws_how);
   add("runtime_reserve", in.runtime_reserve, "device profile");

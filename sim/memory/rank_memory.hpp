@@ -25,7 +25,8 @@
 //  - deferred_head_wgrad: Megatron-core's defer_embedding_wgrad_compute, on the last stage, the
 //    output layer's input and bf16 logits gradient of each deferred micro-batch until the flush.
 //  - activation_workspace: transient at the peak: the layer being recomputed (checkpointing),
-//    the gradients of the largest stored tensor in and out, or the fp32 logits gradient.
+//    the gradients of the largest stored tensor in and out, or the logits gradient (fp32 and its
+//    bf16 cast; bf16 from a fused loss that does not write it over the logits).
 //  - runtime_reserve: CUDA/runtime context, library workspaces, NCCL buffers (device profile).
 #include <string>
 #include <vector>

@@ -179,8 +179,11 @@ struct TrainingPlan {
   /// the profile's default.
   std::string attention_kernel;
   /// A fused cross-entropy kernel (e.g. flash-attn's, llm-foundry's default loss) keeps the bf16
-  /// logits and computes the gradient in place; otherwise the loss upcasts them to fp32.
+  /// logits; otherwise the loss upcasts them to fp32.
   bool fused_cross_entropy = false;
+  /// With fused_cross_entropy: its backward writes the logits' gradient over the logits (flash-attn's
+  /// CrossEntropyLoss(inplace_backward=True)), or into a new bf16 tensor of their size (false).
+  bool fused_cross_entropy_inplace = true;
   /// The layers run as eager PyTorch module code, each tensor op its own kernel (torchtitan
   /// without torch.compile, Hugging Face): model::LayerShape::eager. false: fused kernels.
   bool eager_kernels = false;

@@ -113,6 +113,9 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (!t.attention_kernel.empty() && !t.flash_attention)
     o.fail("attention_kernel", "names a fused attention kernel: enable flash_attention");
   t.fused_cross_entropy = o.boolean_or("fused_cross_entropy", false);
+  t.fused_cross_entropy_inplace = o.boolean_or("fused_cross_entropy_inplace", true);
+  if (o.has("fused_cross_entropy_inplace") && !t.fused_cross_entropy)
+    o.fail("fused_cross_entropy_inplace", "says where the fused loss writes its gradient: enable fused_cross_entropy");
   if (o.has("context_parallel")) {
     t.cp = o.positive_integer("context_parallel");
     // Modelled as Megatron-core with Transformer Engine runs it (program/context_parallel.hpp):

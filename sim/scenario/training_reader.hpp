@@ -26,6 +26,9 @@
 //                       ddp/zero1 with TP or PP, unfused attention) [full]
 //   attention_kernel    a fused attention kernel of the device profile [the profile's default]
 //   fused_cross_entropy [false], eager_kernels [false]
+//   fused_cross_entropy_inplace  with fused_cross_entropy: the loss's backward overwrites the
+//                       logits [true], or allocates their bf16 gradient (false: flash-attn's
+//                       CrossEntropyLoss default, llm-foundry)
 //   module_kernels      fused | megatron | mpt | torch-layer [fused] (model::ModuleKernels)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   zero3_implementation  schedule zero3: fsdp | deepspeed-0.3 [fsdp] (program/

@@ -123,6 +123,7 @@ TEST(PublishedConfigsFit, LlmFoundryFsdp) {
     p.activation_checkpointing = row.ckpt;
     p.flash_attention = true;        // MPT's flash / triton attention
     p.fused_cross_entropy = true;    // llm-foundry's default loss_fn: fused_crossentropy
+    p.fused_cross_entropy_inplace = false;  // flash-attn's CrossEntropyLoss() default
     const MemoryInputs in{mpt(row.model, row.seq), p, plan::layout_of(p, row.gpus, 8),
                           row.capacity_gib * kGiB, kReserve};
     const auto v = judge_memory(in);

@@ -322,6 +322,34 @@ TEST(Activations, CheckpointingKeepsLayerInputsAndRecomputesOneLayer) {
   EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(layer + 2 * largest, logits));
 }
 
+TEST(Activations, FusedLossGradientNotInPlaceIsBf16LogitsBesideTheLayerWorkspace) {
+  // flash-attn's CrossEntropyLoss() (inplace_backward False) allocates the bf16 gradient of the
+  // logits, 2 B x tokens x V, at the head's backward, when no layer is recomputed: the workspace
+  // is the larger of it and the recomputed layer's, not their sum.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.activation_checkpointing = true;
+  p.flash_attention = true;
+  p.fused_cross_entropy = true;
+  const double t = 512 * 2;
+  const double layer = model::total_bytes(model::layer_stored_activations(gpt(), {2, 1, false, true, true}));
+  const double largest = 2 * t * 4096;  // the GELU input or output, 2 B x t x 4h
+  const double recompute = layer + 2 * largest;
+  const double logits_grad = 2 * t * 32000;
+  ASSERT_GT(logits_grad, recompute);  // h 1024 against V 32000: the loss's gradient is larger
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("activation_workspace"), recompute);  // in place
+  p.fused_cross_entropy_inplace = false;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("activation_workspace"), logits_grad);
+  // Activations are unchanged: the logits themselves were already counted (bf16).
+  plan::TrainingPlan in_place = p;
+  in_place.fused_cross_entropy_inplace = true;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("activations"),
+                   stage_memory(inputs(in_place), 0).term("activations"));
+  // A small vocabulary's gradient hides under the recomputed layer.
+  MemoryInputs small = inputs(p);
+  small.model.vocab = 1000;
+  EXPECT_DOUBLE_EQ(stage_memory(small, 0).term("activation_workspace"), recompute);
+}
+
 TEST(Activations, SelectiveOpCheckpointingKeepsWhatThePolicySaves) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
   p.activation_checkpointing = true;

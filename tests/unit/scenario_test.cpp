@@ -282,6 +282,20 @@ TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention)
   EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
 }
 
+TEST(ScenarioErrors, FusedCrossEntropyInplaceNeedsTheFusedLoss) {
+  json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
+  doc["topology"] = absolute("topologies/p4de.24xlarge.json");
+  doc["training"]["fused_cross_entropy"] = false;
+  doc["training"]["fused_cross_entropy_inplace"] = false;
+  ConfigError e = error_of(doc, "xent_unfused");
+  EXPECT_EQ(e.json_path(), "/training/fused_cross_entropy_inplace");
+  EXPECT_TRUE(contains(e.what(), "enable fused_cross_entropy")) << e.what();
+  doc["training"]["fused_cross_entropy"] = true;
+  doc["training"]["fused_cross_entropy_inplace"] = "no";
+  e = error_of(doc, "xent_type");
+  EXPECT_EQ(e.json_path(), "/training/fused_cross_entropy_inplace");
+}
+
 TEST(ScenarioErrors, AllocatorRetryStallsNeedTheCudaCachingAllocator) {
   // Gaudi's profile gives no caching-allocator retry cost: SynapseAI's allocator is not modelled.
   json dl1 = bert_large_doc();
