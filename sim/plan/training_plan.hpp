@@ -92,7 +92,7 @@ enum class FsdpImplementation {
 
 /// When PyTorch FSDP1 issues the all-gather of the unit next in the backward (FullyShardedDataParallel's
 /// backward_prefetch; _runtime_utils.py _get_handles_to_prefetch, read at pytorch/pytorch 00ae0bc91,
-/// the 2.0 line: the stored copy, v2.1.0's _get_handle_to_prefetch has the same branches).
+/// the 2.0 line, the one copy at hand; ASSUMED unchanged at v2.1.0, where it is _get_handle_to_prefetch).
 enum class FsdpBackwardPrefetch {
   /// BACKWARD_POST (the default of Composer and so llm-foundry): in unit k's _post_backward_hook,
   /// after k is resharded and before k's reduce-scatter is issued.
