@@ -1,8 +1,10 @@
 """llm-foundry's MPT throughput tables, transcribed from scripts/train/benchmarking/README.md at
 llm-foundry commit 5e85bd62d4ec9e13353ca95877477602ab538e5b (2024-01-06). The four tables below
 are byte-identical there to b2a43a147 (2023-10-19), which added the H100 ones, and at 8c8dd48f7
-(the newest commit read); the A100 ones first appear in 300cc5c58 (2023-05-03). Not transcribed:
-5e85bd62d's "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table (README, llm-foundry section).
+(the newest commit read); the A100 ones first appear in 300cc5c58 (2023-05-03). Of 5e85bd62d's
+"H100 80GB BF16 (Large Scale, >= 128 GPUs)" table (new in 5e85bd62d, run by its sweep.py) the 12
+FULL_SHARD rows are transcribed (H100_BF16_LARGE); its 6 SHARD_GRAD_OP rows (1B, 3B) are not: the
+simulator has no ZeRO-2-style FSDP schedule (README, llm-foundry section).
 
 One tuple per table row, in the table's order, with its columns:
   model, SeqLen, # GPUs, MFU, HFU, Model TFLOP, MicroBatchSize, GradAccum, GlobalBatchSize,
@@ -70,6 +72,21 @@ H100_BF16 = [Row(*r) for r in [
  ("760M",2048,8,34.9,34.9,345,24,2,384,505177,63147,"amp_bf16","DEFAULT",False,760470528),
  ("760M",1024,8,39.76,39.76,393,48,2,768,628648,78581,"amp_bf16","DEFAULT",False,758897664),
  ("760M",512,8,40.42,40.42,399,96,2,1536,669998,83749,"amp_bf16","DEFAULT",False,758111232),
+]]
+# "## H100 80GB BF16 (Large Scale, >= 128 GPUs)", its FULL_SHARD rows (all of them on 128-512 GPUs)
+H100_BF16_LARGE = [Row(*r) for r in [
+ ("70B",2048,512,41.25,55.0,408,8,1,4096,515636,1007,"amp_bf16","DEFAULT",True,64862437376),
+ ("70B",2048,256,42.42,56.56,419,8,1,2048,265149,1035,"amp_bf16","DEFAULT",True,64862437376),
+ ("70B",2048,128,43.36,57.81,428,8,1,1024,135490,1058,"amp_bf16","DEFAULT",True,64862437376),
+ ("30B",2048,512,40.27,53.69,398,8,1,4096,1083366,2115,"amp_bf16","DEFAULT",True,29975214080),
+ ("30B",2048,256,40.89,54.52,404,8,1,2048,550022,2148,"amp_bf16","DEFAULT",True,29975214080),
+ ("30B",2048,128,41.85,55.8,414,8,1,1024,281491,2199,"amp_bf16","DEFAULT",True,29975214080),
+ ("13B",2048,512,41.12,54.83,406,16,1,8192,2535811,4952,"amp_bf16","DEFAULT",True,12853954560),
+ ("13B",2048,256,41.42,55.23,409,16,1,4096,1277214,4989,"amp_bf16","DEFAULT",True,12853954560),
+ ("13B",2048,128,42.18,56.24,417,16,1,2048,650264,5080,"amp_bf16","DEFAULT",True,12853954560),
+ ("7B",2048,512,42.2,42.2,417,6,1,3072,4951479,9670,"amp_bf16","DEFAULT",False,6658859008),
+ ("7B",2048,256,44.15,44.15,436,6,1,1536,2590548,10119,"amp_bf16","DEFAULT",False,6658859008),
+ ("7B",2048,128,45.71,45.71,452,6,1,768,1340830,10475,"amp_bf16","DEFAULT",False,6658859008),
 ]]
 # "## H100 80GB FP8"
 H100_FP8 = [Row(*r) for r in [

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""How close is trainsim to each of llm-foundry's four MPT throughput tables? Runs
+"""How close is trainsim to each of llm-foundry's MPT throughput tables? Runs
 scenarios/llmfoundry-fsdp-{a100,h100}.json and prints, per table (A100 40GB, A100 80GB, H100 BF16,
-H100 FP8): rows, mean |error|, signed mean, rows within 5% and 10%, the worst rows, and the rows
-that retry in the caching allocator or do not fit. A row's error is the simulated samples/s against
-the measured tokens/s (as samples/s), positive when trainsim predicts faster. --halving checks the
+H100 FP8, H100 BF16 Large Scale's FULL_SHARD rows): rows, mean |error|, signed mean, rows within 5%
+and 10%, the worst rows, and the rows that retry in the caching allocator or do not fit. A row's
+error is the simulated samples/s against the measured tokens/s (as samples/s), positive when
+trainsim predicts faster. --halving checks the
 memory model against Composer's 'auto' micro-batch on the A100 40GB rows (README, llm-foundry).
 The README's llm-foundry section quotes it.
   python3 validate/llmfoundry_tables_accuracy.py [--trainsim build/sim/trainsim] [--worst N] [--by-model] [--halving]"""
@@ -14,7 +15,8 @@ import subprocess
 import tempfile
 
 # Label prefixes written by make_llmfoundry_scenarios.py, longest first.
-TABLES = [("H100 FP8 ", "H100 80GB FP8"), ("H100 ", "H100 80GB BF16"), ("40GB ", "A100 40GB"), ("80GB ", "A100 80GB")]
+TABLES = [("H100 large-scale ", "H100 80GB BF16 Large Scale"), ("H100 FP8 ", "H100 80GB FP8"), ("H100 ", "H100 80GB BF16"),
+          ("40GB ", "A100 40GB"), ("80GB ", "A100 80GB")]
 
 
 def table_of(label):
@@ -75,7 +77,7 @@ def main():
     for name in ("llmfoundry-fsdp-a100", "llmfoundry-fsdp-h100"):
         points += run(args.trainsim, os.path.join(root, "scenarios", name + ".json"))
     by_table = {name: [p for p in points if table_of(p["label"]) == name] for _, name in TABLES}
-    order = ["A100 40GB", "A100 80GB", "H100 80GB BF16", "H100 80GB FP8"]
+    order = ["A100 40GB", "A100 80GB", "H100 80GB BF16", "H100 80GB FP8", "H100 80GB BF16 Large Scale"]
     print("| table | rows | mean abs error | signed mean | max abs error | within 5% | within 10% |")
     print("|---|---|---|---|---|---|---|")
     for name in order:

@@ -5,7 +5,8 @@ llmfoundry_tables.py, read at llm-foundry 5e85bd62d):
   scenarios/llmfoundry-fsdp-a100.json  A100 40GB (78 rows, of 2023-05) and 80GB (61, re-measured for b2a43a147,
                                         2023-10, but its two 70B rows), 1600 Gbps RoCE;
   scenarios/llmfoundry-fsdp-h100.json  H100 80GB BF16 (52 rows) and FP8 (7) (tables of commit b2a43a147,
-                                        2023-10-19; interconnect not stated).
+                                        2023-10-19; interconnect not stated), then the 12 FULL_SHARD rows
+                                        of 5e85bd62d's BF16 Large Scale table (128-512 GPUs, 2024-01).
 The rows shared/VALIDATION.md 3.2 lists come first in each scenario, as before the tables were
 completed; the others follow in table order. Run from the repository root. The reference TFLOP/s
 per GPU is the measured tokens/s/GPU / seq x the FLOPs per sequence that sim/report/report.cpp
@@ -49,7 +50,7 @@ VALIDATION_32 = {
  "H100_BF16": [("70B",2048,32,2),("30B",2048,8,3),("30B",2048,16,10),("30B",2048,32,14),("13B",2048,8,2),
                ("13B",2048,16,2),("13B",2048,32,2),("13B",2048,64,2),("7B",2048,8,6),("7B",8192,8,8),
                ("3B",2048,64,6),("1B",2048,8,14)],
- "H100_FP8": [("3B",2048,8,10)]}
+ "H100_FP8": [("3B",2048,8,10)], "H100_BF16_LARGE": []}
 
 
 def ordered(table, name):
@@ -269,6 +270,16 @@ H100_FP8 = ("the FP8 rows (precision amp_fp8): submit_benchmarks.py sets model f
     "TE's amax reduction is not modelled under FSDP. The first two are memory-bound passes, about 13 GB and 11 GB of traffic per micro-batch on the 3B seq 2048 row (~8 ms at "
     "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out; the table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
     "measured tokens/s")
+H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in the points), from 5e85bd62d's scripts/train/benchmarking/sweep.py: "
+    "--fsdp_config_backward_prefetch BACKWARD_PRE and --fsdp_config_forward_prefetch true, which submit_benchmarks.py passes into fsdp_config "
+    "(mod_parameters), so training.fsdp_backward_prefetch 'pre' and fsdp_forward_prefetch true on these points; --git_branch main (2024-01) installed "
+    "with the gpu-flash2 extra: setup.py pins torch>=2.1,<2.1.1, Composer 0.17, flash-attn 2.4.2 and triton-pre-mlir's sm90 branch. attn_impl per "
+    "model: 'flash' for 7B and 70B, flash-attn 2.4.2's FlashAttention-2 kernel, modelled by the H100 profile's measured flash-attention-2 curve "
+    "(PyTorch SDPA's flash backend, the same FA2 algorithm: ASSUMED to run as flash-attn 2.4.2's own build); 'triton' for 13B and 30B, as the "
+    "other H100 rows. The image is not named (--image <insert_image_name>): ASSUMED the H100 tables' PyTorch 2.1 stack (setup.py allows only 2.1.0). "
+    "The sweep's --precisions bf16 reaches Composer as amp_bf16 and its --fsdp_config_mixed_precision PURE is not passed (the table says amp_bf16, "
+    "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s). The table's 6 SHARD_GRAD_OP rows (1B, 3B) are left out: "
+    "no schedule here gathers the parameters once per step and keeps them through the backward")
 H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 7)]  # module kernels, GPT shapes, fused loss, fp32 master state
 
 
@@ -283,22 +294,33 @@ def h100_scenario():
     bf16_pts = checked_points("H100_BF16", labelled("H100 ", bf16), 989, make)
     fp8_pts = checked_points("H100_FP8", labelled("H100 FP8 ", ordered(tables.H100_FP8, "H100_FP8")), 1979, make)
     n = len(VALIDATION_32["H100_BF16"])  # VALIDATION.md 3.2's FP8 row followed its BF16 rows: it stays there
-    pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:]
+    def make_large(label, r):
+        p, err = make(label, r)
+        p["training"].update({"fsdp_backward_prefetch": "pre", "fsdp_forward_prefetch": True})
+        if r.model in ("7B", "70B"):  # sweep.py's --attn_impl flash
+            p["training"]["attention_kernel"] = "flash-attention-2"
+        p["note"] += "; sweep.py: BACKWARD_PRE, forward_prefetch, attn_impl " + ("flash" if r.model in ("7B", "70B") else "triton")
+        return p, err
+    large_pts = checked_points("H100_BF16_LARGE", labelled("H100 large-scale ", ordered(tables.H100_BF16_LARGE, "H100_BF16_LARGE")),
+                               989, make_large)
+    pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:] + large_pts
     training = dict(A100_TRAINING, gradient_dtype="fp32", note="FSDP FULL_SHARD over every GPU with MixedPrecision DEFAULT (fp32 sharded parameters "
                     "and gradients, bf16 working copies and all-gathers, fp32 reduce-scatters), decoupled AdamW; per point: micro-batch, accumulation, "
                     "checkpointing; the FP8 rows their linear precision")
     write("scenarios/llmfoundry-fsdp-h100.json", {
         "schema_version": 1, "name": "llmfoundry-fsdp-h100",
-        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 and FP8: FSDP FULL_SHARD, 760M-70B, seq 512-65536, 8-64 GPUs",
+        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 and FP8: FSDP FULL_SHARD, 760M-70B, seq 512-65536, 8-512 GPUs",
         "description": "Every row of llm-foundry's H100 80GB BF16 (52) and FP8 (7) tables, VALIDATION.md 3.2's 13 first: PyTorch 2.1 FSDP full sharding over "
                        "every GPU, amp_bf16 (FP8 linears on the FP8 rows), llm-foundry's Triton flash attention, activation checkpointing, micro-batch and "
-                       "accumulation as listed. The first FSDP rows on the H100 profile measured in this project. The reference is the measured "
+                       "accumulation as listed; then the 12 FULL_SHARD rows of the BF16 Large Scale table (7B-70B on 128-512 GPUs, BACKWARD_PRE and forward "
+                       "prefetch, flash-attn 2 for 7B and 70B). The first FSDP rows on the H100 profile measured in this project. The reference is the measured "
                        "throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (llm-foundry's HFU x 989, or HFU-or-MFU "
                        "x 1979 on the FP8 rows, agrees within 1.5% at seq 2048 and 2% on every row).",
         "topology": "../topologies/mosaicml-h100-ib.json",
         "model": model_block(bf16[0], A100_MODEL_SOURCE + "; the H100 table's NumParams obeys the same count (13B at seq 2048: 12,853,954,560)"),
         "training": training,
-        "assumptions": [H100_SOFTWARE, H100_PRECISION, H100_ATTENTION, H100_GEMMS, H100_FSDP, H100_ALLOCATOR, *H100_SHARED, H100_TOPOLOGY, H100_FP8],
+        "assumptions": [H100_SOFTWARE, H100_PRECISION, H100_ATTENTION, H100_GEMMS, H100_FSDP, H100_ALLOCATOR, *H100_SHARED, H100_TOPOLOGY, H100_FP8,
+                        H100_LARGE],
         "reference": {"source": f"{README} at llm-foundry 5e85bd62d (2024-01-06), tables 'H100 80GB BF16' and 'H100 80GB FP8', every row (validate/llmfoundry_tables.py; added in b2a43a147, 2023-10-19, unchanged up to 8c8dd48f7). The first 13 rows are shared/VALIDATION.md 3.2's",
                       "table": A100_REFERENCE["table"],
                       "note": "MFU/HFU-to-TFLOP/s: as for the A100 tables, with 989 TFLOP/s (BF16) and 1979 (the FP8 rows: the README's Model TFLOP column is MFU x 1979 there)"},

@@ -209,9 +209,14 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       // resharded after forward and stays gathered beside the two layers in flight.
       const double layer = model::parameters_per_layer(s) / tp;
       const double root = (model::embedding_parameters(s) + model::head_parameters(s)) / tp;
-      add("gathered_parameters", (2 * layer + root) * p.parameter_wire_bytes,
-          "(2 layers x " + num(layer) + " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) +
-              " B");
+      // BACKWARD_PRE and forward_prefetch issue the next unit's gather before the current one is
+      // resharded: the rate limiter's two free events then leave three layers gathered.
+      const bool prefetch_early =
+          p.fsdp_backward_prefetch == plan::FsdpBackwardPrefetch::backward_pre || p.fsdp_forward_prefetch;
+      const double in_flight = prefetch_early ? 3 : 2;
+      add("gathered_parameters", (in_flight * layer + root) * p.parameter_wire_bytes,
+          "(" + num(in_flight) + " layers x " + num(layer) + " + root unit " + num(root) + ") params x " +
+              num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
       // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it
       // (always) as the reduce-scatter's input, on the post_backward stream, and record_stream

@@ -90,6 +90,21 @@ enum class FsdpImplementation {
   torch_fsdp2,
 };
 
+/// When PyTorch FSDP1 issues the all-gather of the unit next in the backward (FullyShardedDataParallel's
+/// backward_prefetch; _runtime_utils.py _get_handles_to_prefetch, read at pytorch/pytorch 00ae0bc91,
+/// the 2.0 line, the one copy at hand; ASSUMED unchanged at v2.1.0, where it is _get_handle_to_prefetch).
+enum class FsdpBackwardPrefetch {
+  /// BACKWARD_POST (the default of Composer and so llm-foundry): in unit k's _post_backward_hook,
+  /// after k is resharded and before k's reduce-scatter is issued.
+  backward_post,
+  /// BACKWARD_PRE: in unit k's _pre_backward_hook, before k's gradient computation is issued;
+  /// k itself is still gathered, so one more unit can be in flight.
+  backward_pre,
+  /// None: each unit gathers itself in its own pre-backward hook, after the unit before's
+  /// reduce-scatter was issued on the same stream.
+  none,
+};
+
 /// Whether the FSDP runtime keeps the root unit and runs one NCCL stream (torch_fsdp1/2).
 [[nodiscard]] inline bool torch_fsdp(FsdpImplementation f) {
   return f == FsdpImplementation::torch_fsdp1 || f == FsdpImplementation::torch_fsdp2;
@@ -252,6 +267,11 @@ struct TrainingPlan {
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only
   FsdpImplementation fsdp_implementation = FsdpImplementation::generic;  ///< schedule fsdp only
+  /// torch-fsdp1 only: FullyShardedDataParallel(backward_prefetch=...).
+  FsdpBackwardPrefetch fsdp_backward_prefetch = FsdpBackwardPrefetch::backward_post;
+  /// torch-fsdp1 only: FullyShardedDataParallel(forward_prefetch=True): _pre_forward_unshard issues
+  /// the next unit's all-gather before the current unit's forward is issued.
+  bool fsdp_forward_prefetch = false;
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 

@@ -318,6 +318,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // the copy-in before the gradients are dropped (foreach_reduce), so those blocks are back in
   // their pools when the host drops them.
   const bool host_waits_for_gather_slot = fsdp1 && !fp8_gather;
+  // FSDP1's prefetches (plan::FsdpBackwardPrefetch, forward_prefetch): a prefetched gather is issued
+  // in the hook of the unit before it, ahead of that unit's reshard, so the rate limiter's oldest
+  // free event is one unit older: it waits for the pass three units back instead of two.
+  const bool forward_prefetch = fsdp1 && p.fsdp_forward_prefetch;
+  const auto backward_prefetch =
+      torch_fsdp ? p.fsdp_backward_prefetch : plan::FsdpBackwardPrefetch::none;
   std::vector<Bytes> gathered_bytes(n, 0), gradient_bytes(n, 0), reduce_input_bytes(n, 0);
   if (per_unit_memory)
     for (std::size_t u = 0; u < n; ++u) {
@@ -436,20 +442,28 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         std::vector<int> computed;  // compute-stream index of each unit's forward
         std::vector<TaskRef> offloaded(n, TaskRef{-1, -1});  // each layer's copy to host
         TaskRef previous{-1, -1};
+        std::vector<TaskRef> gathered_forward(n, TaskRef{-1, -1});
+        // Unit u's forward gather; `lag`: how many forwards back the rate limiter's slot frees.
+        auto gather_forward = [&](std::size_t u, std::size_t lag) {
+          if (shard <= 1 || !moved[u].forward_gather) return;
+          std::vector<TaskRef> gdeps;
+          if (u >= lag) gdeps.push_back({kCompute, computed[u - lag]});
+          if (fp8_gather)
+            gdeps = fp8_shard_cast(u, name[u].amax, name[u].amax_all_reduce, name[u].cast, c[u].amax_fwd, gdeps);
+          gather.push_back({name[u].gather, TaskKind::collective,
+                            Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
+          gather.back().alloc = gathered_bytes[u];
+          gather.back().host_sync = host_waits_for_gather_slot && u >= lag;
+          gather.back().host_after = after_last_pass();
+          gathered_forward[u] = last(gather, kGather);
+        };
         for (std::size_t u = 0; u < n; ++u) {
           std::vector<TaskRef> ready;
-          if (shard > 1 && moved[u].forward_gather) {
-            std::vector<TaskRef> gdeps;
-            if (u >= 2) gdeps.push_back({kCompute, computed[u - 2]});
-            if (fp8_gather)
-              gdeps = fp8_shard_cast(u, name[u].amax, name[u].amax_all_reduce, name[u].cast, c[u].amax_fwd, gdeps);
-            gather.push_back({name[u].gather, TaskKind::collective,
-                              Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
-            gather.back().alloc = gathered_bytes[u];
-            gather.back().host_sync = host_waits_for_gather_slot && u >= 2;
-            gather.back().host_after = after_last_pass();
-            ready.push_back(last(gather, kGather));
-          }
+          // _pre_forward_unshard: the unit's own gather unless prefetched, then (forward_prefetch)
+          // the next unit's.
+          if (gathered_forward[u].stream < 0) gather_forward(u, 2);
+          if (gathered_forward[u].stream >= 0) ready.push_back(gathered_forward[u]);
+          if (forward_prefetch && moved[u].forward_gather && u + 1 < n) gather_forward(u + 1, 3);
           if (previous.stream >= 0) ready.push_back(previous);
           // Two layer inputs on device: the one in use and the one being offloaded.
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
@@ -471,29 +485,36 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         // Backward: head first, embedding last; gathers one unit ahead.
         std::vector<int> done;  // compute-stream index of each backward, in backward order
         std::vector<TaskRef> gathered(n, TaskRef{-1, -1});  // each backward position's gather
-        auto gather_backward = [&](std::size_t k) {
+        // Backward position k's gather; `lag` as gather_forward's.
+        auto gather_backward = [&](std::size_t k, std::size_t lag) {
           const std::size_t u = n - 1 - k;
           if (shard <= 1 || !moved[u].backward_gather) return;
           std::vector<TaskRef> gdeps;
-          if (k >= 2) gdeps.push_back({kCompute, done[k - 2]});
+          if (k >= lag) gdeps.push_back({kCompute, done[k - lag]});
           if (fp8_gather)
             gdeps = fp8_shard_cast(u, name[u].amax_backward, name[u].amax_all_reduce_backward, name[u].cast_backward,
                                    c[u].amax_bwd, gdeps);
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
-          gather.back().host_sync = host_waits_for_gather_slot && k >= 2;
+          gather.back().host_sync = host_waits_for_gather_slot && k >= lag;
           gather.back().host_after = after_last_pass();
           gathered[k] = last(gather, kGather);
         };
-        // PyTorch FSDP issues position k+1's gather in position k's post-backward hook, before
-        // k's reduce-scatter (_post_backward_hook: _reshard, _prefetch_handles, then the
-        // reduce-scatter): on a shared stream the order matters, so it is made there.
-        if (torch_fsdp) gather_backward(0);
+        // PyTorch FSDP (BACKWARD_POST) issues position k+1's gather in position k's post-backward
+        // hook, before k's reduce-scatter (_post_backward_hook: _reshard, _prefetch_handles, then
+        // the reduce-scatter): on a shared stream the order matters, so it is made there.
+        const bool post = backward_prefetch == plan::FsdpBackwardPrefetch::backward_post;
+        if (post) gather_backward(0, 2);
         for (std::size_t k = 0; k < n; ++k) {
           const std::size_t u = n - 1 - k;
           std::vector<TaskRef> ready{previous};
-          if (!torch_fsdp) gather_backward(k);
+          // _pre_backward_hook: the unit's own gather unless prefetched, then (BACKWARD_PRE) the
+          // next position's, before this unit's gradient computation. The root (no backward
+          // gather here) is first in the execution order and prefetches nothing.
+          if (!post && gathered[k].stream < 0) gather_backward(k, 2);
+          if (backward_prefetch == plan::FsdpBackwardPrefetch::backward_pre && moved[u].backward_gather && k + 1 < n)
+            gather_backward(k + 1, 3);
           if (gathered[k].stream >= 0) ready.push_back(gathered[k]);
           if (offload && units[u].layer) {
             // Prefetched one layer ahead: starts once the backward two units back is done.
@@ -524,7 +545,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
-          if (torch_fsdp && k + 1 < n) gather_backward(k + 1);
+          if (post && k + 1 < n) gather_backward(k + 1, 2);
           if (shard > 1 && moved[u].reduce) {
             auto& rs = rp.streams[static_cast<std::size_t>(reduce_stream)].tasks;
             rs.push_back({name[u].reduce_scatter, TaskKind::collective,

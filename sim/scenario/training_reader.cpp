@@ -320,6 +320,23 @@ plan::TrainingPlan read_training(JsonObject o) {
                             : impl == "torch-fsdp2" ? plan::FsdpImplementation::torch_fsdp2
                                                     : plan::FsdpImplementation::generic;
   }
+  // FullyShardedDataParallel's two prefetch arguments; FSDP2 and the generic runtime have neither.
+  auto needs_fsdp1 = [&](const std::string& key) {
+    if (t.fsdp_implementation != plan::FsdpImplementation::torch_fsdp1)
+      o.fail(key, "an argument of PyTorch's FullyShardedDataParallel: needs schedule fsdp and "
+                  "fsdp_implementation \"torch-fsdp1\"");
+  };
+  if (o.has("fsdp_backward_prefetch")) {
+    needs_fsdp1("fsdp_backward_prefetch");
+    const std::string mode = o.choice("fsdp_backward_prefetch", {"post", "pre", "none"});
+    t.fsdp_backward_prefetch = mode == "pre"    ? plan::FsdpBackwardPrefetch::backward_pre
+                               : mode == "none" ? plan::FsdpBackwardPrefetch::none
+                                                : plan::FsdpBackwardPrefetch::backward_post;
+  }
+  if (o.has("fsdp_forward_prefetch")) {
+    needs_fsdp1("fsdp_forward_prefetch");
+    t.fsdp_forward_prefetch = o.boolean_or("fsdp_forward_prefetch", false);
+  }
   // torchao's float8 under FSDP2 (torchao/float8/fsdp_utils.py): the linear weights' shards are
   // cast to FP8 before the all-gather (WeightWithDynamicFloat8CastTensor's fsdp_pre_all_gather),
   // with their scales from a per-step precomputation (precompute_float8_dynamic_scale_for_fsdp).

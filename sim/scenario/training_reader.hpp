@@ -17,6 +17,8 @@
 //                       cast on the shards (needs fp8, torchao, fsdp, torch-fsdp2; program/
 //                       sharded_schedule.cpp); float8_precompute_scale [false]: their scales
 //                       once per step after the optimizer (needs fsdp_float8_all_gather)
+//   fsdp_backward_prefetch  post | pre | none [post], fsdp_forward_prefetch [false]:
+//                       FullyShardedDataParallel's backward_prefetch / forward_prefetch (torch-fsdp1)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],

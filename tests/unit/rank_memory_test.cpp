@@ -100,6 +100,14 @@ TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
   p.gradient_wire_bytes = 4;
   r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), root * (2 + 2 + 4 + 4));
+  // BACKWARD_PRE or forward_prefetch: the next unit's gather is issued before the current one is
+  // resharded, so the limiter's two free events leave three layers gathered.
+  p.fsdp_backward_prefetch = plan::FsdpBackwardPrefetch::backward_pre;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (3 * layer + root) * 2);
+  p.fsdp_backward_prefetch = plan::FsdpBackwardPrefetch::none;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (2 * layer + root) * 2);
+  p.fsdp_forward_prefetch = true;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (3 * layer + root) * 2);
 }
 
 TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesContext) {

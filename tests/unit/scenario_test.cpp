@@ -658,6 +658,30 @@ TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {
   EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_implementation");
 }
 
+TEST(ScenarioErrors, FsdpPrefetchOptionsNeedFsdp1) {
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["fsdp_backward_prefetch"] = "pre";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_backward_prefetch");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp2";  // fully_shard has neither argument
+  EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_backward_prefetch");
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  doc["training"]["fsdp_backward_prefetch"] = "BACKWARD_PRE";
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_backward_prefetch");
+  EXPECT_TRUE(contains(e.what(), "none")) << e.what();
+  doc["training"].erase("fsdp_backward_prefetch");
+  doc["training"]["fsdp_forward_prefetch"] = "yes";
+  EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_forward_prefetch");
+  doc["training"]["fsdp_implementation"] = "generic";
+  doc["training"]["fsdp_forward_prefetch"] = true;
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_forward_prefetch");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
+}
+
 TEST(ScenarioErrors, DeepSpeedZero3SettingsNameTheirPath) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["zero3_implementation"] = "deepspeed-0.3";

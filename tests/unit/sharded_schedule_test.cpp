@@ -197,6 +197,92 @@ TEST(ShardedSchedule, TorchFsdp2SchedulesAsFsdp1) {
   EXPECT_EQ(names_on(build_program(in).ranks[0].streams[1]), fsdp1);
 }
 
+// FullyShardedDataParallel's backward_prefetch and forward_prefetch (_runtime_utils.py
+// _pre_backward_hook / _post_backward_hook / _pre_forward_unshard -> _prefetch_handles). Four
+// layers, so the rate limiter's wait three units back differs from two.
+ScheduleInputs prefetching(plan::FsdpBackwardPrefetch backward, bool forward) {
+  ScheduleInputs in = torch_fsdp1(4, 4);
+  in.model.layers = 4;
+  in.plan.fsdp_backward_prefetch = backward;
+  in.plan.fsdp_forward_prefetch = forward;
+  return in;
+}
+
+std::vector<std::string> backward_part(const Stream& s) {
+  auto names = names_on(s);
+  return std::vector<std::string>(names.begin() + 5, names.end());  // after the 5 forward gathers
+}
+
+TEST(ShardedSchedule, TorchFsdp1BackwardPrefetchOrdersTheSharedStream) {
+  using plan::FsdpBackwardPrefetch;
+  const Program post = build_program(prefetching(FsdpBackwardPrefetch::backward_post, false));
+  const Program pre = build_program(prefetching(FsdpBackwardPrefetch::backward_pre, false));
+  const Program none = build_program(prefetching(FsdpBackwardPrefetch::none, false));
+  validate(post);
+  validate(pre);
+  validate(none);
+  // BACKWARD_POST: the next gather in the post-backward hook, before the reduce-scatter.
+  EXPECT_EQ(backward_part(post.ranks[0].streams[1]),
+            (std::vector<std::string>{"all-gather layer 3 (backward) mb0", "all-gather layer 2 (backward) mb0",
+                                      "reduce-scatter layer 3 mb0", "all-gather layer 1 (backward) mb0",
+                                      "reduce-scatter layer 2 mb0", "all-gather layer 0 (backward) mb0",
+                                      "reduce-scatter layer 1 mb0", "reduce-scatter layer 0 mb0",
+                                      "reduce-scatter embedding mb0"}));
+  // BACKWARD_PRE: the last layer's pre-backward gathers it and prefetches layer 2 at once (the
+  // root, first in execution order, prefetches nothing); each later gather is issued before the
+  // gradient computation of the unit above it, and so before its reduce-scatter: the stream's
+  // order is BACKWARD_POST's (what moves is when the host issues and what the limiter waits for).
+  EXPECT_EQ(backward_part(pre.ranks[0].streams[1]), backward_part(post.ranks[0].streams[1]));
+  // No prefetch: each unit's gather queues behind the reduce-scatter of the unit above.
+  EXPECT_EQ(backward_part(none.ranks[0].streams[1]),
+            (std::vector<std::string>{"all-gather layer 3 (backward) mb0", "reduce-scatter layer 3 mb0",
+                                      "all-gather layer 2 (backward) mb0", "reduce-scatter layer 2 mb0",
+                                      "all-gather layer 1 (backward) mb0", "reduce-scatter layer 1 mb0",
+                                      "all-gather layer 0 (backward) mb0", "reduce-scatter layer 0 mb0",
+                                      "reduce-scatter embedding mb0"}));
+}
+
+TEST(ShardedSchedule, TorchFsdp1BackwardPreIssuesTheGatherBeforeTheGradientAndWaitsOneUnitFurtherBack) {
+  using plan::FsdpBackwardPrefetch;
+  const Program post = build_program(prefetching(FsdpBackwardPrefetch::backward_post, false));
+  const Program pre = build_program(prefetching(FsdpBackwardPrefetch::backward_pre, false));
+  for (const Program* prog : {&post, &pre}) {
+    const auto& comp = prog->ranks[0].streams[0];
+    const auto& gather = prog->ranks[0].streams[1];
+    const bool is_pre = prog == &pre;
+    const Task& g = find(gather, "all-gather layer 0 (backward) mb0");
+    // Issued in layer 1's pre-backward (after layer 2's backward was issued) or in layer 1's
+    // post-backward (after layer 1's).
+    EXPECT_EQ(g.host_after, (TaskRef{0, index_of(comp, is_pre ? "backward layer 2 mb0" : "backward layer 1 mb0")}));
+    // limit_all_gathers: the older of the two free events queued, layer 3's reshard (BACKWARD_PRE:
+    // layer 1 is not resharded yet) or layer 2's.
+    EXPECT_EQ(waits_for(g, 0, index_of(comp, "backward layer 3 mb0")), is_pre);
+    EXPECT_EQ(waits_for(g, 0, index_of(comp, "backward layer 2 mb0")), !is_pre);
+    EXPECT_TRUE(g.host_sync);
+  }
+}
+
+TEST(ShardedSchedule, TorchFsdp1ForwardPrefetchIssuesTheNextGatherBeforeTheForward) {
+  using plan::FsdpBackwardPrefetch;
+  const Program plain = build_program(prefetching(FsdpBackwardPrefetch::backward_post, false));
+  const Program ahead = build_program(prefetching(FsdpBackwardPrefetch::backward_post, true));
+  validate(ahead);
+  // The stream holds the same gathers in the same order: only when they are issued moves.
+  EXPECT_EQ(names_on(ahead.ranks[0].streams[1]), names_on(plain.ranks[0].streams[1]));
+  for (const Program* prog : {&plain, &ahead}) {
+    const bool early = prog == &ahead;
+    const auto& comp = prog->ranks[0].streams[0];
+    const Task& g = find(prog->ranks[0].streams[1], "all-gather layer 3 mb0");
+    // Issued in layer 2's pre-forward (after layer 1's forward) or in layer 3's (after layer 2's).
+    EXPECT_EQ(g.host_after, (TaskRef{0, index_of(comp, early ? "forward layer 1 mb0" : "forward layer 2 mb0")}));
+    EXPECT_EQ(waits_for(g, 0, index_of(comp, "forward layer 0 mb0")), early);
+    EXPECT_EQ(waits_for(g, 0, index_of(comp, "forward layer 1 mb0")), !early);
+  }
+  // The first layer is prefetched by the root's pre-forward, before the embedding's forward.
+  const Task& first = find(ahead.ranks[0].streams[1], "all-gather layer 0 mb0");
+  EXPECT_EQ(first.host_after, (TaskRef{-1, -1}));
+}
+
 ScheduleInputs torchao_fsdp2(bool fp8_gather, bool precomputed) {
   ScheduleInputs in = torch_fsdp1(4, 4);
   in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
