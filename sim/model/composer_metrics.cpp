@@ -13,8 +13,8 @@ std::vector<Operation> composer_train_metric_ops(double tokens, double vocab, in
   std::vector<Operation> ops;
   for (int i = 0; i < metrics; ++i) {
     const std::string m = "train_metric_" + std::to_string(i) + "_";
-    ops.push_back(make_elementwise(m + "logits_to_fp32", (kBf16 + kFp32) * n));
-    ops.push_back(make_elementwise(m + "log_softmax", 2 * kFp32 * n, 4 * n));
+    ops.push_back(make_elementwise(m + "log_softmax_bf16", 2 * kBf16 * n, 4 * n));
+    ops.push_back(make_elementwise(m + "log_probs_to_fp32", (kBf16 + kFp32) * n));
     // nll_loss gathers one log-probability per token and sums them; (target != ignore).sum().
     ops.push_back(make_elementwise(m + "nll_loss", (kInt64 + kFp32) * tokens, tokens));
     ops.push_back(make_elementwise(m + "count_targets", kInt64 * tokens, tokens));
@@ -22,6 +22,6 @@ std::vector<Operation> composer_train_metric_ops(double tokens, double vocab, in
   return ops;
 }
 
-Bytes composer_train_metric_workspace(double tokens, double vocab) { return 2 * kFp32 * tokens * vocab; }
+Bytes composer_train_metric_workspace(double tokens, double vocab) { return (kBf16 + kFp32) * tokens * vocab; }
 
 }  // namespace trainsim::model

@@ -937,6 +937,8 @@ TEST(ScenarioErrors, ComposerTrainMetricsAreNamedCrossEntropyMetricsOfTheSharded
   ddp["training"]["precision"] = "amp";
   ddp["training"].erase("clip_grad_norm");
   ddp["training"].erase("optimizer_implementation");
+  ddp["training"].erase("checkpoint_policy");
+  ddp["training"]["activation_checkpointing"] = false;
   const ConfigError e = error_of(ddp, "metrics-ddp");
   EXPECT_EQ(e.json_path(), "/training/composer_train_metrics") << e.what();
   EXPECT_TRUE(contains(e.what(), "schedule fsdp")) << e.what();
