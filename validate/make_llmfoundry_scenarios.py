@@ -108,6 +108,7 @@ A100_TRAINING = {
  "attention_kernel": "flash-attn-triton",
  "fused_cross_entropy": True,
  "fused_cross_entropy_inplace": False,
+ "composer_train_metrics": ["LanguageCrossEntropy", "LanguagePerplexity"],
  "gradient_dtype": "bf16",
  "parameter_dtype": "bf16",
  "note": "FSDP FULL_SHARD over every GPU with MixedPrecision (fp32 sharded parameters and gradients, bf16 working copies), decoupled AdamW; per point: micro-batch, accumulation, checkpointing, gradient reduction dtype"
@@ -119,6 +120,7 @@ A100_ASSUMPTIONS = [
  "the benchmark's models are GPT-style (biases, learned positions, tied head; proven by the README's NumParams column), not the current MPT yamls' no_bias + ALiBi",
  "attn_impl triton (the benchmark script's default): flash-attn's Triton kernel (attention_kernel flash-attn-triton: the FlashAttention-2 paper's A100 curves by seq length and head dim, slowed by its 1.4x forward / 2x backward speed-ups over this kernel), no s x s scores in memory",
  "llm-foundry's default fused cross-entropy loss, flash-attn's CrossEntropyLoss built without arguments (300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py:515; v0.3.0 llmfoundry/models/mpt/modeling_mpt.py:727): bf16 logits kept, and with inplace_backward False (its default, flash_attn/losses/cross_entropy.py:109 at v1.0.3.post0 and v1.0.9) the backward allocates a bf16 gradient of the logits' size (csrc/xentropy/xentropy_kernel.cu:697, at::empty_like(logits), at v0.2.8, the xentropy setup.py pins for the 2023-05 runs, and at v1.0.9): training.fused_cross_entropy_inplace false, 2 B x tokens x 50,368 in the activation workspace of the output head's backward",
+ "Composer's train metrics after every micro-batch's backward (training.composer_train_metrics, model/composer_metrics.hpp): llm-foundry registers LanguageCrossEntropy and LanguagePerplexity as the model's train metrics (300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py:487-490; v0.3.0 llmfoundry/models/mpt/modeling_mpt.py:697) and nothing in the yamls or the script removes them; Composer's _train_microbatch updates them after the backward on each micro-batch's cached logits, under no_grad and autocast (composer/trainer/trainer.py v0.13.4 :2341-2343 -> :2071-2095, v0.16.4 :2473-2475 -> :2162-2175; models/huggingface.py eval_forward reuses the outputs); each update is a CrossEntropyLoss(reduction='sum') over the whole logits, perplexity recomputing it (metrics/nlp.py v0.13.4 :91, :112, :264-270; v0.16.4 :100, :121, :188-194): under autocast on CUDA (no cross_entropy_loss on PyTorch's CUDA fp32 list, read at 2.x: ASSUMPTION for 1.13) a bf16 log_softmax and nll_loss's fp32 cast of the log-probabilities, per metric 10 B x tokens x 50,368 of traffic at the device's stream rate (ASSUMPTION: the softmax's re-reads of a row hit L2) and 6 B x tokens x 50,368 held while it runs",
  "precision 'bf16' with FSDP mixed_precision PURE (the 40GB table, the 80GB 70B rows): bf16 compute, bf16 all-gathers and reduce-scatters; 'amp_bf16' with DEFAULT (the other 80GB rows): bf16 compute and all-gathers, gradients reduce-scattered in fp32 (Composer's DEFAULT reduce_dtype)",
  "both precisions keep sharded fp32 parameters, gradients and AdamW moments (fsdp_mixed: 16 bytes per parameter before sharding)",
  "limit_all_gathers true (the benchmark script sets it): at most two units gathered ahead, as sharded_schedule does",
@@ -280,7 +282,7 @@ H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in th
     "The sweep's --precisions bf16 reaches Composer as amp_bf16 and its --fsdp_config_mixed_precision PURE is not passed (the table says amp_bf16, "
     "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s). The table's 6 SHARD_GRAD_OP rows (1B, 3B) are left out: "
     "no schedule here gathers the parameters once per step and keeps them through the backward")
-H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 7)]  # module kernels, GPT shapes, fused loss, fp32 master state
+H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 6, 8)]  # module kernels, GPT shapes, fused loss, train metrics, fp32 master state
 
 
 def h100_scenario():

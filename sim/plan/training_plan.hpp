@@ -263,6 +263,10 @@ struct TrainingPlan {
   /// torch.nn.utils.clip_grad_norm_ before the optimizer step: a foreach norm of the rank's
   /// gradients and a scale pass that runs every step (model::torch_clip_grad_norm_ops).
   bool clip_grad_norm = false;
+  /// Composer's training metrics on the logits, updated after each micro-batch's backward
+  /// (model/composer_metrics.hpp): how many cross-entropy updates (LanguageCrossEntropy,
+  /// LanguagePerplexity) run per micro-batch. Modelled in the sharded schedule.
+  int composer_train_metrics = 0;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
+#include "model/composer_metrics.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
 
@@ -294,6 +295,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   }
   const Seconds optimizer = model::ops_duration(step_ops, in.device);
   const int optimizer_kernels = static_cast<int>(step_ops.size());
+  // Composer's train metrics (model/composer_metrics.hpp), one task per micro-batch.
+  const double metric_tokens = static_cast<double>(p.micro_batch * in.model.seq_len);
+  const std::vector<model::Operation> metric_ops = model::composer_train_metric_ops(
+      metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics);
+  const Seconds metric_time = metric_ops.empty() ? 0 : model::ops_duration(metric_ops, in.device);
+  const Bytes metric_workspace = model::composer_train_metric_workspace(metric_tokens, static_cast<double>(in.model.vocab));
+  std::vector<InternedName> name_metrics;
+  if (!metric_ops.empty())
+    for (long mb = 0; mb < p.accumulation; ++mb) name_metrics.emplace_back("train metrics mb" + std::to_string(mb));
   const StageMemory& mem = in.stages.front();
   // Which stream's caching-allocator pool each transient buffer comes from
   // (memory/caching_allocator.hpp). With the units gathered, the memory model's gathered
@@ -564,6 +574,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                               Phase::gradient_sync, 0, c[u].replicate[replica_gid], rdeps});
             reduced.push_back(last(reduce, kReduce));
           }
+        }
+        if (!metric_ops.empty()) {
+          // Composer's train metrics after the micro-batch's backward, on its cached logits.
+          Task m{name_metrics[static_cast<std::size_t>(mb)], TaskKind::compute, Phase::backward,
+                 metric_time, -1, {previous}};
+          m.workspace = metric_workspace;
+          m.kernels = model::ops_kernels(metric_ops);
+          comp.push_back(std::move(m));
+          previous = last(comp, kCompute);
         }
         if (reduced.empty()) reduced.push_back(previous);
       }

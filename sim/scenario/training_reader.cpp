@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/error.hpp"
+
 namespace trainsim::scenario {
 
 namespace {
@@ -288,6 +290,25 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.clip_grad_norm && t.sharding != Sharding::fsdp)
     o.fail("clip_grad_norm", "torch.nn.utils.clip_grad_norm_ is modelled in the sharded schedule only (schedule fsdp); "
                              "megatron-fp16 counts Megatron's own norm");
+  if (o.has("composer_train_metrics")) {
+    // Composer's train metrics whose update is a cross-entropy over the logits (model/
+    // composer_metrics.hpp); others (token accuracy, ...) are not modelled.
+    const auto metrics = o.string_array("composer_train_metrics");
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      if (metrics[i] != "LanguageCrossEntropy" && metrics[i] != "LanguagePerplexity")
+        throw ConfigError(o.file(), o.path_of("composer_train_metrics") + "/" + std::to_string(i),
+                          "\"" + metrics[i] + "\": expected \"LanguageCrossEntropy\" or \"LanguagePerplexity\"");
+      for (std::size_t j = 0; j < i; ++j)
+        if (metrics[j] == metrics[i])
+          throw ConfigError(o.file(), o.path_of("composer_train_metrics") + "/" + std::to_string(i),
+                            "repeats \"" + metrics[i] + "\": Composer keys its train metrics by name");
+    }
+    if (!metrics.empty() && t.sharding != Sharding::fsdp)
+      o.fail("composer_train_metrics", "Composer's metric updates are modelled in the sharded schedule only (schedule fsdp)");
+    if (!metrics.empty() && t.tp > 1)
+      o.fail("composer_train_metrics", "Composer runs the metrics on whole logits: needs tensor_parallel 1");
+    t.composer_train_metrics = static_cast<int>(metrics.size());
+  }
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");

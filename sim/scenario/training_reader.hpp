@@ -32,6 +32,9 @@
 //                       logits [true], or allocates their bf16 gradient (false: flash-attn's
 //                       CrossEntropyLoss default, llm-foundry)
 //   module_kernels      fused | megatron | mpt | torch-layer [fused] (model::ModuleKernels)
+//   composer_train_metrics [[]]: Composer's train metrics among "LanguageCrossEntropy",
+//                       "LanguagePerplexity", each a cross-entropy over the logits after every
+//                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   zero3_implementation  schedule zero3: fsdp | deepspeed-0.3 [fsdp] (program/
 //                       deepspeed_zero3_schedule.hpp: DeepSpeed v0.3.12-v0.4.2 stage 3)

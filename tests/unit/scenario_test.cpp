@@ -933,6 +933,41 @@ TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSche
   }
 }
 
+TEST(ScenarioErrors, ComposerTrainMetricsAreNamedCrossEntropyMetricsOfTheShardedSchedule) {
+  EXPECT_EQ(load_scenario("scenarios/llmfoundry-fsdp-a100.json").points.at(0).training.composer_train_metrics, 2);
+  const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
+  EXPECT_EQ(load_scenario(file).points.at(0).training.composer_train_metrics, 0);
+  auto fsdp = [&](const json& metrics) {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/p5.48xlarge.json");
+    doc["points"].erase(1);
+    doc["training"]["composer_train_metrics"] = metrics;
+    return doc;
+  };
+  struct Case {
+    json metrics;
+    std::string key, path, expected;
+  };
+  const std::string at = "/training/composer_train_metrics";
+  for (const Case& c : {Case{json::array({"LanguageCrossEntropy", "TokenAccuracy"}), "unknown", at + "/1", "LanguagePerplexity"},
+                        Case{json::array({"LanguagePerplexity", "LanguagePerplexity"}), "repeat", at + "/1", "repeats"},
+                        Case{json("LanguageCrossEntropy"), "not-array", at, "array"}}) {
+    const ConfigError e = error_of(fsdp(c.metrics), c.key);
+    EXPECT_EQ(e.json_path(), c.path) << c.key << ": " << e.what();
+    EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
+  }
+  json ddp = fsdp(json::array({"LanguageCrossEntropy"}));
+  ddp["training"]["schedule"] = "ddp";
+  ddp["training"]["precision"] = "amp";
+  ddp["training"].erase("clip_grad_norm");
+  ddp["training"].erase("optimizer_implementation");
+  ddp["training"].erase("checkpoint_policy");
+  ddp["training"]["activation_checkpointing"] = false;
+  const ConfigError e = error_of(ddp, "metrics-ddp");
+  EXPECT_EQ(e.json_path(), "/training/composer_train_metrics") << e.what();
+  EXPECT_TRUE(contains(e.what(), "schedule fsdp")) << e.what();
+}
+
 TEST(ScenarioErrors, SelectiveAttentionIsModelledInPtdP) {
   const std::string file = "scenarios/megatron-korthikanti.json";
   auto korthikanti = [&] {

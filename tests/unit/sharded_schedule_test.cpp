@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "model/compute_cost.hpp"
+#include "model/composer_metrics.hpp"
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
@@ -105,6 +107,32 @@ TEST(ShardedSchedule, TheOptimizerStepRunsClippingAndTheOptimizersPassesOverTheS
   EXPECT_EQ(clipped.kernels, 3);
   EXPECT_GT(clipped.duration, fused.duration);
   EXPECT_LT(clipped.duration, foreach_step.duration);
+}
+
+TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeTheNextForward) {
+  ScheduleInputs in = inputs(4, 4, 1, 2);
+  const std::size_t plain = build_program(in).ranks[0].streams[0].tasks.size();
+  in.plan.composer_train_metrics = 2;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[0];
+  EXPECT_EQ(comp.tasks.size(), plain + 2);  // one metrics task per micro-batch
+  const Task& m0 = find(comp, "train metrics mb0");
+  EXPECT_TRUE(waits_for(m0, 0, index_of(comp, "backward embedding mb0")));
+  // In stream order before the next micro-batch's forward (the compute stream runs them in turn).
+  EXPECT_EQ(index_of(comp, "forward embedding mb1"), index_of(comp, "train metrics mb0") + 1);
+  EXPECT_LT(index_of(comp, "train metrics mb1"), static_cast<int>(comp.tasks.size()) - 1);  // before the step
+  const double tokens = static_cast<double>(in.plan.micro_batch * in.model.seq_len);
+  const double vocab = static_cast<double>(in.model.vocab);
+  const auto ops = model::composer_train_metric_ops(tokens, vocab, 2);
+  EXPECT_EQ(m0.kernels, 8);
+  EXPECT_DOUBLE_EQ(m0.duration, model::ops_duration(ops, in.device));
+  EXPECT_DOUBLE_EQ(m0.workspace, 6 * tokens * vocab);  // one update's bf16 and fp32 log-probabilities
+  EXPECT_EQ(m0.phase, Phase::backward);
+  // One metric: half the passes.
+  in.plan.composer_train_metrics = 1;
+  const Task& one = find(build_program(in).ranks[0].streams[0], "train metrics mb0");
+  EXPECT_NEAR(one.duration, m0.duration / 2, 1e-12);
 }
 
 TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch) {
