@@ -213,10 +213,13 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       // resharded: the rate limiter's two free events then leave three layers gathered.
       const bool prefetch_early =
           p.fsdp_backward_prefetch == plan::FsdpBackwardPrefetch::backward_pre || p.fsdp_forward_prefetch;
-      const double in_flight = prefetch_early ? 3 : 2;
+      // SHARD_GRAD_OP frees no unit after its forward: at the end of the forward every layer is
+      // gathered (plan::FsdpShardingStrategy).
+      const bool shard_grad_op = p.fsdp_sharding_strategy == plan::FsdpShardingStrategy::shard_grad_op;
+      const double in_flight = shard_grad_op ? static_cast<double>(layers) : prefetch_early ? 3 : 2;
       add("gathered_parameters", (in_flight * layer + root) * p.parameter_wire_bytes,
-          "(" + num(in_flight) + " layers x " + num(layer) + " + root unit " + num(root) + ") params x " +
-              num(p.parameter_wire_bytes) + " B");
+          "(" + num(in_flight) + (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : " layers") + " x " + num(layer) +
+              " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
       // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it
       // (always) as the reduce-scatter's input, on the post_backward stream, and record_stream

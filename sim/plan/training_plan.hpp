@@ -105,6 +105,23 @@ enum class FsdpBackwardPrefetch {
   none,
 };
 
+/// FullyShardedDataParallel's sharding_strategy (torch-fsdp1): whether a unit's gathered
+/// parameters are freed after its forward. Read at pytorch/pytorch 00ae0bc91 (the 2.0 line, the
+/// one whole copy at hand; the stored 2.x copies read the same): _runtime_utils.py
+/// _post_forward_reshard frees a non-root unit only if its strategy is in
+/// RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES (FULL_SHARD, HYBRID_SHARD), and _should_free_in_backward
+/// frees it in the post-backward hook when gradients are synchronised (every micro-batch under
+/// Composer, which runs FSDP without no_sync) or the strategy reshards after forward.
+enum class FsdpShardingStrategy {
+  /// FULL_SHARD (HYBRID_SHARD with hybrid_shard_degree): freed after the forward, gathered again
+  /// before the backward.
+  full_shard,
+  /// SHARD_GRAD_OP (_HYBRID_SHARD_ZERO2 with hybrid_shard_degree): kept from the forward's
+  /// gather to the unit's post-backward hook, so one all-gather per unit and micro-batch; every
+  /// unit's parameters are gathered at once between the end of the forward and the backward.
+  shard_grad_op,
+};
+
 /// Whether the FSDP runtime keeps the root unit and runs one NCCL stream (torch_fsdp1/2).
 [[nodiscard]] inline bool torch_fsdp(FsdpImplementation f) {
   return f == FsdpImplementation::torch_fsdp1 || f == FsdpImplementation::torch_fsdp2;
@@ -276,6 +293,8 @@ struct TrainingPlan {
   /// torch-fsdp1 only: FullyShardedDataParallel(forward_prefetch=True): _pre_forward_unshard issues
   /// the next unit's all-gather before the current unit's forward is issued.
   bool fsdp_forward_prefetch = false;
+  /// torch-fsdp1 only: FullyShardedDataParallel(sharding_strategy=...).
+  FsdpShardingStrategy fsdp_sharding_strategy = FsdpShardingStrategy::full_shard;
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 

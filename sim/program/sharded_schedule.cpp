@@ -117,6 +117,13 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     moved.front() = {true, false, true, root, root * p.parameter_wire_bytes};
     moved.back() = {false, false, false, 0, 0};
   }
+  // FSDP1's SHARD_GRAD_OP (plan::FsdpShardingStrategy): no unit is resharded after its forward,
+  // so none is gathered again for its backward; the post-backward hook frees it.
+  const bool reshard_after_forward =
+      !(p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1 &&
+        p.fsdp_sharding_strategy == plan::FsdpShardingStrategy::shard_grad_op);
+  if (!reshard_after_forward)
+    for (auto& m : moved) m.backward_gather = false;
   // torchao's FP8 all-gather (model/fsdp_float8.hpp): before each gather of a unit with float8
   // weights its shards are cast on the gather stream (FSDP2's copy-in), after an amax pass and one
   // scalar MAX all-reduce per weight over the shard group unless the scales were precomputed.
@@ -345,8 +352,11 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * (cast ? 2 : 1);
       }
     }
-  // The root unit of torch FSDP stays gathered from its forward to the embedding's backward.
-  auto kept_root = [&](std::size_t u) { return torch_fsdp && u == 0; };
+  // The root unit of torch FSDP, and every unit under SHARD_GRAD_OP, stays gathered from its
+  // forward to its backward.
+  auto kept_through_backward = [&](std::size_t u) {
+    return moved[u].forward_gather && ((torch_fsdp && u == 0) || !reshard_after_forward);
+  };
   // A TP all-reduce task is named after the pass it follows: each such name is made once.
   std::vector<InternedName> all_reduce_after;  // by the pass's name id
   auto all_reduce_name = [&](const InternedName& pass_name) {
@@ -456,14 +466,17 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         // Unit u's forward gather; `lag`: how many forwards back the rate limiter's slot frees.
         auto gather_forward = [&](std::size_t u, std::size_t lag) {
           if (shard <= 1 || !moved[u].forward_gather) return;
+          // The rate limiter waits on the free event of the unit `lag` back: under SHARD_GRAD_OP
+          // no forward frees one (_reshard enqueues only when it frees), so nothing bounds the gathers.
+          const bool limited = reshard_after_forward && u >= lag;
           std::vector<TaskRef> gdeps;
-          if (u >= lag) gdeps.push_back({kCompute, computed[u - lag]});
+          if (limited) gdeps.push_back({kCompute, computed[u - lag]});
           if (fp8_gather)
             gdeps = fp8_shard_cast(u, name[u].amax, name[u].amax_all_reduce, name[u].cast, c[u].amax_fwd, gdeps);
           gather.push_back({name[u].gather, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_fwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
-          gather.back().host_sync = host_waits_for_gather_slot && u >= lag;
+          gather.back().host_sync = host_waits_for_gather_slot && limited;
           gather.back().host_after = after_last_pass();
           gathered_forward[u] = last(gather, kGather);
         };
@@ -479,7 +492,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
           if (u == 0) f.alloc = mem.activations_per_micro_batch;
-          if (moved[u].forward_gather && !kept_root(u)) {
+          if (moved[u].forward_gather && !kept_through_backward(u)) {
             f.release_borrowed = gathered_bytes[u];
             f.borrowed_pool = kGather;
             f.borrowed_free_at_issue = fsdp2;
@@ -546,7 +559,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           b.kernels = units[u].backward_kernels -
                       (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
           if (u == 0) b.release = mem.activations_per_micro_batch;
-          if (moved[u].backward_gather || kept_root(u)) {
+          if (moved[u].backward_gather || kept_through_backward(u)) {
             b.release_borrowed = gathered_bytes[u];
             b.borrowed_pool = kGather;
             b.borrowed_free_at_issue = fsdp2;

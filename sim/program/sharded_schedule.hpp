@@ -39,6 +39,14 @@
 //    streams only say what each waits for. The order is the post-backward hook's: reshard unit k,
 //    prefetch k-1's gather, then k's reduce-scatter. A replica all-reduce (hybrid sharding) is on
 //    another process group, so on a stream of its own.
+// Under FSDP1's SHARD_GRAD_OP (plan::FsdpShardingStrategy) no unit is freed after its forward:
+// each is gathered once per micro-batch (Composer reduce-scatters every micro-batch, so the
+// post-backward hook frees it each time), held until its backward, which frees it, and no forward
+// gather waits for the rate limiter (no forward reshard enqueues a free event). The host's waits
+// on the limiter in the backward's pre-backward hooks (_unshard dequeues the event of the unit two
+// back even when nothing is gathered) are not modelled: they keep the host at most two units
+// ahead of the device, which delays the device only where the host takes longer to issue a unit's
+// backward than the device takes to run the unit before.
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

@@ -358,6 +358,12 @@ plan::TrainingPlan read_training(JsonObject o) {
     needs_fsdp1("fsdp_forward_prefetch");
     t.fsdp_forward_prefetch = o.boolean_or("fsdp_forward_prefetch", false);
   }
+  if (o.has("fsdp_sharding_strategy")) {
+    needs_fsdp1("fsdp_sharding_strategy");
+    // With hybrid_shard_degree these are HYBRID_SHARD and _HYBRID_SHARD_ZERO2.
+    if (o.choice("fsdp_sharding_strategy", {"full_shard", "shard_grad_op"}) == "shard_grad_op")
+      t.fsdp_sharding_strategy = plan::FsdpShardingStrategy::shard_grad_op;
+  }
   // torchao's float8 under FSDP2 (torchao/float8/fsdp_utils.py): the linear weights' shards are
   // cast to FP8 before the all-gather (WeightWithDynamicFloat8CastTensor's fsdp_pre_all_gather),
   // with their scales from a per-step precomputation (precompute_float8_dynamic_scale_for_fsdp).

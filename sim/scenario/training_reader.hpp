@@ -19,6 +19,10 @@
 //                       once per step after the optimizer (needs fsdp_float8_all_gather)
 //   fsdp_backward_prefetch  post | pre | none [post], fsdp_forward_prefetch [false]:
 //                       FullyShardedDataParallel's backward_prefetch / forward_prefetch (torch-fsdp1)
+//   fsdp_sharding_strategy  full_shard | shard_grad_op [full_shard]: FullyShardedDataParallel's
+//                       sharding_strategy (torch-fsdp1; HYBRID_SHARD / _HYBRID_SHARD_ZERO2 with
+//                       hybrid_shard_degree); shard_grad_op keeps each unit gathered from its
+//                       forward to its post-backward (plan::FsdpShardingStrategy)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],

@@ -108,6 +108,13 @@ TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
   EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (2 * layer + root) * 2);
   p.fsdp_forward_prefetch = true;
   EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (3 * layer + root) * 2);
+  // SHARD_GRAD_OP frees no unit after its forward: every layer is gathered when it ends, whatever
+  // the prefetching.
+  p.fsdp_sharding_strategy = plan::FsdpShardingStrategy::shard_grad_op;
+  const double layers = static_cast<double>(gpt().layers);
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (layers * layer + root) * 2);
+  p.fsdp_forward_prefetch = false;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_parameters"), (layers * layer + root) * 2);
 }
 
 TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesContext) {

@@ -682,6 +682,22 @@ TEST(ScenarioErrors, FsdpPrefetchOptionsNeedFsdp1) {
   EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
 }
 
+TEST(ScenarioErrors, FsdpShardingStrategyNeedsFsdp1AndNamesItsValues) {
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["fsdp_sharding_strategy"] = "shard_grad_op";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_sharding_strategy");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp2";  // fully_shard's reshard_after_forward is not modelled
+  EXPECT_EQ(error_of(doc).json_path(), "/training/fsdp_sharding_strategy");
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  doc["training"]["fsdp_sharding_strategy"] = "SHARD_GRAD_OP";
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_sharding_strategy");
+  EXPECT_TRUE(contains(e.what(), "shard_grad_op")) << e.what();
+}
+
 TEST(ScenarioErrors, DeepSpeedZero3SettingsNameTheirPath) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["zero3_implementation"] = "deepspeed-0.3";
