@@ -3,15 +3,16 @@ llm-foundry commit 5e85bd62d4ec9e13353ca95877477602ab538e5b (2024-01-06). The fo
 are byte-identical there to b2a43a147 (2023-10-19), which added the H100 ones, and at 8c8dd48f7
 (the newest commit read); the A100 ones first appear in 300cc5c58 (2023-05-03). Of 5e85bd62d's
 "H100 80GB BF16 (Large Scale, >= 128 GPUs)" table (new in 5e85bd62d, run by its sweep.py) the 12
-FULL_SHARD rows are transcribed (H100_BF16_LARGE); its 6 SHARD_GRAD_OP rows (1B, 3B) are not: the
-simulator has no ZeRO-2-style FSDP schedule (README, llm-foundry section).
+FULL_SHARD rows are H100_BF16_LARGE and its 6 SHARD_GRAD_OP rows (1B, 3B) are
+H100_BF16_LARGE_SHARD_GRAD_OP, in the table's order each.
 
 One tuple per table row, in the table's order, with its columns:
   model, SeqLen, # GPUs, MFU, HFU, Model TFLOP, MicroBatchSize, GradAccum, GlobalBatchSize,
   Throughput (T/s), Throughput (T/s/GPU), Precision, MP Mode, Activation Checkpointing, NumParams.
 Left out because they follow from the others or are one value per table: GPU (the table's),
 Throughput (S/s) (rounded to an integer), GlobalBatchSize (T) (= GlobalBatchSize x SeqLen),
-Sharding Strategy (FULL_SHARD) and Activation CPUOffload (False) on every row of these tables.
+Sharding Strategy (FULL_SHARD on every row but H100_BF16_LARGE_SHARD_GRAD_OP's, which the list
+names) and Activation CPUOffload (False) on every row of these tables.
 make_llmfoundry_scenarios.py checks every row against llm-foundry's own MFU/HFU formula."""
 from collections import namedtuple
 
@@ -87,6 +88,15 @@ H100_BF16_LARGE = [Row(*r) for r in [
  ("7B",2048,512,42.2,42.2,417,6,1,3072,4951479,9670,"amp_bf16","DEFAULT",False,6658859008),
  ("7B",2048,256,44.15,44.15,436,6,1,1536,2590548,10119,"amp_bf16","DEFAULT",False,6658859008),
  ("7B",2048,128,45.71,45.71,452,6,1,768,1340830,10475,"amp_bf16","DEFAULT",False,6658859008),
+]]
+# "## H100 80GB BF16 (Large Scale, >= 128 GPUs)", its Sharding Strategy SHARD_GRAD_OP rows
+H100_BF16_LARGE_SHARD_GRAD_OP = [Row(*r) for r in [
+ ("3B",2048,512,39.24,39.24,388,8,1,4096,11092218,21664,"amp_bf16","DEFAULT",False,2651837440),
+ ("3B",2048,256,41.25,41.25,408,8,1,2048,5829686,22772,"amp_bf16","DEFAULT",False,2651837440),
+ ("3B",2048,128,42.43,42.43,419,8,1,1024,2998098,23422,"amp_bf16","DEFAULT",False,2651837440),
+ ("1B",2048,512,36.65,36.65,362,12,1,6144,20396905,39837,"amp_bf16","DEFAULT",False,1315950592),
+ ("1B",2048,256,39.15,39.15,387,12,1,3072,10894207,42555,"amp_bf16","DEFAULT",False,1315950592),
+ ("1B",2048,128,40.6,40.6,401,12,1,1536,5647854,44123,"amp_bf16","DEFAULT",False,1315950592),
 ]]
 # "## H100 80GB FP8"
 H100_FP8 = [Row(*r) for r in [

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How close is trainsim to each of llm-foundry's MPT throughput tables? Runs
 scenarios/llmfoundry-fsdp-{a100,h100}.json and prints, per table (A100 40GB, A100 80GB, H100 BF16,
-H100 FP8, H100 BF16 Large Scale's FULL_SHARD rows): rows, mean |error|, signed mean, rows within 5%
+H100 FP8, H100 BF16 Large Scale's FULL_SHARD and SHARD_GRAD_OP rows): rows, mean |error|, signed mean, rows within 5%
 and 10%, the worst rows, and the rows that retry in the caching allocator or do not fit. A row's
 error is the simulated samples/s against the measured tokens/s (as samples/s), positive when
 trainsim predicts faster. --halving checks the

@@ -50,7 +50,7 @@ VALIDATION_32 = {
  "H100_BF16": [("70B",2048,32,2),("30B",2048,8,3),("30B",2048,16,10),("30B",2048,32,14),("13B",2048,8,2),
                ("13B",2048,16,2),("13B",2048,32,2),("13B",2048,64,2),("7B",2048,8,6),("7B",8192,8,8),
                ("3B",2048,64,6),("1B",2048,8,14)],
- "H100_FP8": [("3B",2048,8,10)], "H100_BF16_LARGE": []}
+ "H100_FP8": [("3B",2048,8,10)], "H100_BF16_LARGE": [], "H100_BF16_LARGE_SHARD_GRAD_OP": []}
 
 
 def ordered(table, name):
@@ -280,8 +280,17 @@ H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in th
     "(PyTorch SDPA's flash backend, the same FA2 algorithm: ASSUMED to run as flash-attn 2.4.2's own build); 'triton' for 13B and 30B, as the "
     "other H100 rows. The image is not named (--image <insert_image_name>): ASSUMED the H100 tables' PyTorch 2.1 stack (setup.py allows only 2.1.0). "
     "The sweep's --precisions bf16 reaches Composer as amp_bf16 and its --fsdp_config_mixed_precision PURE is not passed (the table says amp_bf16, "
-    "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s). The table's 6 SHARD_GRAD_OP rows (1B, 3B) are left out: "
-    "no schedule here gathers the parameters once per step and keeps them through the backward")
+    "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s)")
+H100_LARGE_GRAD_OP = ("the Large Scale table's 6 SHARD_GRAD_OP rows (1B and 3B on 128-512 GPUs, last in the points): sweep.py's "
+    "--fsdp_config_shard_strategy SHARD_GRAD_OP, which submit_benchmarks.py passes as fsdp_config sharding_strategy (5e85bd62d :339-341), "
+    "--attn_impl flash (the H100 profile's flash-attention-2 curve, as the 7B rows), no activation checkpointing, BACKWARD_PRE and forward prefetch "
+    "as the FULL_SHARD rows: training.fsdp_sharding_strategy 'shard_grad_op'. PyTorch FSDP1 then frees no unit after its forward "
+    "(_runtime_utils.py _post_forward_reshard frees only strategies in RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES, FULL_SHARD and HYBRID_SHARD) "
+    "and frees it in the post-backward hook when gradients are synchronised (_should_free_in_backward), so each unit is gathered once per "
+    "micro-batch and the backward gathers nothing; the rate limiter, which waits only on the free events of freed units, does not bound the "
+    "forward's gathers. Read at pytorch/pytorch 00ae0bc91 (the 2.0 line, the one whole copy at hand), ASSUMED unchanged at v2.1.0 (the stored "
+    "2.x copies read the same). Composer 0.17 runs FSDP without no_sync (trainer.py v0.17.0 :2307, :2386, dist_strategy.py :71), so the "
+    "gradients are reduce-scattered every micro-batch (these rows have one per step)")
 H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 6, 8)]  # module kernels, GPT shapes, fused loss, train metrics, fp32 master state
 
 
@@ -305,24 +314,32 @@ def h100_scenario():
         return p, err
     large_pts = checked_points("H100_BF16_LARGE", labelled("H100 large-scale ", ordered(tables.H100_BF16_LARGE, "H100_BF16_LARGE")),
                                989, make_large)
-    pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:] + large_pts
+    def make_grad_op(label, r):
+        p, err = make(label, r)
+        p["training"].update({"fsdp_backward_prefetch": "pre", "fsdp_forward_prefetch": True,
+                              "fsdp_sharding_strategy": "shard_grad_op", "attention_kernel": "flash-attention-2"})
+        p["note"] += "; sweep.py: SHARD_GRAD_OP, BACKWARD_PRE, forward_prefetch, attn_impl flash"
+        return p, err
+    grad_op_rows = ordered(tables.H100_BF16_LARGE_SHARD_GRAD_OP, "H100_BF16_LARGE_SHARD_GRAD_OP")
+    grad_op_pts = checked_points("H100_BF16_LARGE_SHARD_GRAD_OP", labelled("H100 large-scale ", grad_op_rows), 989, make_grad_op)
+    pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:] + large_pts + grad_op_pts
     training = dict(A100_TRAINING, gradient_dtype="fp32", note="FSDP FULL_SHARD over every GPU with MixedPrecision DEFAULT (fp32 sharded parameters "
                     "and gradients, bf16 working copies and all-gathers, fp32 reduce-scatters), decoupled AdamW; per point: micro-batch, accumulation, "
                     "checkpointing; the FP8 rows their linear precision")
     write("scenarios/llmfoundry-fsdp-h100.json", {
         "schema_version": 1, "name": "llmfoundry-fsdp-h100",
-        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 and FP8: FSDP FULL_SHARD, 760M-70B, seq 512-65536, 8-512 GPUs",
+        "title": "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 and FP8: FSDP FULL_SHARD and SHARD_GRAD_OP, 760M-70B, seq 512-65536, 8-512 GPUs",
         "description": "Every row of llm-foundry's H100 80GB BF16 (52) and FP8 (7) tables, VALIDATION.md 3.2's 13 first: PyTorch 2.1 FSDP full sharding over "
                        "every GPU, amp_bf16 (FP8 linears on the FP8 rows), llm-foundry's Triton flash attention, activation checkpointing, micro-batch and "
                        "accumulation as listed; then the 12 FULL_SHARD rows of the BF16 Large Scale table (7B-70B on 128-512 GPUs, BACKWARD_PRE and forward "
-                       "prefetch, flash-attn 2 for 7B and 70B). The first FSDP rows on the H100 profile measured in this project. The reference is the measured "
+                       "prefetch, flash-attn 2 for 7B and 70B) and its 6 SHARD_GRAD_OP rows (1B, 3B: each unit gathered once per micro-batch and kept through its backward). The first FSDP rows on the H100 profile measured in this project. The reference is the measured "
                        "throughput (tokens/s/GPU) as sequences/s, and as TFLOP/s per GPU in the report's convention (llm-foundry's HFU x 989, or HFU-or-MFU "
                        "x 1979 on the FP8 rows, agrees within 1.5% at seq 2048 and 2% on every row).",
         "topology": "../topologies/mosaicml-h100-ib.json",
         "model": model_block(bf16[0], A100_MODEL_SOURCE + "; the H100 table's NumParams obeys the same count (13B at seq 2048: 12,853,954,560)"),
         "training": training,
         "assumptions": [H100_SOFTWARE, H100_PRECISION, H100_ATTENTION, H100_GEMMS, H100_FSDP, H100_ALLOCATOR, *H100_SHARED, H100_TOPOLOGY, H100_FP8,
-                        H100_LARGE],
+                        H100_LARGE, H100_LARGE_GRAD_OP],
         "reference": {"source": f"{README} at llm-foundry 5e85bd62d (2024-01-06), tables 'H100 80GB BF16' and 'H100 80GB FP8', every row (validate/llmfoundry_tables.py; added in b2a43a147, 2023-10-19, unchanged up to 8c8dd48f7). The first 13 rows are shared/VALIDATION.md 3.2's",
                       "table": A100_REFERENCE["table"],
                       "note": "MFU/HFU-to-TFLOP/s: as for the A100 tables, with 989 TFLOP/s (BF16) and 1979 (the FP8 rows: the README's Model TFLOP column is MFU x 1979 there)"},
