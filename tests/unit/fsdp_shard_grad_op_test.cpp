@@ -55,7 +55,9 @@ const Task& find(const Stream& s, const std::string& name) {
   return s.tasks.front();
 }
 
-int index_of(const Stream& s, const std::string& name) { return static_cast<int>(&find(s, name) - s.tasks.data()); }
+int index_of(const Stream& s, const std::string& name) {
+  return static_cast<int>(&find(s, name) - s.tasks.data());
+}
 
 /// The gathered-parameter bytes certainly allocated and not yet freed when task (stream, index)
 /// of `r` starts: what its ancestors (earlier tasks of a stream and dependencies, transitively)
@@ -67,7 +69,8 @@ double gathered_live_at(const RankProgram& r, int stream, int index) {
   auto visit = [&](int s, int i) {
     if (s >= 0 && i >= 0 && seen.insert({s, i}).second) todo.push_back({s, i});
   };
-  const Task& start = r.streams[static_cast<std::size_t>(stream)].tasks[static_cast<std::size_t>(index)];
+  const Task& start =
+      r.streams[static_cast<std::size_t>(stream)].tasks[static_cast<std::size_t>(index)];
   visit(stream, index - 1);
   for (const auto& d : start.deps) visit(d.stream, d.index);
   double live = 0;
@@ -87,7 +90,8 @@ TEST(FsdpShardGradOp, GathersEachUnitOncePerMicroBatch) {
   const Program full = build_program(fsdp1(4, kFull));
   const Program grad_op = build_program(fsdp1(4, kGradOp));
   validate(grad_op);
-  // FULL_SHARD: the root and 4 layers in forward, the 4 layers again in backward (9 per micro-batch).
+  // FULL_SHARD: the root and 4 layers in forward, the 4 layers again in backward (9 per
+  // micro-batch).
   EXPECT_EQ(gathers_of(full.ranks[0].streams[kGather], "mb0").size(), 9u);
   // SHARD_GRAD_OP: the forward's 5 only, in every micro-batch (Composer reduce-scatters each
   // one, so each post-backward hook frees its unit and the next forward gathers it again).
@@ -98,7 +102,8 @@ TEST(FsdpShardGradOp, GathersEachUnitOncePerMicroBatch) {
   EXPECT_EQ(gathers_of(grad_op.ranks[0].streams[kGather], "mb0").size(), 5u);
   // The gradients are reduce-scattered as under FULL_SHARD: one per unit and micro-batch.
   int reduce_scatters = 0;
-  for (const auto& t : grad_op.ranks[0].streams[kGather].tasks) reduce_scatters += t.name.str().rfind("reduce-scatter", 0) == 0;
+  for (const auto& t : grad_op.ranks[0].streams[kGather].tasks)
+    reduce_scatters += t.name.str().rfind("reduce-scatter", 0) == 0;
   EXPECT_EQ(reduce_scatters, 2 * 5);
 }
 
@@ -107,8 +112,11 @@ TEST(FsdpShardGradOp, NoUnitIsFreedAfterItsForwardAndEachBackwardFreesItsOwn) {
   const Program prog = build_program(in);
   const auto& comp = prog.ranks[1].streams[kCompute];
   const double layer_bytes = model::parameters_per_layer(in.model) * in.plan.parameter_wire_bytes;
-  for (const auto& t : comp.tasks)
-    if (t.phase == Phase::forward) EXPECT_EQ(t.release_borrowed, 0) << t.name.str();
+  for (const auto& t : comp.tasks) {
+    if (t.phase == Phase::forward) {
+      EXPECT_EQ(t.release_borrowed, 0) << t.name.str();
+    }
+  }
   for (int l = 0; l < 4; ++l) {
     const Task& b = find(comp, "backward layer " + std::to_string(l) + " mb0");
     EXPECT_DOUBLE_EQ(b.release_borrowed, layer_bytes);
@@ -118,7 +126,8 @@ TEST(FsdpShardGradOp, NoUnitIsFreedAfterItsForwardAndEachBackwardFreesItsOwn) {
   }
   // Under FULL_SHARD the same forward frees the layer.
   const Program full = build_program(fsdp1(4, kFull));
-  EXPECT_DOUBLE_EQ(find(full.ranks[1].streams[kCompute], "forward layer 2 mb0").release_borrowed, layer_bytes);
+  EXPECT_DOUBLE_EQ(find(full.ranks[1].streams[kCompute], "forward layer 2 mb0").release_borrowed,
+                   layer_bytes);
 }
 
 TEST(FsdpShardGradOp, ForwardGathersWaitForNoRateLimiterSlot) {
@@ -150,10 +159,13 @@ TEST(FsdpShardGradOp, EveryUnitIsGatheredWhenTheBackwardStartsAndThePeakGrowsWit
       const double at_backward = gathered_live_at(r, kCompute, index_of(comp, "backward head mb0"));
       // SHARD_GRAD_OP: (layers x layer + root) x 2 B; FULL_SHARD: the root alone (every layer
       // freed by its forward, the first backward gather not issued before the head's backward).
-      const double expected = strategy == kGradOp ? (static_cast<double>(layers) * layer + root) * wire : root * wire;
+      const double expected =
+          strategy == kGradOp ? (static_cast<double>(layers) * layer + root) * wire : root * wire;
       EXPECT_DOUBLE_EQ(at_backward, expected) << layers << " layers";
-      // The embedding's backward, last, starts with the root alone: each layer's backward freed its own.
-      EXPECT_DOUBLE_EQ(gathered_live_at(r, kCompute, index_of(comp, "backward embedding mb0")), root * wire);
+      // The embedding's backward, last, starts with the root alone: each layer's backward freed its
+      // own.
+      EXPECT_DOUBLE_EQ(gathered_live_at(r, kCompute, index_of(comp, "backward embedding mb0")),
+                       root * wire);
       // Whatever was allocated is released by the end of the step.
       double allocated = 0, released = 0;
       for (const auto& s : r.streams)
@@ -177,6 +189,26 @@ TEST(FsdpShardGradOp, PrefetchingChangesNothingOnTheStreamWithoutBackwardGathers
   for (const auto& t : plain.ranks[0].streams[kGather].tasks) a.push_back(t.name.str());
   for (const auto& t : prefetching.ranks[0].streams[kGather].tasks) b.push_back(t.name.str());
   EXPECT_EQ(a, b);
+}
+
+TEST(FsdpShardGradOp,
+     WithHybridShardingGathersWithinTheShardGroupOnceAndStillAllReducesAcrossReplicas) {
+  // _HYBRID_SHARD_ZERO2: shard groups {0,1} and {2,3}; the gradients' shard is all-reduced across
+  // the replicas on a stream of its own, as under HYBRID_SHARD.
+  ScheduleInputs in = fsdp1(4, kGradOp);
+  in.plan.shard_degree = 2;
+  in.layout = plan::layout_of(in.plan, 4, 4);
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];
+  EXPECT_EQ(gathers_of(r.streams[kGather], "mb0").size(), 5u);
+  const Task& g = find(r.streams[kGather], "all-gather layer 2 mb0");
+  EXPECT_EQ(prog.collectives[static_cast<std::size_t>(g.collective)].group,
+            (std::vector<int>{0, 1}));
+  int replica_all_reduces = 0;
+  for (const auto& t : r.streams[2].tasks)
+    replica_all_reduces += t.name.str().rfind("replica all-reduce", 0) == 0;
+  EXPECT_EQ(replica_all_reduces, 2 * 5);  // the root and 4 layers, two micro-batches
 }
 
 }  // namespace
