@@ -40,9 +40,13 @@ plan::GradientBuffers read_gradient_buffers(JsonObject& o, const plan::TrainingP
   if (bf16_state && g != GradientBuffers::apex_distributed_fused_adam)
     o.fail("optimizer_state_dtype", "bf16 optimizer state is modelled for Apex's DistributedFusedAdam: needs "
                                     "gradient_buffers \"apex-distributed-fused-adam\", got \"" + name + "\"");
-  if (t.zero1_gradient_all_reduce && g != GradientBuffers::deepspeed_bf16_optimizer)
-    o.fail("zero1_gradient_collective", "all_reduce is DeepSpeed's BF16_Optimizer: needs gradient_buffers "
-                                        "\"deepspeed-bf16-optimizer\", got \"" + name + "\"");
+  // Both reduce-scatter their gradient buffer's buckets (memory/rank_memory.cpp cites the lines:
+  // param_and_grad_buffer.py:309-318 at core_r0.10.0, distributed_fused_adam.py:1856 at f3f0492).
+  if (t.zero1_gradient_all_reduce && (g == GradientBuffers::megatron_core_distributed_optimizer ||
+                                      g == GradientBuffers::apex_distributed_fused_adam))
+    o.fail("zero1_gradient_collective", "\"" + name + "\" reduce-scatters the gradients inside its buffer: "
+                                        "needs zero1_gradient_collective \"reduce_scatter\" (all_reduce is DeepSpeed's "
+                                        "BF16_Optimizer, \"deepspeed-bf16-optimizer\")");
   if (g == GradientBuffers::generic) return g;
   // Each named implementation: the schedule it shards by, Megatron's recipe, its pipeline code.
   const std::string schedule = t.sharding == Sharding::none ? "ddp" : plan::sharding_name(t.sharding);
