@@ -188,10 +188,11 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     state("master_weights", rec.master_weights, false);
     add("master_gradients", 0, "0 B: the fp32 master parameters' grads are the main_grad buffer");
   } else {
-    // generic, and Megatron 2021's local DDP and Float16Optimizer (6985e58, the default flags for fp16):
-    // main_grad is the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced
-    // through a flattened copy (the communication buffers below), then copied to an fp32 grad
-    // of every master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
+    // generic: the recipe's copies, each sharded as the ZeRO stage says. Megatron 2021's local
+    // DDP and Float16Optimizer (6985e58, the default flags for fp16) keep the same: main_grad is
+    // the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced through a
+    // flattened copy (the communication buffers below), then copied to an fp32 grad of every
+    // master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
     state("gradients", rec.gradients, shards_gradients(p.sharding));
     state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
     state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
