@@ -55,6 +55,7 @@ MemoryVerdict judge_memory(const MemoryInputs& in) {
   if (!sharded && in.layout.dp > 1) {
     MemoryInputs t = in;
     t.plan.sharding = plan::Sharding::zero3;
+    t.plan.gradient_buffers = plan::GradientBuffers::generic;  // ZeRO-3 / FSDP: the recipe's copies, sharded
     t.layout.shard = in.layout.dp;
     if (fits(t)) {
       v.advice = "shard the parameters, gradients and optimizer states (ZeRO-3 / FSDP over " +

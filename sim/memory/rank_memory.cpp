@@ -132,10 +132,13 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
             (divisor > 1 ? " / " + num(divisor) + " shards" : ""));
   };
   const auto& rec = p.precision;
-  const bool mcore_distributed_optimizer = plan::megatron_core_distributed_optimizer(p);
-  const bool deepspeed_bf16 = plan::deepspeed_bf16_optimizer(p);
-  const bool apex_dfa = plan::apex_distributed_fused_adam(p);
-  const bool megatron_fp32_main_grad = plan::megatron_local_ddp_fp32_main_grad(p);
+  // The scenario reader admits the four named implementations only on the stage each shards by
+  // (memory_advice's ZeRO-3 what-if sets generic).
+  using plan::GradientBuffers;
+  const bool mcore_distributed_optimizer = p.gradient_buffers == GradientBuffers::megatron_core_distributed_optimizer;
+  const bool deepspeed_bf16 = p.gradient_buffers == GradientBuffers::deepspeed_bf16_optimizer;
+  const bool apex_dfa = p.gradient_buffers == GradientBuffers::apex_distributed_fused_adam;
+  const bool megatron_fp32_main_grad = plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes);
   state("weights", rec.weights_resident ? rec.weights : 0.0, shards_weights(p.sharding));
   if (mcore_distributed_optimizer) {
     // Megatron-core (core_r0.10.0, 7ee599a): DistributedDataParallel puts every gradient in
@@ -185,10 +188,11 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     state("master_weights", rec.master_weights, false);
     add("master_gradients", 0, "0 B: the fp32 master parameters' grads are the main_grad buffer");
   } else {
-    // Megatron 2021's local DDP and Float16Optimizer (6985e58, the default flags for fp16):
-    // main_grad is the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced
-    // through a flattened copy (the communication buffers below), then copied to an fp32 grad
-    // of every master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
+    // generic: the recipe's copies, each sharded as the ZeRO stage says. Megatron 2021's local
+    // DDP and Float16Optimizer (6985e58, the default flags for fp16) keep the same: main_grad is
+    // the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced through a
+    // flattened copy (the communication buffers below), then copied to an fp32 grad of every
+    // master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
     state("gradients", rec.gradients, shards_gradients(p.sharding));
     state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
     state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));

@@ -11,7 +11,7 @@
 //    shard group where the ZeRO stage / FSDP shards that copy (Rajbhandari et al. 2020, fig. 1).
 //    Where the optimizer's code keeps a copy whole regardless of the ZeRO stage (Megatron-core's
 //    gradient buffer, Apex's DistributedFusedAdam's, DeepSpeed's BF16_Optimizer's fp32
-//    gradients: plan/gradient_state.hpp), that copy as the code keeps it, its lines cited.
+//    gradients: training.gradient_buffers, plan/gradient_state.hpp), that copy as the code keeps it, its lines cited.
 //  - gathered_parameters / gathered_gradients: ZeRO-3 / FSDP hold the full working-precision
 //    parameters of the unit in use and of the one prefetched, and the full gradients of the unit
 //    being reduce-scattered (Zhao et al. 2023, section 3.2).

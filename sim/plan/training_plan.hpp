@@ -4,6 +4,8 @@
 // data shared by the memory model and the schedules; read from a scenario's "training" object.
 #include <string>
 
+#include "plan/gradient_state.hpp"
+
 namespace trainsim::plan {
 
 /// Who holds which part of the training state across the data-parallel ranks.
@@ -277,6 +279,9 @@ struct TrainingPlan {
   /// tp_only_amax_red); otherwise over the stage's TP x DP group (model/fp8_amax_reduction.hpp).
   bool fp8_amax_tp_only = false;
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::fused;
+  /// Whose optimizer code holds the gradients, and so which copies of them a rank keeps
+  /// (plan/gradient_state.hpp).
+  GradientBuffers gradient_buffers = GradientBuffers::generic;
   /// torch.nn.utils.clip_grad_norm_ before the optimizer step: a foreach norm of the rank's
   /// gradients and a scale pass that runs every step (model::torch_clip_grad_norm_ops).
   bool clip_grad_norm = false;

@@ -182,14 +182,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
   const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
   // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
-  // instruction order (pipeline_exchanges): with bf16 its BF16_Optimizer adds each micro-batch's
-  // bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
+  // instruction order (pipeline_exchanges): its BF16_Optimizer (gradient_buffers) adds each
+  // micro-batch's bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
   // optimizer.update_hp_grads; the last stage through optimizer.backward), on the compute stream
   // before the next instruction; with TP its stage outputs are partitioned (is_pipe_partitioned
   // = is_grad_partitioned = is_model_parallel), and a stage's backward first re-gathers its own
   // output over the TP group (PartitionedTensor.full()) besides the received gradient.
   const bool deepspeed = p.pipeline_engine == plan::PipelineEngine::deepspeed;
-  const bool hp_grad_accumulation = deepspeed && p.precision.name == "bf16_fp32_grads";
+  const bool hp_grad_accumulation = p.gradient_buffers == plan::GradientBuffers::deepspeed_bf16_optimizer;
   const bool restore_output = deepspeed && scatter_gather;
   const double layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
   const bool sequence_parallel = p.sequence_parallel && tp > 1;

@@ -1,6 +1,7 @@
 #include "scenario/training_reader.hpp"
 
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -10,6 +11,67 @@ namespace {
 
 double wire_bytes(JsonObject& o, const std::string& key) {
   return o.choice_or(key, {"fp32", "bf16", "fp16"}, "bf16") == "fp32" ? 4.0 : 2.0;
+}
+
+/// training.gradient_buffers, read once the schedule, precision, pipeline engine, ZeRO-1
+/// collective, optimizer and its state dtype are: whose optimizer holds the gradients
+/// (plan/gradient_state.hpp), where that implementation exists.
+plan::GradientBuffers read_gradient_buffers(JsonObject& o, const plan::TrainingPlan& t) {
+  using plan::GradientBuffers;
+  using plan::Sharding;
+  const std::string key = "gradient_buffers";
+  const std::vector<std::string> names = {"generic", "megatron-local-ddp", "megatron-core-distributed-optimizer",
+                                          "apex-distributed-fused-adam", "deepspeed-bf16-optimizer"};
+  // The named implementations are modelled with Megatron's recipe on ddp or zero1, where they
+  // keep different copies: no default there.
+  const bool megatron_recipe = t.precision.name == "bf16_fp32_grads";
+  if (!o.has(key) && megatron_recipe && (t.sharding == Sharding::none || t.sharding == Sharding::zero1))
+    o.fail(key, "required with precision bf16_fp32_grads and schedule ddp or zero1, where the gradient copies depend "
+                "on whose optimizer holds them: expected \"megatron-local-ddp\" (ddp), "
+                "\"megatron-core-distributed-optimizer\", \"apex-distributed-fused-adam\", "
+                "\"deepspeed-bf16-optimizer\" (zero1) or \"generic\" (PyTorch, DeepSpeed ZeRO)");
+  const std::string name = o.choice_or(key, names, "generic");
+  const GradientBuffers g = name == "megatron-local-ddp"                    ? GradientBuffers::megatron_local_ddp
+                            : name == "megatron-core-distributed-optimizer" ? GradientBuffers::megatron_core_distributed_optimizer
+                            : name == "apex-distributed-fused-adam"         ? GradientBuffers::apex_distributed_fused_adam
+                            : name == "deepspeed-bf16-optimizer"            ? GradientBuffers::deepspeed_bf16_optimizer
+                                                                            : GradientBuffers::generic;
+  const bool bf16_state = t.optimizer_state_element_bytes != 4;
+  if (bf16_state && g != GradientBuffers::apex_distributed_fused_adam)
+    o.fail("optimizer_state_dtype", "bf16 optimizer state is modelled for Apex's DistributedFusedAdam: needs "
+                                    "gradient_buffers \"apex-distributed-fused-adam\", got \"" + name + "\"");
+  // Both reduce-scatter their gradient buffer's buckets (memory/rank_memory.cpp cites the lines:
+  // param_and_grad_buffer.py:309-318 at core_r0.10.0, distributed_fused_adam.py:1856 at f3f0492).
+  if (t.zero1_gradient_all_reduce && (g == GradientBuffers::megatron_core_distributed_optimizer ||
+                                      g == GradientBuffers::apex_distributed_fused_adam))
+    o.fail("zero1_gradient_collective", "\"" + name + "\" reduce-scatters the gradients inside its buffer: "
+                                        "needs zero1_gradient_collective \"reduce_scatter\" (all_reduce is DeepSpeed's "
+                                        "BF16_Optimizer, \"deepspeed-bf16-optimizer\")");
+  if (g == GradientBuffers::generic) return g;
+  // Each named implementation: the schedule it shards by, Megatron's recipe, its pipeline code.
+  const std::string schedule = t.sharding == Sharding::none ? "ddp" : plan::sharding_name(t.sharding);
+  const bool zero1 = g != GradientBuffers::megatron_local_ddp;
+  if (zero1 && t.sharding != Sharding::zero1)
+    o.fail(key, "\"" + name + "\" shards the fp32 master weights and optimizer states and nothing else (ZeRO-1): "
+                "needs schedule zero1, got " + schedule);
+  if (!zero1 && t.sharding != Sharding::none)
+    o.fail(key, "\"megatron-local-ddp\" replicates the optimizer on every data-parallel rank: needs schedule ddp, got " +
+                    schedule);
+  if (!megatron_recipe)
+    o.fail(key, "\"" + name + "\" is modelled with Megatron's recipe: needs precision bf16_fp32_grads, got " +
+                    t.precision.name);
+  const bool deepspeed = g == GradientBuffers::deepspeed_bf16_optimizer;
+  if (deepspeed && t.pipeline_engine != plan::PipelineEngine::deepspeed)
+    o.fail(key, "\"deepspeed-bf16-optimizer\" is modelled under DeepSpeed's pipeline engine (it clears the bf16 "
+                "gradients before each backward): needs pipeline_engine \"deepspeed\"");
+  if (deepspeed && !t.zero1_gradient_all_reduce)
+    o.fail(key, "\"deepspeed-bf16-optimizer\" all-reduces the fp32 gradients (pipe/engine.py _bf16_reduce_grads): "
+                "needs zero1_gradient_collective \"all_reduce\"");
+  if (!deepspeed && t.pipeline_engine != plan::PipelineEngine::megatron)
+    o.fail(key, "\"" + name + "\" runs under Megatron's code: needs pipeline_engine \"megatron\"");
+  if (g == GradientBuffers::apex_distributed_fused_adam && t.optimizer != plan::Optimizer::adam)
+    o.fail(key, "Apex's DistributedFusedAdam is Adam: needs optimizer adam or adamw");
+  return g;
 }
 
 }  // namespace
@@ -277,12 +339,10 @@ plan::TrainingPlan read_training(JsonObject o) {
   }
   if (o.choice_or("optimizer_state_dtype", {"fp32", "bf16"}, "fp32") == "bf16") {
     // Apex's DistributedFusedAdam (NeMo's distributed_fused_adam) with dtype bf16: both moments
-    // and its distributed parameter copy (store_params) in bf16 instead of fp32.
+    // and its distributed parameter copy (store_params) in bf16 instead of fp32. The gradient
+    // buffers' check below says whose optimizer this is.
     if (t.optimizer != plan::Optimizer::adam)
       o.fail("optimizer_state_dtype", "bf16 optimizer state is Apex's DistributedFusedAdam: needs optimizer adam or adamw");
-    if (t.sharding != Sharding::zero1 || precision != "bf16_fp32_grads")
-      o.fail("optimizer_state_dtype",
-             "bf16 optimizer state is modelled for Apex's DistributedFusedAdam: needs schedule zero1 and precision bf16_fp32_grads");
     t.optimizer_state_element_bytes = 2;
     t.precision.master_weights = 2;
   }
@@ -322,6 +382,7 @@ plan::TrainingPlan read_training(JsonObject o) {
   }
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
+  t.gradient_buffers = read_gradient_buffers(o, t);
   if (o.has("zero3_implementation")) {
     if (t.sharding != Sharding::zero3)
       o.fail("zero3_implementation", "only schedule zero3 has implementations to choose from");

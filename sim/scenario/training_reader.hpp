@@ -40,6 +40,11 @@
 //                       "LanguagePerplexity", each a cross-entropy over the logits after every
 //                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
+//   gradient_buffers    whose optimizer holds the gradients (plan::GradientBuffers): generic |
+//                       megatron-local-ddp (ddp) | megatron-core-distributed-optimizer |
+//                       apex-distributed-fused-adam | deepspeed-bf16-optimizer (zero1); the four
+//                       named need precision bf16_fp32_grads; required with bf16_fp32_grads on ddp
+//                       or zero1 [generic elsewhere]
 //   zero3_implementation  schedule zero3: fsdp | deepspeed-0.3 [fsdp] (program/
 //                       deepspeed_zero3_schedule.hpp: DeepSpeed v0.3.12-v0.4.2 stage 3)
 //   deepspeed_zero3     with deepspeed-0.3: {"stage3_prefetch_bucket_size", "stage3_max_live_parameters",

@@ -129,6 +129,7 @@ TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReduc
   in.plan.zero1_gradient_all_reduce = true;
   in.plan.pipeline_engine = plan::PipelineEngine::deepspeed;
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", in.plan.precision));
+  in.plan.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   const Program prog = build_program(in);
   validate(prog);
   const long m = in.plan.accumulation;
@@ -163,8 +164,9 @@ TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReduc
     EXPECT_TRUE(norm.host_sync);
     EXPECT_TRUE(waits_for(norm, kDataParallel, 1));
   }
-  // Megatron's engine on the same plan: no accumulation pass, the tied all-reduce after.
+  // Megatron's engine and optimizer on the same plan: no accumulation pass, the tied all-reduce after.
   in.plan.pipeline_engine = plan::PipelineEngine::megatron;
+  in.plan.gradient_buffers = plan::GradientBuffers::generic;
   const Program megatron = build_program(in);
   const auto& comp = megatron.ranks[1].streams[kCompute].tasks;
   EXPECT_TRUE(std::none_of(comp.begin(), comp.end(), [](const Task& t) {

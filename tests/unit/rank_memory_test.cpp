@@ -132,6 +132,7 @@ TEST(RankMemory, ContextParallelismHalvesTheActivationsAndShardsOverDataTimesCon
 TEST(RankMemory, Bf16OptimizerStateHalvesTheMomentsAndTheParameterCopy) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::zero1);
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.gradient_buffers = plan::GradientBuffers::apex_distributed_fused_adam;
   const auto fp32 = stage_memory(inputs(p), 0);
   p.optimizer_state_element_bytes = 2;
   p.precision.master_weights = 2;
@@ -152,6 +153,7 @@ plan::TrainingPlan megatron_core_zero1() {
   p.flash_attention = true;
   p.bucket_elements = 64e6;
   p.gradient_wire_bytes = 4;
+  p.gradient_buffers = plan::GradientBuffers::megatron_core_distributed_optimizer;
   return p;
 }
 
@@ -164,7 +166,6 @@ model::TransformerSpec gpt3_5b() {
 
 TEST(RankMemory, MegatronCoreDistributedOptimizerKeepsTheWholeGradientBuffer) {
   const auto p = megatron_core_zero1();
-  ASSERT_TRUE(plan::megatron_core_distributed_optimizer(p));
   const MemoryInputs in{gpt3_5b(), p, plan::layout_of(p, 64, 8), 80.0 * (1ull << 30), 1e9};
   ASSERT_EQ(in.layout.shard, 64);
   // 24 layers x (12 h^2 + 13 h) + 51200 x h tokens + 2048 x h positions + the final norm's 2 h,
@@ -200,8 +201,7 @@ TEST(RankMemory, OtherZero1OptimizersKeepTheirOwnGradientCopies) {
   MemoryInputs apex = base;
   apex.plan.optimizer_state_element_bytes = 2;
   apex.plan.gradient_wire_bytes = 2;
-  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(apex.plan));
-  ASSERT_TRUE(plan::apex_distributed_fused_adam(apex.plan));
+  apex.plan.gradient_buffers = plan::GradientBuffers::apex_distributed_fused_adam;
   auto r = stage_memory(apex, 0);
   EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
   EXPECT_DOUBLE_EQ(r.term("master_gradients"), 2 * P / 64);
@@ -209,7 +209,7 @@ TEST(RankMemory, OtherZero1OptimizersKeepTheirOwnGradientCopies) {
   // DeepSpeed's ZeRO-1 with AMP: the fp16 gradients whole, the fp32 copy sharded.
   MemoryInputs deepspeed = base;
   ASSERT_TRUE(plan::precision_recipe("amp", deepspeed.plan.precision));
-  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(deepspeed.plan));
+  deepspeed.plan.gradient_buffers = plan::GradientBuffers::generic;
   r = stage_memory(deepspeed, 0);
   EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * P);
   EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * P / 64);
@@ -218,17 +218,18 @@ TEST(RankMemory, OtherZero1OptimizersKeepTheirOwnGradientCopies) {
 TEST(RankMemory, MegatronLocalDdpKeepsOneFp32MainGradBufferUnderBf16) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::none);
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.gradient_buffers = plan::GradientBuffers::megatron_local_ddp;
   const double P = model::parameter_count(gpt());
   // fp16 with the default flags (Megatron 2021): the fp16 main_grad, its flattened all-reduce
   // copy and the fp32 grads of the master parameters, 2 + 4 B beside the buckets' copy.
   p.gradient_wire_bytes = 2;
-  ASSERT_FALSE(plan::megatron_local_ddp_fp32_main_grad(p));
+  ASSERT_FALSE(plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes));
   auto r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("gradients") + r.term("master_gradients") + r.term("communication_buffers"), 6 * P);
   // bf16 forces accumulate_allreduce_grads_in_fp32: one fp32 buffer, all-reduced in place, whose
   // tensors are the master parameters' grads.
   p.gradient_wire_bytes = 4;
-  ASSERT_TRUE(plan::megatron_local_ddp_fp32_main_grad(p));
+  ASSERT_TRUE(plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes));
   r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("gradients"), 4 * P);
   EXPECT_DOUBLE_EQ(r.term("master_gradients"), 0);
@@ -244,8 +245,8 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   p.pp = 2;
   p.pipeline_engine = plan::PipelineEngine::deepspeed;
   p.gradient_wire_bytes = 4;
-  ASSERT_TRUE(plan::deepspeed_bf16_optimizer(p));
-  ASSERT_FALSE(plan::megatron_core_distributed_optimizer(p));
+  p.zero1_gradient_all_reduce = true;
+  p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   const auto s = gpt();
   const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
   p.bucket_elements = 1e6;  // smaller than the stage's flat group: all-reduced in place
@@ -259,6 +260,57 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   p.bucket_elements = 5e8;  // both groups in one bucket: flattened into a copy
   r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 4 * P);
+}
+
+// One small job, stage 0 of PP 2 x DP 4 with Megatron's recipe, under each training.gradient_buffers
+// value: the gradient copies each implementation's code keeps (plan/gradient_state.hpp).
+TEST(RankMemory, EachGradientBuffersValueCountsItsOwnCopies) {
+  using plan::GradientBuffers;
+  const auto s = gpt();
+  const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
+  struct Case {
+    GradientBuffers buffers;
+    plan::Sharding sharding;
+    double wire;                                            // gradient_dtype's bytes
+    double gradients, master_gradients, communication;     // expected bytes
+  };
+  const Case cases[] = {
+      // The recipe's copies: no bf16 gradient term (bf16_fp32_grads counts the fp32 one), the
+      // fp32 copy over the 4 shards, DeepSpeed's reduce and all-gather buckets 2 x 1e6 x 2 B.
+      {GradientBuffers::generic, plan::Sharding::zero1, 2, 0, 4 * P / 4, 2 * 1e6 * 2},
+      // Megatron-LM's fp32 main_grad buffer, all-reduced in place, the master grads its views.
+      {GradientBuffers::megatron_local_ddp, plan::Sharding::none, 4, 4 * P, 0, 0},
+      // Its fp16 main_grad: the fp32 grads of every master parameter and the bucket copy.
+      {GradientBuffers::megatron_local_ddp, plan::Sharding::none, 2, 0, 4 * P, 2 * P},
+      // Megatron-core's whole buffer; an fp32 one is the fp32 shard's grad, a bf16 one is not.
+      {GradientBuffers::megatron_core_distributed_optimizer, plan::Sharding::zero1, 4, 4 * P, 0, 0},
+      {GradientBuffers::megatron_core_distributed_optimizer, plan::Sharding::zero1, 2, 2 * P, 4 * P / 4, 0},
+      // Apex's whole buffer in grad_sync_dtype and the rank's reduced shard of it.
+      {GradientBuffers::apex_distributed_fused_adam, plan::Sharding::zero1, 2, 2 * P, 2 * P / 4, 0},
+      // BF16_Optimizer's bf16 and fp32 gradients, both whole; buckets of 1e6 < P all-reduced in place.
+      {GradientBuffers::deepspeed_bf16_optimizer, plan::Sharding::zero1, 4, 2 * P, 4 * P, 0},
+  };
+  for (const Case& c : cases) {
+    plan::TrainingPlan p = amp_adam(c.sharding, 1);
+    ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+    p.pp = 2;
+    p.gradient_wire_bytes = c.wire;
+    p.gradient_buffers = c.buffers;
+    if (c.buffers == GradientBuffers::deepspeed_bf16_optimizer) {
+      p.pipeline_engine = plan::PipelineEngine::deepspeed;
+      p.zero1_gradient_all_reduce = true;
+    }
+    const auto r = stage_memory(inputs(p), 0);
+    const std::string what = "gradient_buffers " + std::to_string(static_cast<int>(c.buffers)) + ", " +
+                             std::to_string(c.wire) + " B gradients";
+    EXPECT_DOUBLE_EQ(r.term("gradients"), c.gradients) << what;
+    EXPECT_DOUBLE_EQ(r.term("master_gradients"), c.master_gradients) << what;
+    EXPECT_DOUBLE_EQ(r.term("communication_buffers"), c.communication) << what;
+    // Master weights and moments: sharded over DP 4 under every ZeRO-1 optimizer, whole under DDP.
+    const double shards = c.sharding == plan::Sharding::zero1 ? 4 : 1;
+    EXPECT_DOUBLE_EQ(r.term("master_weights"), 4 * P / shards) << what;
+    EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P / shards) << what;
+  }
 }
 
 TEST(RankMemory, DeferredOutputLayerWeightGradientsKeepInputsAndLogitGradients) {

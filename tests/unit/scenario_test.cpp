@@ -635,6 +635,7 @@ TEST(ScenarioErrors, Bf16OptimizerStateNeedsAdamUnderZero1WithBf16Weights) {
   json doc = bert_large_doc();  // zero1, adam
   doc["training"]["precision"] = "bf16_fp32_grads";
   doc["training"]["optimizer_state_dtype"] = "bf16";
+  doc["training"]["gradient_buffers"] = "apex-distributed-fused-adam";
   const Scenario s = load_scenario(write(doc, temp_file("valid")));
   EXPECT_DOUBLE_EQ(s.training.optimizer_state_element_bytes, 2);
   EXPECT_DOUBLE_EQ(s.training.precision.master_weights, 2);
@@ -643,8 +644,81 @@ TEST(ScenarioErrors, Bf16OptimizerStateNeedsAdamUnderZero1WithBf16Weights) {
   doc["training"]["optimizer_state_dtype"] = "bf16";
   doc["training"]["precision"] = "amp";
   const ConfigError e = error_of(doc);
-  EXPECT_EQ(e.json_path(), "/training/optimizer_state_dtype");
+  EXPECT_EQ(e.json_path(), "/training/gradient_buffers");
   EXPECT_TRUE(contains(e.what(), "bf16_fp32_grads")) << e.what();
+}
+
+// training.gradient_buffers: no default where the implementations' copies differ, and each named
+// implementation only with the schedule, recipe, pipeline engine and collective its code runs.
+TEST(ScenarioErrors, GradientBuffersNameTheOptimizerWhereTheCopiesDiffer) {
+  json doc = bert_large_doc();  // zero1, amp, adam
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers, plan::GradientBuffers::generic);
+  doc["training"]["precision"] = "bf16_fp32_grads";
+  ConfigError e = error_of(doc, "gb");
+  EXPECT_EQ(e.file(), temp_file("gb"));
+  EXPECT_EQ(e.json_path(), "/training/gradient_buffers");
+  EXPECT_TRUE(contains(e.what(), "required")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "\"megatron-core-distributed-optimizer\"")) << e.what();
+  // A DeepSpeed ZeRO-1 job with Megatron's recipe says so (it was counted as Megatron-core's).
+  doc["training"]["gradient_buffers"] = "generic";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers, plan::GradientBuffers::generic);
+  doc["training"]["gradient_buffers"] = "megatron-core-distributed-optimizer";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers,
+            plan::GradientBuffers::megatron_core_distributed_optimizer);
+  doc["training"]["gradient_buffers"] = "megatron-core";
+  e = error_of(doc, "gb");
+  EXPECT_EQ(e.json_path(), "/training/gradient_buffers");
+  EXPECT_TRUE(contains(e.what(), "deepspeed-bf16-optimizer")) << e.what();
+  // bf16 state is Apex's.
+  doc["training"]["gradient_buffers"] = "megatron-core-distributed-optimizer";
+  doc["training"]["optimizer_state_dtype"] = "bf16";
+  e = error_of(doc, "gb");
+  EXPECT_EQ(e.json_path(), "/training/optimizer_state_dtype");
+  EXPECT_TRUE(contains(e.what(), "apex-distributed-fused-adam")) << e.what();
+  doc["training"].erase("optimizer_state_dtype");
+  // Megatron-core's and Apex's optimizers shard (ZeRO-1); Megatron-LM's local DDP does not.
+  doc["training"]["schedule"] = "ddp";
+  e = error_of(doc, "gb");
+  EXPECT_EQ(e.json_path(), "/training/gradient_buffers");
+  EXPECT_TRUE(contains(e.what(), "needs schedule zero1, got ddp")) << e.what();
+  doc["training"]["gradient_buffers"] = "megatron-local-ddp";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers,
+            plan::GradientBuffers::megatron_local_ddp);
+  doc["training"]["schedule"] = "zero1";
+  e = error_of(doc, "gb");
+  EXPECT_TRUE(contains(e.what(), "needs schedule ddp, got zero1")) << e.what();
+  // DeepSpeed's BF16_Optimizer with FSDP cannot exist.
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["gradient_buffers"] = "deepspeed-bf16-optimizer";
+  e = error_of(doc, "gb");
+  EXPECT_EQ(e.json_path(), "/training/gradient_buffers");
+  EXPECT_TRUE(contains(e.what(), "needs schedule zero1, got fsdp")) << e.what();
+  // ... nor under Megatron's pipeline, nor reduce-scattering.
+  doc["training"]["schedule"] = "zero1";
+  e = error_of(doc, "gb");
+  EXPECT_TRUE(contains(e.what(), "pipeline_engine \"deepspeed\"")) << e.what();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["pipeline_engine"] = "deepspeed";
+  e = error_of(doc, "gb");
+  EXPECT_TRUE(contains(e.what(), "zero1_gradient_collective \"all_reduce\"")) << e.what();
+  doc["training"]["zero1_gradient_collective"] = "all_reduce";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers,
+            plan::GradientBuffers::deepspeed_bf16_optimizer);
+  // Megatron-core's optimizer reduce-scatters.
+  doc["training"]["pipeline_engine"] = "megatron";
+  doc["training"]["gradient_buffers"] = "megatron-core-distributed-optimizer";
+  e = error_of(doc, "gb");
+  EXPECT_EQ(e.json_path(), "/training/zero1_gradient_collective");
+  // Megatron's recipe only; FSDP keeps the recipe's copies whatever the recipe, so no key needed.
+  doc["training"].erase("zero1_gradient_collective");
+  doc["training"]["precision"] = "amp";
+  e = error_of(doc, "gb");
+  EXPECT_TRUE(contains(e.what(), "needs precision bf16_fp32_grads, got amp")) << e.what();
+  doc["training"].erase("gradient_buffers");
+  doc["training"]["pipeline_parallel"] = 1;
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["precision"] = "bf16_fp32_grads";
+  EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers, plan::GradientBuffers::generic);
 }
 
 TEST(ScenarioErrors, FsdpImplementationNamesItsPath) {

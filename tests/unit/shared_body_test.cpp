@@ -139,6 +139,7 @@ TEST(SharedBody, HoldsWithDeepSpeedsPipelineEngineAndItsBf16Optimizer) {
   in.plan.zero1_gradient_all_reduce = true;
   in.plan.pipeline_engine = plan::PipelineEngine::deepspeed;
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", in.plan.precision));
+  in.plan.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   in.layout = plan::layout_of(in.plan, 16, 4);
   expect_sharing_changes_nothing(in);
 }
