@@ -8,7 +8,7 @@ namespace {
 
 /// Appends one pass's requests and keeps its totals.
 class PassBuilder {
-public:
+ public:
   int transient(Bytes bytes) {
     const int slot = next_slot_++;
     out_.sequence.steps.push_back({AllocationStep::transient, bytes, slot});
@@ -34,7 +34,7 @@ public:
   void task_alloc() { out_.sequence.steps.push_back({AllocationStep::task_alloc, 0, -1}); }
   [[nodiscard]] PassAllocations done() const { return out_; }
 
-private:
+ private:
   PassAllocations out_;
   std::vector<Bytes> sizes_;
   Bytes live_ = 0;
@@ -44,12 +44,13 @@ private:
 }  // namespace
 
 Bytes ActivationAllocations::per_micro_batch(long layers) const {
-  return embedding_forward.kept + static_cast<double>(layers - 1) * layer_forward.kept + last_layer_forward.kept +
-         head_forward.kept;
+  return embedding_forward.kept + static_cast<double>(layers - 1) * layer_forward.kept +
+         last_layer_forward.kept + head_forward.kept;
 }
 
-ActivationAllocations activation_allocations(const model::TransformerSpec& s, const model::LayerShape& shape,
-                                             bool checkpointing, const std::vector<Bytes>& loss_gradients) {
+ActivationAllocations activation_allocations(const model::TransformerSpec& s,
+                                             const model::LayerShape& shape, bool checkpointing,
+                                             const std::vector<Bytes>& loss_gradients) {
   const auto layer = model::layer_stored_activations(s, shape);
   const auto embedding = model::embedding_stored_activations(s, shape);
   const auto head = model::head_stored_activations(s, shape);

@@ -47,9 +47,9 @@ struct ActivationAllocations {
 /// lumps). `loss_gradients`: the tensors the loss's backward allocates, in order (the memory
 /// model's logits gradient: fp32 and its bf16 cast for PyTorch's loss, bf16 for a fused loss
 /// that does not write over the logits, none for one that does).
-[[nodiscard]] ActivationAllocations activation_allocations(const model::TransformerSpec& s,
-                                                           const model::LayerShape& shape, bool checkpointing,
-                                                           const std::vector<Bytes>& loss_gradients);
+[[nodiscard]] ActivationAllocations activation_allocations(
+    const model::TransformerSpec& s, const model::LayerShape& shape, bool checkpointing,
+    const std::vector<Bytes>& loss_gradients);
 
 /// Composer's train-metric updates after a micro-batch's backward (model/composer_metrics.hpp),
 /// one after another: each the bf16 log-probabilities (2 B x tokens x vocab), then nll_loss's

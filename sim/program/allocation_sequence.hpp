@@ -24,7 +24,8 @@ struct AllocationStep {
   int slot = -1;    ///< transient, free_transient
 };
 
-/// The requests a task makes in place of its lumped `alloc`, `workspace` and `release` (Task::allocations).
+/// The requests a task makes in place of its lumped `alloc`, `workspace` and `release`
+/// (Task::allocations).
 struct AllocationSequence {
   std::vector<AllocationStep> steps;
 };

@@ -1,13 +1,14 @@
 // The tensors a sharded schedule's passes ask the caching allocator for, one request each
 // (program/activation_allocations.hpp), as plain data: one block with and without activation
 // checkpointing, the totals against the memory model's terms, and a sharded program using them.
+#include "program/activation_allocations.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
 #include "model/transformer.hpp"
-#include "program/activation_allocations.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
 
@@ -46,7 +47,8 @@ TEST(ActivationAllocations, ACheckpointedBlockKeepsItsOutputAndRecomputesItsTens
   EXPECT_EQ(f.workspace, model::total_bytes(layer));
   EXPECT_EQ(a.last_layer_forward.kept, 0);  // its output is the head's input, which the head keeps
   EXPECT_EQ(a.embedding_forward.kept,
-            model::total_bytes(model::embedding_stored_activations(s, shape())) + input);  // + layer 0's input
+            model::total_bytes(model::embedding_stored_activations(s, shape())) +
+                input);  // + layer 0's input
   // Backward: the recompute allocates the block's tensors again one by one, then the gradients
   // in and out (each the largest tensor's size), then the parameters' gradient; the recomputed
   // tensors die in reverse order, then the gradients, then the checkpoint's input.
@@ -68,7 +70,8 @@ TEST(ActivationAllocations, ACheckpointedBlockKeepsItsOutputAndRecomputesItsTens
   EXPECT_EQ(b.kept, 0);
 }
 
-TEST(ActivationAllocations, WithoutCheckpointingEachSavedTensorIsKeptInForwardAndFreedInReverseInBackward) {
+TEST(ActivationAllocations,
+     WithoutCheckpointingEachSavedTensorIsKeptInForwardAndFreedInReverseInBackward) {
   const auto s = tiny();
   const auto layer = model::layer_stored_activations(s, shape());
   const auto a = activation_allocations(s, shape(), /*checkpointing=*/false, {});
@@ -81,13 +84,15 @@ TEST(ActivationAllocations, WithoutCheckpointingEachSavedTensorIsKeptInForwardAn
   EXPECT_EQ(f.workspace, 0);
   EXPECT_EQ(a.last_layer_forward.kept, f.kept);
   // The embedding keeps its norm's input and dropout mask, and no checkpoint input.
-  EXPECT_EQ(a.embedding_forward.kept, model::total_bytes(model::embedding_stored_activations(s, shape())));
+  EXPECT_EQ(a.embedding_forward.kept,
+            model::total_bytes(model::embedding_stored_activations(s, shape())));
   const auto& b = a.layer_backward;
   std::vector<Bytes> freed;
   for (const auto& st : b.sequence.steps)
     if (st.kind == Kind::free_kept) freed.push_back(st.bytes);
   ASSERT_EQ(freed.size(), layer.size());
-  for (std::size_t i = 0; i < layer.size(); ++i) EXPECT_EQ(freed[i], layer[layer.size() - 1 - i].bytes);
+  for (std::size_t i = 0; i < layer.size(); ++i)
+    EXPECT_EQ(freed[i], layer[layer.size() - 1 - i].bytes);
   Bytes largest = 0;
   for (const auto& t : layer) largest = std::max(largest, t.bytes);
   EXPECT_EQ(b.workspace, 2 * largest);
@@ -100,7 +105,8 @@ TEST(ActivationAllocations, AMicroBatchKeepsTheMemoryModelsActivations) {
   const auto sh = shape();
   const Bytes ends = model::total_bytes(model::embedding_stored_activations(s, sh)) +
                      model::total_bytes(model::head_stored_activations(s, sh));
-  // memory/rank_memory.cpp: layers x layer input (checkpointed) or x the layer's tensors, plus the ends.
+  // memory/rank_memory.cpp: layers x layer input (checkpointed) or x the layer's tensors, plus the
+  // ends.
   EXPECT_EQ(activation_allocations(s, sh, true, {}).per_micro_batch(s.layers),
             2 * model::layer_input_bytes(s, sh) + ends);
   EXPECT_EQ(activation_allocations(s, sh, false, {}).per_micro_batch(s.layers),
@@ -112,7 +118,8 @@ TEST(ActivationAllocations, TheHeadsBackwardHoldsTheLossGradientsAndTwoGradients
   const Bytes logits = 2.0 * 16 * 100;  // tokens x vocabulary
   const auto a = activation_allocations(s, shape(), true, {4 * logits, 2 * logits});
   EXPECT_EQ(a.head_backward.workspace, 6 * logits + 2 * model::layer_input_bytes(s, shape()));
-  EXPECT_EQ(a.head_backward.release, model::total_bytes(model::head_stored_activations(s, shape())));
+  EXPECT_EQ(a.head_backward.release,
+            model::total_bytes(model::head_stored_activations(s, shape())));
   EXPECT_EQ(a.embedding_backward.workspace, model::layer_input_bytes(s, shape()));
 }
 
@@ -121,7 +128,8 @@ TEST(ActivationAllocations, ComposerMetricsRequestTheBf16LogProbabilitiesThenThe
   ASSERT_EQ(m.sequence.steps.size(), 8u);
   EXPECT_EQ(m.sequence.steps[0].bytes, 2000);
   EXPECT_EQ(m.sequence.steps[1].bytes, 4000);
-  EXPECT_EQ(m.workspace, 6000);  // model/composer_metrics.hpp: 6 B per element, one update at a time
+  EXPECT_EQ(m.workspace,
+            6000);  // model/composer_metrics.hpp: 6 B per element, one update at a time
   EXPECT_TRUE(totals_of(m.sequence).balanced);
 }
 
