@@ -84,6 +84,8 @@ public:
         // default (compute) stream.
         allocators_.emplace_back(options.device_memory);
         live_.emplace_back();
+        kept_.emplace_back();
+        transient_blocks_.emplace_back(rp.streams.size());
         allocator_oom_.push_back(
             allocators_.back().malloc(std::max<Bytes>(0, rp.resident - options.unmanaged_memory), 0).out_of_memory);
       }
@@ -333,7 +335,32 @@ private:
     auto& ev = alloc_events_[static_cast<std::size_t>(cls)];
     auto& slots = slots_[static_cast<std::size_t>(cls)];
     const int pool = t.alloc_pool >= 0 ? t.alloc_pool : stream;
-    if (t.workspace > 0) {
+    if (t.allocations >= 0) {
+      // The host makes a sequence's requests one by one while it issues the task's ops: spread
+      // evenly from its issue to its end, in order.
+      const auto& steps = prog_.allocation_sequences[static_cast<std::size_t>(t.allocations)].steps;
+      const long first_slot = slots;
+      for (const auto& step : steps)
+        if (step.kind == program::AllocationStep::transient) slots = std::max(slots, first_slot + step.slot + 1);
+      const double gaps = std::max<double>(1, static_cast<double>(steps.size()) - 1);
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const auto& step = steps[i];
+        const Seconds at = issue + (issue_end - issue) * static_cast<double>(i) / gaps;
+        switch (step.kind) {
+          case program::AllocationStep::transient:
+            ev.push_back({at, AllocEvent::malloc, stream, step.bytes, first_slot + step.slot});
+            break;
+          case program::AllocationStep::free_transient:
+            ev.push_back({at, AllocEvent::free_slot, stream, 0, first_slot + step.slot});
+            break;
+          case program::AllocationStep::keep: ev.push_back({at, AllocEvent::malloc_kept, stream, step.bytes, -1}); break;
+          case program::AllocationStep::free_kept: ev.push_back({at, AllocEvent::free_kept, stream, step.bytes, -1}); break;
+          case program::AllocationStep::task_alloc:
+            if (t.alloc > 0) ev.push_back({at, AllocEvent::malloc, stream, t.alloc, -1});
+            break;
+        }
+      }
+    } else if (t.workspace > 0) {
       const long slot = slots++;
       ev.push_back({issue, AllocEvent::malloc, pool, t.workspace, slot});
       if (t.alloc > 0) ev.push_back({issue, AllocEvent::malloc, pool, t.alloc, -1});
@@ -346,7 +373,7 @@ private:
     } else if (t.alloc > 0) {
       ev.push_back({issue, AllocEvent::malloc, pool, t.alloc, -1});
     }
-    if (t.release > 0) ev.push_back({issue_end, AllocEvent::free_live, stream, t.release, -1});
+    if (t.release > 0 && t.allocations < 0) ev.push_back({issue_end, AllocEvent::free_live, stream, t.release, -1});
     if (t.release_borrowed > 0) {
       const int from = t.borrowed_pool >= 0 ? t.borrowed_pool : stream;
       if (t.borrowed_free_at_issue || from == stream) {
@@ -372,6 +399,7 @@ private:
     std::unordered_map<int, long> use_of_block;  // the latest record_stream free of each block
     long uses = 0;
     std::map<std::pair<int, Bytes>, std::deque<int>> live;
+    std::map<std::pair<int, Bytes>, std::vector<int>> kept;  // saved tensors, newest last
     Seconds stall = 0;
     auto free_after_use = [&](int block, long slot) {
       a.free_after_use(block);
@@ -395,6 +423,21 @@ private:
           if (out.block < 0) break;
           if (e.slot >= 0) slot_block[static_cast<std::size_t>(e.slot)] = out.block;
           else live[{e.pool, e.bytes}].push_back(out.block);
+          break;
+        }
+        case AllocEvent::malloc_kept: {
+          const auto out = a.malloc(e.bytes, e.pool);
+          if (out.retried)
+            stall += options_.retry_fixed + options_.retry_per_byte * (out.block >= 0 ? a.block_size(out.block) : e.bytes);
+          if (out.out_of_memory) allocator_oom_[c] = true;
+          if (out.block >= 0) kept[{e.pool, e.bytes}].push_back(out.block);
+          break;
+        }
+        case AllocEvent::free_kept: {
+          auto& held = kept[{e.pool, e.bytes}];
+          if (held.empty()) break;  // its request ran out of memory
+          a.free(held.back());
+          held.pop_back();
           break;
         }
         case AllocEvent::free_slot:
@@ -434,6 +477,11 @@ private:
       if (out.out_of_memory) allocator_oom_[static_cast<std::size_t>(cls)] = true;
       return out.block;
     };
+    if (t.allocations >= 0) {
+      sequence_steps(cls, stream, t, true, request);
+      if (stall > 0) sg4::this_actor::sleep_for(stall);
+      return -1;
+    }
     // The workspace first: a backward's recomputed activations and temporaries exist before the
     // weight gradient it allocates is produced.
     const int workspace = t.workspace > 0 ? request(t.workspace) : -1;
@@ -445,10 +493,53 @@ private:
     return workspace;
   }
 
+  /// A task's allocation sequence under device-time allocation: its steps up to its last request
+  /// when it starts (`starting`), the frees after it when it ends. Kept tensors go to and come
+  /// from the newest of their pool and size; the task's own `alloc` joins the live ones.
+  template <class Request>
+  void sequence_steps(int cls, int stream, const program::Task& t, bool starting, Request&& request) {
+    const auto c = static_cast<std::size_t>(cls);
+    auto& a = allocators_[c];
+    const auto& seq = prog_.allocation_sequences[static_cast<std::size_t>(t.allocations)];
+    const int split = program::last_request(seq);
+    auto& slots = transient_blocks_[c][static_cast<std::size_t>(stream)];
+    const int begin = starting ? 0 : split + 1;
+    const int end = starting ? split + 1 : static_cast<int>(seq.steps.size());
+    for (int i = begin; i < end; ++i) {
+      const auto& step = seq.steps[static_cast<std::size_t>(i)];
+      switch (step.kind) {
+        case program::AllocationStep::transient:
+          if (slots.size() <= static_cast<std::size_t>(step.slot)) slots.resize(static_cast<std::size_t>(step.slot) + 1, -1);
+          slots[static_cast<std::size_t>(step.slot)] = request(step.bytes);
+          break;
+        case program::AllocationStep::free_transient:
+          if (const int b = slots[static_cast<std::size_t>(step.slot)]; b >= 0) a.free(b);
+          slots[static_cast<std::size_t>(step.slot)] = -1;
+          break;
+        case program::AllocationStep::keep:
+          if (const int b = request(step.bytes); b >= 0) kept_[c][{stream, step.bytes}].push_back(b);
+          break;
+        case program::AllocationStep::free_kept: {
+          auto& held = kept_[c][{stream, step.bytes}];
+          if (held.empty()) break;  // its request ran out of memory
+          a.free(held.back());
+          held.pop_back();
+          break;
+        }
+        case program::AllocationStep::task_alloc:
+          if (t.alloc > 0)
+            if (const int b = request(t.alloc); b >= 0) live_[c][{stream, t.alloc}].push_back(b);
+          break;
+      }
+    }
+  }
+
   /// Frees the task's workspace and what it releases: the oldest live allocation of that size
   /// from that pool (a forward's activations, a gather's unit, a gradient).
   void free_blocks(int cls, int stream, const program::Task& t, int workspace_block) {
     auto& a = allocators_[static_cast<std::size_t>(cls)];
+    if (t.allocations >= 0)
+      sequence_steps(cls, stream, t, false, [](Bytes) { return -1; });
     if (workspace_block >= 0) a.free(workspace_block);
     auto release = [&](int pool, Bytes bytes) {
       if (bytes <= 0) return;
@@ -458,7 +549,7 @@ private:
       a.free(it->second.front());
       it->second.pop_front();
     };
-    release(stream, t.release);
+    if (t.allocations < 0) release(stream, t.release);
     release(t.borrowed_pool >= 0 ? t.borrowed_pool : stream, t.release_borrowed);
   }
 
@@ -827,6 +918,10 @@ private:
   // whether a request failed even after a retry.
   std::vector<memory::CachingAllocator> allocators_;
   std::vector<std::map<std::pair<int, Bytes>, std::deque<int>>> live_;
+  // Allocation sequences (program/allocation_sequence.hpp): kept tensors by (pool, size), newest
+  // last, per class; the running task's transient blocks by slot, per class and stream.
+  std::vector<std::map<std::pair<int, Bytes>, std::vector<int>>> kept_;
+  std::vector<std::vector<std::vector<int>>> transient_blocks_;
   std::vector<bool> allocator_oom_;
   std::vector<Seconds> peak_time_;
   // Under ExecuteOptions::allocate_at_host_issue, per class: when the host issued each task
@@ -834,7 +929,10 @@ private:
   // the allocator's events, replayed in time order after the run.
   struct AllocEvent {
     Seconds time = 0;
-    enum Kind : std::uint8_t { malloc, free_slot, free_slot_after_use, free_live, free_live_after_use, complete } kind;
+    enum Kind : std::uint8_t {
+      malloc, free_slot, free_slot_after_use, free_live, free_live_after_use, complete,
+      malloc_kept, free_kept  ///< a saved tensor (program::AllocationStep::keep, free_kept)
+    } kind;
     int pool = 0;
     Bytes bytes = 0;
     long slot = -1;  ///< the request a free or completion refers to; -1: the oldest live one of its pool and size

@@ -232,6 +232,10 @@ struct TrainingPlan {
   /// The allocator's requests at the host's issue of the task that makes each buffer, as PyTorch
   /// makes them (engine::ExecuteOptions::allocate_at_host_issue); false: at the device's start.
   bool allocator_host_issue = false;
+  /// The caching allocator sees each tensor a sharded schedule's pass saves, recomputes or holds
+  /// as its own request (program/activation_allocations.hpp); false: one block per micro-batch's
+  /// activations and one per pass's workspace.
+  bool allocator_tensor_requests = false;
   /// The framework's module code around the GEMMs (model::ModuleKernels, same names): bias-gradient
   /// reductions, the QKV split's gradient, layout copies. "fused": none.
   ModuleKernels module_kernels = ModuleKernels::fused;

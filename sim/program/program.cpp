@@ -1,11 +1,30 @@
 #include "program/program.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.hpp"
 
 namespace trainsim::program {
+
+namespace {
+
+/// A task's allocation sequence must add up to the totals the allocated counter follows.
+void check_allocations(const Program& p, const Task& t) {
+  TRAINSIM_CHECK(t.allocations < static_cast<int>(p.allocation_sequences.size()),
+                 "task " + t.name + " names an unknown allocation sequence");
+  const SequenceTotals s = totals_of(p.allocation_sequences[static_cast<std::size_t>(t.allocations)]);
+  auto same = [](Bytes a, Bytes b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); };
+  TRAINSIM_CHECK(s.balanced, "task " + t.name + "'s allocation sequence leaves a transient tensor live or frees one twice");
+  TRAINSIM_CHECK(same(s.kept + (s.task_alloc ? t.alloc : 0), t.alloc),
+                 "task " + t.name + "'s allocation sequence keeps other than its allocation");
+  TRAINSIM_CHECK(same(s.freed_kept, t.release), "task " + t.name + "'s allocation sequence frees other than its release");
+  TRAINSIM_CHECK(same(s.transient_peak, t.workspace), "task " + t.name + "'s allocation sequence's transient peak is not its workspace");
+  TRAINSIM_CHECK(t.alloc_pool < 0, "task " + t.name + " has an allocation sequence from another stream's pool");
+}
+
+}  // namespace
 
 const char* phase_name(Phase p) {
   switch (p) {
@@ -105,6 +124,7 @@ void validate(const Program& p) {
                          "task " + t.name + " is issued after an unknown task");
         if (t.kind == TaskKind::host_copy)
           TRAINSIM_CHECK(t.copy_bytes > 0, "host copy " + t.name + " moves no bytes");
+        if (t.allocations >= 0) check_allocations(p, t);
         if (t.kind == TaskKind::collective) {
           // A shared body's task stands for this rank's own call at that place.
           const int c = body >= 0 ? calls[call++] : t.collective;

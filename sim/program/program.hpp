@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective/collective_plan.hpp"
+#include "program/allocation_sequence.hpp"
 #include "core/units.hpp"
 #include "program/interned_name.hpp"
 #include "program/task_deps.hpp"
@@ -46,6 +47,11 @@ struct Task {
   /// call runs on the communicator's stream.
   std::int8_t alloc_pool = -1;
   std::int8_t borrowed_pool = -1;  ///< the stream that allocated `release_borrowed`
+  /// Index into Program::allocation_sequences, -1 for none. With one, the caching allocator
+  /// serves the sequence's requests instead of `workspace`, `release` and `alloc` (its keeps,
+  /// or its task_alloc step); `alloc`, `workspace` and `release` stay the totals the allocated
+  /// counter follows, and validate() checks they are the sequence's.
+  std::int16_t allocations = -1;
   /// `release_borrowed` is freed without record_stream: the allocating stream waits on an event
   /// before it next writes there instead (FSDP2), so the block is back in that stream's pool as
   /// soon as the host frees it, not once the device has finished with it.
@@ -114,6 +120,8 @@ struct Program {
   /// may follow the host's issue (engine::ExecuteOptions::allocate_at_host_issue); false: only
   /// the kernels' issue is modelled, and the allocator follows the device.
   bool host_bounds_modelled = false;
+  /// Tasks' allocation sequences (Task::allocations), shared by every task that makes the same requests.
+  std::vector<AllocationSequence> allocation_sequences;
 };
 
 /// The rank whose streams `rank` runs: itself, or the rank whose body it shares.

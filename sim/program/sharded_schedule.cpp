@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
+#include "program/activation_allocations.hpp"
 #include "model/composer_metrics.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
@@ -312,6 +315,45 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   if (!metric_ops.empty())
     for (long mb = 0; mb < p.accumulation; ++mb) name_metrics.emplace_back("train metrics mb" + std::to_string(mb));
   const StageMemory& mem = in.stages.front();
+  // With allocator_tensor_requests the caching allocator sees each pass's tensors one by one
+  // (program/activation_allocations.hpp) where each layer's activations live inside its own
+  // passes: kept whole, or fully checkpointed without offloading and recomputed inside its
+  // backward task (under TP a separate task recomputes it: lumped, as are selective policies).
+  const bool full_recompute = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::full;
+  const bool per_tensor =
+      p.allocator_tensor_requests && (!p.activation_checkpointing || (full_recompute && !offload && p.tp == 1));
+  enum PassIndex { kEmbeddingForward, kLayerForward, kLastLayerForward, kHeadForward, kLayerBackward,
+                   kHeadBackward, kEmbeddingBackward, kPasses };
+  std::array<PassAllocations, kPasses> pass_allocations{};
+  if (per_tensor) {
+    model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy,
+                            p.eager_kernels};
+    shape.fp8.enabled = p.linear_precision == plan::LinearPrecision::fp8;  // as the memory model's
+    // The loss's gradient of the logits (memory/rank_memory.cpp's activation_workspace).
+    const double logits = static_cast<double>(p.micro_batch * in.model.seq_len * in.model.vocab) / static_cast<double>(p.tp);
+    std::vector<Bytes> loss_gradients;
+    if (!p.fused_cross_entropy) loss_gradients = {4 * logits, 2 * logits};
+    else if (!p.fused_cross_entropy_inplace) loss_gradients = {2 * logits};
+    const ActivationAllocations a = activation_allocations(in.model, shape, p.activation_checkpointing, loss_gradients);
+    const Bytes kept = a.per_micro_batch(in.model.layers);
+    TRAINSIM_CHECK(std::abs(kept - mem.activations_per_micro_batch) <= 1e-9 * std::max(1.0, kept),
+                   "the sharded schedule's tensors of one micro-batch (" + std::to_string(kept) +
+                       " B) are not the memory model's activations (" + std::to_string(mem.activations_per_micro_batch) + " B)");
+    pass_allocations = {a.embedding_forward, a.layer_forward, a.last_layer_forward, a.head_forward,
+                        a.layer_backward, a.head_backward, a.embedding_backward};
+    for (const auto& pa : pass_allocations) prog.allocation_sequences.push_back(pa.sequence);
+  }
+  const PassAllocations metric_allocations =
+      composer_metric_allocations(metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics);
+  const auto metric_sequence = static_cast<std::int16_t>(prog.allocation_sequences.size());
+  if (per_tensor && !metric_ops.empty()) prog.allocation_sequences.push_back(metric_allocations.sequence);
+  // Unit u's forward and backward pass (units: the embedding, the layers, the head).
+  auto forward_pass = [&](std::size_t u) {
+    return u == 0 ? kEmbeddingForward : u + 1 == n ? kHeadForward : u + 2 == n ? kLastLayerForward : kLayerForward;
+  };
+  auto backward_pass = [&](std::size_t u) {
+    return u == 0 ? kEmbeddingBackward : u + 1 == n ? kHeadBackward : kLayerBackward;
+  };
   // Which stream's caching-allocator pool each transient buffer comes from
   // (memory/caching_allocator.hpp). With the units gathered, the memory model's gathered
   // parameters and gradients leave `resident` and follow the timeline: a unit's parameters are
@@ -491,7 +533,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           // Two layer inputs on device: the one in use and the one being offloaded.
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
-          if (u == 0) f.alloc = mem.activations_per_micro_batch;
+          if (per_tensor) {
+            const auto fp = forward_pass(u);
+            f.alloc = pass_allocations[fp].kept;
+            f.workspace = pass_allocations[fp].workspace;
+            f.allocations = static_cast<std::int16_t>(fp);
+          } else if (u == 0) {
+            f.alloc = mem.activations_per_micro_batch;
+          }
           if (moved[u].forward_gather && !kept_through_backward(u)) {
             f.release_borrowed = gathered_bytes[u];
             f.borrowed_pool = kGather;
@@ -558,7 +607,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           b.workspace = mem.workspace;
           b.kernels = units[u].backward_kernels -
                       (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
-          if (u == 0) b.release = mem.activations_per_micro_batch;
+          if (per_tensor) {
+            const auto bp = backward_pass(u);
+            b.workspace = pass_allocations[bp].workspace;
+            b.release = pass_allocations[bp].release;
+            b.allocations = static_cast<std::int16_t>(bp);
+          } else if (u == 0) {
+            b.release = mem.activations_per_micro_batch;
+          }
           if (moved[u].backward_gather || kept_through_backward(u)) {
             b.release_borrowed = gathered_bytes[u];
             b.borrowed_pool = kGather;
@@ -593,6 +649,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           Task m{name_metrics[static_cast<std::size_t>(mb)], TaskKind::compute, Phase::backward,
                  metric_time, -1, {previous}};
           m.workspace = metric_workspace;
+          if (per_tensor) {
+            m.workspace = metric_allocations.workspace;
+            m.allocations = metric_sequence;
+          }
           m.kernels = model::ops_kernels(metric_ops);
           comp.push_back(std::move(m));
           previous = last(comp, kCompute);

@@ -394,6 +394,18 @@ plan::TrainingPlan read_training(JsonObject o) {
         o.fail("zero3_implementation", "deepspeed-0.3 is modelled with full checkpointing only (checkpoint_policy selective_op)");
     }
   }
+  t.allocator_tensor_requests = o.boolean_or("allocator_tensor_requests", false);
+  if (t.allocator_tensor_requests) {
+    // program/activation_allocations.hpp: where each layer's tensors live inside its own passes.
+    if ((t.sharding != Sharding::fsdp && t.sharding != Sharding::zero3) ||
+        t.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3)
+      o.fail("allocator_tensor_requests", "is modelled in the sharded schedule only (schedule fsdp, or zero3 as fsdp)");
+    if (t.activation_checkpointing &&
+        (t.checkpoint_policy != plan::CheckpointPolicy::full || t.activation_offloading || t.tp > 1))
+      o.fail("allocator_tensor_requests",
+             "is modelled without checkpointing or with full checkpointing, without activation_offloading or "
+             "tensor_parallel (whose recompute is a task of its own)");
+  }
   if (o.has("fsdp_implementation")) {
     if (t.sharding != Sharding::fsdp)
       o.fail("fsdp_implementation", "describes PyTorch FSDP's runtime: needs schedule fsdp");

@@ -123,6 +123,44 @@ TEST(CachingAllocator, SplitSegmentsSurviveARetryAndCanLeaveItOutOfMemory) {
   EXPECT_EQ(a.out_of_memory_count(), 1);
 }
 
+TEST(CachingAllocator, PerTensorActivationsLeaveSegmentsTooSmallForALaterLargerRequest) {
+  // A micro-batch's activations freed after its backward, then a request larger than any one of
+  // them (Composer's fp32 log-probabilities after the backward: program/activation_allocations.hpp).
+  // As one 80 MiB block they leave one cached segment the request splits; as four 20 MiB tensors
+  // they leave four segments none of which fits, and 80 + 40 > 100 MiB: free them all and retry.
+  CachingAllocator lumped(100 * MiB), tensors(100 * MiB);
+  lumped.free(lumped.malloc(80 * MiB, 0).block);
+  const auto served = lumped.malloc(40 * MiB, 0);
+  EXPECT_FALSE(served.retried);
+  EXPECT_EQ(lumped.reserved(), 80 * MiB);
+  std::vector<int> kept;
+  for (int i = 0; i < 4; ++i) kept.push_back(tensors.malloc(20 * MiB, 0).block);
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) tensors.free(*it);  // the backward, in reverse
+  EXPECT_EQ(tensors.reserved(), 80 * MiB);
+  const auto retried = tensors.malloc(40 * MiB, 0);
+  EXPECT_TRUE(retried.retried);
+  EXPECT_FALSE(retried.out_of_memory);
+  EXPECT_EQ(retried.segments_released, 4);
+  EXPECT_EQ(tensors.reserved(), 40 * MiB);
+}
+
+TEST(CachingAllocator, AKeptTensorSplitFromAForwardsTransientPinsItsSegment) {
+  // A checkpointed block's forward: a 60 MiB transient, freed; the block's 20 MiB output, kept,
+  // is served by splitting that cached segment (best fit). A 50 MiB request then finds 40 MiB
+  // free there, not enough, and the segment holds a live tensor, so a retry cannot return it:
+  // 70 MiB allocated of 100, out of memory.
+  CachingAllocator a(100 * MiB);
+  a.free(a.malloc(60 * MiB, 0).block);
+  const int output = a.malloc(20 * MiB, 0).block;
+  EXPECT_EQ(a.reserved(), 60 * MiB);
+  const auto out = a.malloc(50 * MiB, 0);
+  EXPECT_TRUE(out.retried);
+  EXPECT_TRUE(out.out_of_memory);
+  EXPECT_EQ(out.segments_released, 0);
+  EXPECT_EQ(a.allocated(), 20 * MiB);
+  a.free(output);
+}
+
 // validate/measure_allocator_retry.py on the H100 (validate/results/h100-allocator-retry-*.json):
 // per unit, the unsharded parameters on a gather stream (used by compute, record_stream), two
 // products on the compute stream, the gradient on compute (used by a post-backward stream,

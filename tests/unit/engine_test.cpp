@@ -497,6 +497,68 @@ TEST_F(EngineTest, WithoutTheFrameworksHostBoundsTheAllocatorFollowsTheDevice) {
   EXPECT_DOUBLE_EQ(r.peak_reserved[0], 100 * kMiB);
 }
 
+/// A micro-batch's activations, then Composer's metric workspace (program/activation_allocations.hpp):
+/// the forward keeps four 20 MiB tensors, the backward frees them, the metric update asks for
+/// 40 MiB. `tensors`: one request per tensor (allocation sequences); else one 80 MiB block.
+Program activations_then_metric(bool tensors) {
+  using program::AllocationStep;
+  Task f = issued("forward", 1.0, 1);
+  f.alloc = 80 * kMiB;
+  Task b = issued("backward", 1.0, 1);
+  b.release = 80 * kMiB;
+  Task m = issued("metric", 1.0, 1);
+  m.workspace = 40 * kMiB;
+  Program p = one_stream_each(1, {f, b, m});
+  p.host_per_kernel = kIssue;
+  p.host_bounds_modelled = true;
+  if (tensors) {
+    program::AllocationSequence keep, free, metric;
+    for (int i = 0; i < 4; ++i) {
+      keep.steps.push_back({AllocationStep::keep, 20 * kMiB, -1});
+      free.steps.push_back({AllocationStep::free_kept, 20 * kMiB, -1});
+    }
+    metric.steps = {{AllocationStep::transient, 40 * kMiB, 0}, {AllocationStep::free_transient, 0, 0}};
+    p.allocation_sequences = {keep, free, metric};
+    auto& tasks = p.ranks[0].streams[0].tasks;
+    for (std::size_t i = 0; i < 3; ++i) tasks[i].allocations = static_cast<std::int16_t>(i);
+  }
+  program::validate(p);
+  return p;
+}
+
+TEST_F(EngineTest, OneBlockOfActivationsServesALaterLargerRequest) {
+  device_memory_ = 100 * kMiB;
+  host_issue_ = true;
+  const ExecutionResult r = run(activations_then_metric(false), no_plan);
+  ASSERT_TRUE(r.allocated_at_host_issue);
+  EXPECT_EQ(r.allocator_retries[0], 0);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 80 * kMiB);
+}
+
+TEST_F(EngineTest, PerTensorActivationsMakeALaterLargerRequestRetryAtTheHostsIssue) {
+  // Four cached 20 MiB segments, none large enough; 80 + 40 > 100 MiB: free them and retry.
+  device_memory_ = 100 * kMiB;
+  host_issue_ = true;
+  retry_fixed_ = 0.25;
+  const ExecutionResult r = run(activations_then_metric(true), no_plan);
+  ASSERT_TRUE(r.allocated_at_host_issue);
+  EXPECT_EQ(r.allocator_retries[0], 1);
+  EXPECT_FALSE(r.allocator_out_of_memory[0]);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 80 * kMiB);
+  EXPECT_DOUBLE_EQ(r.peak_memory[0], 80 * kMiB);  // the allocated counter follows the totals
+  EXPECT_NEAR(r.makespan, 3.0 + kIssue + 0.25, 1e-9);
+}
+
+TEST_F(EngineTest, PerTensorActivationsMakeALaterLargerRequestRetryAtDeviceTime) {
+  device_memory_ = 100 * kMiB;
+  Program p = activations_then_metric(true);
+  p.host_bounds_modelled = false;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_FALSE(r.allocated_at_host_issue);
+  EXPECT_EQ(r.allocator_retries[0], 1);
+  EXPECT_DOUBLE_EQ(r.peak_reserved[0], 80 * kMiB);
+}
+
 /// FSDP-like: three gathers (stream 1, no kernels timed, 1 ms) each allocate 100 MiB that the
 /// compute stream's pass u (1 s) uses and frees under record_stream; gather 2 waits for pass 0
 /// (`host_wait`: the host's wait, FSDP1's rate limiter; otherwise the gather stream's).

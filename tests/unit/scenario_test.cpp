@@ -305,6 +305,21 @@ TEST(ScenarioErrors, AllocatorRetryStallsNeedTheCudaCachingAllocator) {
   EXPECT_TRUE(contains(e.what(), "gaudi1.json gives no allocator_retry")) << e.what();
 }
 
+TEST(ScenarioErrors, AllocatorTensorRequestsNeedTheShardedScheduleWithFullOrNoCheckpointing) {
+  json dl1 = bert_large_doc();
+  dl1["training"]["allocator_tensor_requests"] = true;
+  ConfigError e = error_of(dl1, "ddp_tensors");
+  EXPECT_EQ(e.json_path(), "/training/allocator_tensor_requests");
+  EXPECT_TRUE(contains(e.what(), "sharded schedule only")) << e.what();
+  // torchtitan's selective op checkpointing keeps its lumps.
+  json tt = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
+  tt["topology"] = absolute("topologies/p5.48xlarge.json");
+  tt["training"]["allocator_tensor_requests"] = true;
+  e = error_of(tt, "selective_tensors");
+  EXPECT_EQ(e.json_path(), "/training/allocator_tensor_requests");
+  EXPECT_TRUE(contains(e.what(), "full checkpointing")) << e.what();
+}
+
 TEST(ScenarioErrors, Fp8NeedsFp8GemmSamplesAndAnImplementation) {
   // An A100 (no FP8 tensor cores, no fp8 samples): rejected, naming the device profile.
   json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
