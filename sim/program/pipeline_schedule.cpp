@@ -286,8 +286,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
-  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group, int repeat = 1) {
-    prog.collectives.push_back({name, op, size, std::move(group), repeat});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, RankGroup group, int repeat = 1) {
+    prog.collectives.push_back({name, op, size, group, repeat});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
   // Calls are made by the first member that meets them and found by the others: flat tables,
@@ -296,6 +296,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
+  std::vector<RankGroup> tp_groups(static_cast<std::size_t>(pp * L.dp));  // their members, interned once
   // The tied word embedding's gradient all-reduce between the first and the last stage, by
   // (dp, tp): Megatron's embedding group pairs the first and last rank of each pipeline group
   // (2021 megatron/mpu/initialize.py: embedding_ranks = [ranks[0], ranks[-1]]).
@@ -515,10 +516,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // The TP group's members issue their all-reduces in the same order.
           auto& calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
           if (rc.tensor == calls.size()) {
-            std::vector<int> group;
-            group.reserve(static_cast<std::size_t>(tp));
-            for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-            calls.push_back(add_call(q.name, q.op, q.size, std::move(group), q.repeat));
+            RankGroup& group = tp_groups[static_cast<std::size_t>(stage * L.dp + d)];
+            if (group.empty()) {
+              std::vector<int> members;
+              for (long k = 0; k < tp; ++k) members.push_back(rank_of(in, stage, d, k));
+              group = members;
+            }
+            calls.push_back(add_call(q.name, q.op, q.size, group, q.repeat));
           }
           return calls[rc.tensor++];
         }
