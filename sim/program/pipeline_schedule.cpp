@@ -581,6 +581,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<CallRequest> requests;
     std::vector<int> requested;
     std::vector<std::size_t> request_of_task;
+    std::vector<int> got;  // a sharing rank's call for each request, reused rank after rank
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
@@ -589,12 +590,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         rp.resident = mem.resident;
         RankCalls rank_calls{d, t};
         if (share && (d > 0 || t > 0)) {
-          std::vector<int> got;
-          got.reserve(requests.size());
-          for (const auto& q : requests) got.push_back(call_for(rank_calls, q));
+          // Each replica's TP group makes about the first rank's calls again: room for them all
+          // at once (per-step TP overlap makes over a million per stage at 1,024 GPUs).
+          if (stage == 0 && d == 0 && t == 1)
+            prog.collectives.reserve(prog.collectives.size() * static_cast<std::size_t>(L.dp) + 16);
+          got.resize(requests.size());
+          for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
           rp.body = rank_of(in, stage, 0, 0);
-          rp.calls.reserve(request_of_task.size());
-          for (const std::size_t j : request_of_task) rp.calls.push_back(got[j]);
+          rp.calls.resize(request_of_task.size());
+          for (std::size_t k = 0; k < request_of_task.size(); ++k) rp.calls[k] = got[request_of_task[k]];
           prog.ranks.push_back(std::move(rp));
           continue;
         }
