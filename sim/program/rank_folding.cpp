@@ -48,8 +48,17 @@ std::vector<std::uint32_t> call_shapes(const Program& p) {
   std::vector<std::uint32_t> shape(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
     const auto& call = p.collectives[c];
-    shape[c] = ids.emplace(CallShape{call.op, call.size, call.group.size(), call.repeat}, static_cast<std::uint32_t>(ids.size()))
-                   .first->second;
+    const CallShape here{call.op, call.size, call.group.size(), call.repeat};
+    // A group's calls come in runs of one shape (the ring steps of a GEMM, the micro-batches'
+    // sends): the previous call's number spares most lookups.
+    if (c > 0) {
+      const auto& before = p.collectives[c - 1];
+      if (here == CallShape{before.op, before.size, before.group.size(), before.repeat}) {
+        shape[c] = shape[c - 1];
+        continue;
+      }
+    }
+    shape[c] = ids.emplace(here, static_cast<std::uint32_t>(ids.size())).first->second;
   }
   return shape;
 }
