@@ -582,6 +582,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<int> requested;
     std::vector<std::size_t> request_of_task;
     std::vector<int> got;  // a sharing rank's call for each request, reused rank after rank
+    // The requests other than its TP group's: a TP group's members get the same TP calls, so a
+    // rank after its group's first member asks only these again.
+    std::vector<std::size_t> not_tensor;
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
@@ -594,8 +597,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // at once (per-step TP overlap makes over a million per stage at 1,024 GPUs).
           if (stage == 0 && d == 0 && t == 1)
             prog.collectives.reserve(prog.collectives.size() * static_cast<std::size_t>(L.dp) + 16);
-          got.resize(requests.size());
-          for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
+          if (t == 0) {
+            got.resize(requests.size());
+            for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
+          } else {
+            if (d == 0 && t == 1) {
+              got = requested;  // the stage's first rank's calls
+              not_tensor.clear();
+              for (std::size_t j = 0; j < requests.size(); ++j)
+                if (requests[j].group != CallRequest::Group::tensor) not_tensor.push_back(j);
+            }
+            for (const std::size_t j : not_tensor) got[j] = call_for(rank_calls, requests[j]);
+          }
           rp.body = rank_of(in, stage, 0, 0);
           rp.calls.resize(request_of_task.size());
           for (std::size_t k = 0; k < request_of_task.size(); ++k) rp.calls[k] = got[request_of_task[k]];
