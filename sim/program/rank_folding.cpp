@@ -225,7 +225,12 @@ RankFolding fold_ranks(const Program& p) {
       const int k = f.class_of_rank[static_cast<std::size_t>(program.body)];
       const auto& theirs = rep_calls[static_cast<std::size_t>(k)];
       if (theirs.size() != program.calls.size()) return identity_folding(p);
+      // The rank before it on the same body (a TP peer) mostly makes the same calls: those were
+      // checked and merged already, and comparing the two lists reads them in order.
+      const std::vector<int>* before =
+          r > 0 && p.ranks[r - 1].body == program.body ? &p.ranks[r - 1].calls : nullptr;
       for (std::size_t i = 0; i < theirs.size(); ++i) {
+        if (before != nullptr && (*before)[i] == program.calls[i]) continue;
         if (shape[static_cast<std::size_t>(theirs[i])] != shape[static_cast<std::size_t>(program.calls[i])])
           return identity_folding(p);
         uf.join(theirs[i], program.calls[i]);
