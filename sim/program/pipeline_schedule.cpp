@@ -593,10 +593,6 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         rp.resident = mem.resident;
         RankCalls rank_calls{d, t};
         if (share && (d > 0 || t > 0)) {
-          // Each replica's TP group makes about the first rank's calls again: room for them all
-          // at once (per-step TP overlap makes over a million per stage at 1,024 GPUs).
-          if (stage == 0 && d == 0 && t == 1)
-            prog.collectives.reserve(prog.collectives.size() * static_cast<std::size_t>(L.dp) + 16);
           if (t == 0) {
             got.resize(requests.size());
             for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
@@ -606,6 +602,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               not_tensor.clear();
               for (std::size_t j = 0; j < requests.size(); ++j)
                 if (requests[j].group != CallRequest::Group::tensor) not_tensor.push_back(j);
+              // Every other replica's TP group makes these TP calls again: room for them at once
+              // (per-step TP overlap makes over a million per stage at 1,024 GPUs).
+              prog.collectives.reserve(prog.collectives.size() +
+                                       (requests.size() - not_tensor.size()) * static_cast<std::size_t>(L.dp - 1) + 16);
             }
             for (const std::size_t j : not_tensor) got[j] = call_for(rank_calls, requests[j]);
           }
