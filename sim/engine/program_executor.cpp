@@ -687,7 +687,18 @@ private:
     sg4::BarrierPtr arrival;                                 ///< null when one class takes part
     std::vector<sg4::BarrierPtr> phase_end;                  ///< empty when one class takes part
   };
-  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), groups and repeats
+  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), group ids and repeats
+  /// A 1,024-GPU step has over a hundred thousand merged calls whose keys mostly share their
+  /// groups: hashed, a lookup reads each key once instead of comparing it along a tree path.
+  struct CallsKeyHash {
+    std::size_t operator()(const CallsKey& k) const {
+      std::uint64_t h = static_cast<std::uint64_t>(std::get<0>(k));
+      auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+      mix(std::hash<Bytes>{}(std::get<1>(k)));
+      for (int r : std::get<2>(k)) mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)));
+      return static_cast<std::size_t>(h);
+    }
+  };
 
   /// A route's links and what flow_shape needs of them, looked up once per (src, dst).
   struct Route {
@@ -831,7 +842,8 @@ private:
     for (int c : calls) {
       const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
       if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
-      std::get<2>(key).insert(std::get<2>(key).end(), call.group.begin(), call.group.end());
+      // Groups are interned (program/rank_group.hpp): equal ids, equal members.
+      std::get<2>(key).push_back(static_cast<int>(call.group.id()));
       std::get<2>(key).push_back(-call.repeat);
     }
     MergedCollective mc;
@@ -904,7 +916,7 @@ private:
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::unordered_map<std::uint64_t, Route> routes_;
-  std::map<CallsKey, std::shared_ptr<const MergedFlows>> merged_flows_;
+  std::unordered_map<CallsKey, std::shared_ptr<const MergedFlows>, CallsKeyHash> merged_flows_;
   // Per class:
   static constexpr Seconds kNotDone = -1;
   std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished

@@ -286,8 +286,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * m * L.dp;
-  auto add_call = [&](InternedName name, collective::Op op, Bytes size, std::vector<int> group, int repeat = 1) {
-    prog.collectives.push_back({name, op, size, std::move(group), repeat});
+  auto add_call = [&](InternedName name, collective::Op op, Bytes size, RankGroup group, int repeat = 1) {
+    prog.collectives.push_back({name, op, size, group, repeat});
     return static_cast<int>(prog.collectives.size()) - 1;
   };
   // Calls are made by the first member that meets them and found by the others: flat tables,
@@ -296,6 +296,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   std::vector<int> p2p(static_cast<std::size_t>(2 * virtual_stages * m * L.dp * tp), -1);
   // Tensor-parallel all-reduces by (stage, dp index), in the order the group's members issue them.
   std::vector<std::vector<int>> tp_calls(static_cast<std::size_t>(pp * L.dp));
+  std::vector<RankGroup> tp_groups(static_cast<std::size_t>(pp * L.dp));  // their members, interned once
   // The tied word embedding's gradient all-reduce between the first and the last stage, by
   // (dp, tp): Megatron's embedding group pairs the first and last rank of each pipeline group
   // (2021 megatron/mpu/initialize.py: embedding_ranks = [ranks[0], ranks[-1]]).
@@ -515,10 +516,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // The TP group's members issue their all-reduces in the same order.
           auto& calls = tp_calls[static_cast<std::size_t>(stage * L.dp + d)];
           if (rc.tensor == calls.size()) {
-            std::vector<int> group;
-            group.reserve(static_cast<std::size_t>(tp));
-            for (long k = 0; k < tp; ++k) group.push_back(rank_of(in, stage, d, k));
-            calls.push_back(add_call(q.name, q.op, q.size, std::move(group), q.repeat));
+            RankGroup& group = tp_groups[static_cast<std::size_t>(stage * L.dp + d)];
+            if (group.empty()) {
+              std::vector<int> members;
+              for (long k = 0; k < tp; ++k) members.push_back(rank_of(in, stage, d, k));
+              group = members;
+            }
+            calls.push_back(add_call(q.name, q.op, q.size, group, q.repeat));
           }
           return calls[rc.tensor++];
         }
@@ -577,6 +581,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<CallRequest> requests;
     std::vector<int> requested;
     std::vector<std::size_t> request_of_task;
+    std::vector<int> got;  // a sharing rank's call for each request, reused rank after rank
+    // The requests other than its TP group's: a TP group's members get the same TP calls, so a
+    // rank after its group's first member asks only these again.
+    std::vector<std::size_t> not_tensor;
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
@@ -585,12 +593,25 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         rp.resident = mem.resident;
         RankCalls rank_calls{d, t};
         if (share && (d > 0 || t > 0)) {
-          std::vector<int> got;
-          got.reserve(requests.size());
-          for (const auto& q : requests) got.push_back(call_for(rank_calls, q));
+          if (t == 0) {
+            got.resize(requests.size());
+            for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
+          } else {
+            if (d == 0 && t == 1) {
+              got = requested;  // the stage's first rank's calls
+              not_tensor.clear();
+              for (std::size_t j = 0; j < requests.size(); ++j)
+                if (requests[j].group != CallRequest::Group::tensor) not_tensor.push_back(j);
+              // Every other replica's TP group makes these TP calls again: room for them at once
+              // (per-step TP overlap makes over a million per stage at 1,024 GPUs).
+              prog.collectives.reserve(prog.collectives.size() +
+                                       (requests.size() - not_tensor.size()) * static_cast<std::size_t>(L.dp - 1) + 16);
+            }
+            for (const std::size_t j : not_tensor) got[j] = call_for(rank_calls, requests[j]);
+          }
           rp.body = rank_of(in, stage, 0, 0);
-          rp.calls.reserve(request_of_task.size());
-          for (const std::size_t j : request_of_task) rp.calls.push_back(got[j]);
+          rp.calls.resize(request_of_task.size());
+          for (std::size_t k = 0; k < request_of_task.size(); ++k) rp.calls[k] = got[request_of_task[k]];
           prog.ranks.push_back(std::move(rp));
           continue;
         }

@@ -11,6 +11,7 @@
 #include "program/allocation_sequence.hpp"
 #include "core/units.hpp"
 #include "program/interned_name.hpp"
+#include "program/rank_group.hpp"
 #include "program/task_deps.hpp"
 
 namespace trainsim::program {
@@ -100,7 +101,7 @@ struct CollectiveCall {
   InternedName name;
   collective::Op op = collective::Op::all_reduce;
   Bytes size = 0;          ///< nccl-tests S (see collective_plan.hpp)
-  std::vector<int> group;  ///< global ranks
+  RankGroup group;         ///< global ranks (interned: program/rank_group.hpp)
   /// The same call made this many times back to back, run as one: its plan's bytes and latency
   /// scaled by it (collective::repeated), so a coarse program can stand one call for a run of
   /// identical steps (tp_comm_overlap's ring steps and chunked reduce-scatters).

@@ -48,8 +48,17 @@ std::vector<std::uint32_t> call_shapes(const Program& p) {
   std::vector<std::uint32_t> shape(p.collectives.size());
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
     const auto& call = p.collectives[c];
-    shape[c] = ids.emplace(CallShape{call.op, call.size, call.group.size(), call.repeat}, static_cast<std::uint32_t>(ids.size()))
-                   .first->second;
+    const CallShape here{call.op, call.size, call.group.size(), call.repeat};
+    // A group's calls come in runs of one shape (the ring steps of a GEMM, the micro-batches'
+    // sends): the previous call's number spares most lookups.
+    if (c > 0) {
+      const auto& before = p.collectives[c - 1];
+      if (here == CallShape{before.op, before.size, before.group.size(), before.repeat}) {
+        shape[c] = shape[c - 1];
+        continue;
+      }
+    }
+    shape[c] = ids.emplace(here, static_cast<std::uint32_t>(ids.size())).first->second;
   }
   return shape;
 }
@@ -119,22 +128,40 @@ struct UnionFind {
 void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
   std::vector<int> id_of_root(p.collectives.size(), -1);
   f.merged_of_call.assign(p.collectives.size(), -1);
+  std::vector<std::size_t> count;  // merged call -> how many calls it stands for
   for (std::size_t c = 0; c < p.collectives.size(); ++c) {
     int& id = id_of_root[static_cast<std::size_t>(uf.find(static_cast<int>(c)))];
     if (id < 0) {
-      id = static_cast<int>(f.calls.size());
-      f.calls.emplace_back();
+      id = static_cast<int>(count.size());
+      count.push_back(0);
     }
     f.merged_of_call[c] = id;
-    f.calls[static_cast<std::size_t>(id)].push_back(static_cast<int>(c));
+    ++count[static_cast<std::size_t>(id)];
   }
+  // Each list sized once: a 1,024-GPU step has millions of calls in a hundred thousand lists.
+  f.calls.resize(count.size());
+  for (std::size_t m = 0; m < count.size(); ++m) f.calls[m].reserve(count[m]);
+  for (std::size_t c = 0; c < p.collectives.size(); ++c)
+    f.calls[static_cast<std::size_t>(f.merged_of_call[c])].push_back(static_cast<int>(c));
+  // The classes of a group's members, found once per distinct group (every call of a
+  // tensor-parallel group has the same members).
+  std::vector<std::vector<int>> classes_of_group;  // by RankGroup::id; empty: not yet found
+  auto group_classes = [&](const RankGroup& g) -> const std::vector<int>& {
+    if (g.id() >= classes_of_group.size()) classes_of_group.resize(g.id() + 1);
+    auto& classes = classes_of_group[g.id()];
+    if (classes.empty())
+      for (int r : g) {
+        const int k = f.class_of_rank[static_cast<std::size_t>(r)];
+        if (std::find(classes.begin(), classes.end(), k) == classes.end()) classes.push_back(k);
+      }
+    return classes;
+  };
   f.classes_of.assign(f.calls.size(), {});
   std::vector<int> listed_for(static_cast<std::size_t>(f.classes()), -1);  // class -> last merged call listing it
   for (std::size_t m = 0; m < f.calls.size(); ++m) {
     auto& cls = f.classes_of[m];
     for (int c : f.calls[m])
-      for (int r : p.collectives[static_cast<std::size_t>(c)].group) {
-        const int k = f.class_of_rank[static_cast<std::size_t>(r)];
+      for (int k : group_classes(p.collectives[static_cast<std::size_t>(c)].group)) {
         if (listed_for[static_cast<std::size_t>(k)] == static_cast<int>(m)) continue;
         listed_for[static_cast<std::size_t>(k)] = static_cast<int>(m);
         cls.push_back(k);
@@ -198,7 +225,12 @@ RankFolding fold_ranks(const Program& p) {
       const int k = f.class_of_rank[static_cast<std::size_t>(program.body)];
       const auto& theirs = rep_calls[static_cast<std::size_t>(k)];
       if (theirs.size() != program.calls.size()) return identity_folding(p);
+      // The rank before it on the same body (a TP peer) mostly makes the same calls: those were
+      // checked and merged already, and comparing the two lists reads them in order.
+      const std::vector<int>* before =
+          r > 0 && p.ranks[r - 1].body == program.body ? &p.ranks[r - 1].calls : nullptr;
       for (std::size_t i = 0; i < theirs.size(); ++i) {
+        if (before != nullptr && (*before)[i] == program.calls[i]) continue;
         if (shape[static_cast<std::size_t>(theirs[i])] != shape[static_cast<std::size_t>(program.calls[i])])
           return identity_folding(p);
         uf.join(theirs[i], program.calls[i]);

@@ -1,6 +1,6 @@
-// The compact pieces of a task (program/interned_name.hpp, program/task_deps.hpp): names keep
-// their text and compare by id; dependencies behave like the vector they replace, inline or
-// spilled to the heap.
+// The compact pieces of a program (program/interned_name.hpp, program/rank_group.hpp,
+// program/task_deps.hpp): names and call groups keep their contents and compare by identity;
+// dependencies behave like the vector they replace, inline or spilled to the heap.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "program/interned_name.hpp"
+#include "program/rank_group.hpp"
 #include "program/task_deps.hpp"
 
 namespace trainsim::program {
@@ -43,6 +44,38 @@ TEST(InternedName, ComparingWithTextDoesNotAddIt) {
   EXPECT_FALSE(known == "a name never interned before this line");
   // The id after the probe is the next one: the comparison above interned nothing.
   EXPECT_EQ(InternedName("yet another new name").id(), probe_before.id() + 1);
+}
+
+TEST(RankGroup, SameMembersSamePointerAndTheMembersComeBack) {
+  std::vector<int> built;
+  for (int k = 0; k < 8; ++k) built.push_back(16 + k);
+  const RankGroup a(built);
+  const RankGroup b{16, 17, 18, 19, 20, 21, 22, 23};
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.id(), b.id());
+  EXPECT_EQ(a.ranks(), built);
+  EXPECT_EQ(a.size(), 8U);
+  EXPECT_EQ(a.front(), 16);
+  EXPECT_EQ(a[7], 23);
+  // Order matters: a call's members in another order are another group.
+  const RankGroup reversed{23, 22, 21, 20, 19, 18, 17, 16};
+  EXPECT_FALSE(a == reversed);
+  EXPECT_NE(a.id(), reversed.id());
+  EXPECT_TRUE(a == built);
+  EXPECT_TRUE(reversed != built);
+  std::ostringstream os;
+  os << RankGroup{0, 8};
+  EXPECT_EQ(os.str(), "{0, 8}");
+}
+
+TEST(RankGroup, EmptyByDefaultAndReadsAsAVector) {
+  const RankGroup none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(none == RankGroup(std::vector<int>{}));
+  const RankGroup g{3, 1, 2};
+  const std::vector<int>& members = g;
+  EXPECT_EQ(members, (std::vector<int>{3, 1, 2}));
+  EXPECT_EQ(std::vector<int>(g.begin(), g.end()), members);
 }
 
 TEST(TaskDeps, InlineUpToThreeThenOnTheHeapWithTheSameContents) {
