@@ -284,7 +284,7 @@ H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in th
     "q, k, v (4 B per element read + written) and a zeros + index put of the output (6 B) forward, an index select (4 B) and a zeros + "
     "scatter_ per q, k, v (6 B) backward (flash-attn v2.4.2 flash_attn/bert_padding.py:8-64, 98-122, 197-209); the gather / scatter index, "
     "einops 0.7.0's repeat(indices, 'z -> z d'), is a stride-0 expand (einops/_backends.py:262-267), not a tokens x hidden int64 tensor. "
-    "No gather / scatter / fill kernel is measured: they stream at the stream-copy rate (ASSUMPTION). Not modelled: unpad_input's small "
+    "No gather / scatter / fill kernel is measured: they stream at the measured stream-copy rate (2.74 TB/s, topologies/calibration/h100-sxm-measured.json; ASSUMPTION). Not modelled: unpad_input's small "
     "kernels and its two host synchronisations per call (torch.nonzero, .item()), 3 calls per layer forward. The image is not named (--image <insert_image_name>): ASSUMED the H100 tables' PyTorch 2.1 stack (setup.py allows only 2.1.0). "
     "The sweep's --precisions bf16 reaches Composer as amp_bf16 and its --fsdp_config_mixed_precision PURE is not passed (the table says amp_bf16, "
     "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s)")
