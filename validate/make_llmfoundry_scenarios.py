@@ -278,12 +278,19 @@ H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in th
     "with the gpu-flash2 extra: setup.py pins torch>=2.1,<2.1.1, Composer 0.17, flash-attn 2.4.2 and triton-pre-mlir's sm90 branch. attn_impl per "
     "model: 'flash' for 7B and 70B, flash-attn 2.4.2's FlashAttention-2 kernel, modelled by the H100 profile's measured flash-attention-2 curve "
     "(PyTorch SDPA's flash backend, the same FA2 algorithm: ASSUMED to run as flash-attn 2.4.2's own build); 'triton' for 13B and 30B, as the "
-    "other H100 rows. The image is not named (--image <insert_image_name>): ASSUMED the H100 tables' PyTorch 2.1 stack (setup.py allows only 2.1.0). "
+    "other H100 rows. attn_impl 'flash' runs flash_attn_fn (5e85bd62d llmfoundry/models/layers/attention.py:216-367), which unpads q, k "
+    "and v with flash-attn's bert_padding.unpad_input (a key_padding_mask of ones when none is given) before flash_attn_varlen_func and pads "
+    "the output back with pad_input: training.module_kernels 'mpt-flash' (model::ModuleKernels::mpt_flash), per layer a gather of each of "
+    "q, k, v (4 B per element read + written) and a zeros + index put of the output (6 B) forward, an index select (4 B) and a zeros + "
+    "scatter_ per q, k, v (6 B) backward (flash-attn v2.4.2 flash_attn/bert_padding.py:8-64, 98-122, 197-209); the gather / scatter index, "
+    "einops 0.7.0's repeat(indices, 'z -> z d'), is a stride-0 expand (einops/_backends.py:262-267), not a tokens x hidden int64 tensor. "
+    "No gather / scatter / fill kernel is measured: they stream at the measured stream-copy rate (2.74 TB/s, topologies/calibration/h100-sxm-measured.json; ASSUMPTION). Not modelled: unpad_input's small "
+    "kernels and its two host synchronisations per call (torch.nonzero, .item()), 3 calls per layer forward. The image is not named (--image <insert_image_name>): ASSUMED the H100 tables' PyTorch 2.1 stack (setup.py allows only 2.1.0). "
     "The sweep's --precisions bf16 reaches Composer as amp_bf16 and its --fsdp_config_mixed_precision PURE is not passed (the table says amp_bf16, "
     "DEFAULT). Inter-node fabric as the other multi-node rows (ASSUMED 8 x 400 Gb/s)")
 H100_LARGE_GRAD_OP = ("the Large Scale table's 6 SHARD_GRAD_OP rows (1B and 3B on 128-512 GPUs, last in the points): sweep.py's "
     "--fsdp_config_shard_strategy SHARD_GRAD_OP, which submit_benchmarks.py passes as fsdp_config sharding_strategy (5e85bd62d :339-341), "
-    "--attn_impl flash (the H100 profile's flash-attention-2 curve, as the 7B rows), no activation checkpointing, BACKWARD_PRE and forward prefetch "
+    "--attn_impl flash (the H100 profile's flash-attention-2 curve and flash_attn_fn's unpad / pad passes, module_kernels 'mpt-flash', as the 7B rows), no activation checkpointing, BACKWARD_PRE and forward prefetch "
     "as the FULL_SHARD rows: training.fsdp_sharding_strategy 'shard_grad_op'. PyTorch FSDP1 then frees no unit after its forward "
     "(_runtime_utils.py _post_forward_reshard frees only strategies in RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES, FULL_SHARD and HYBRID_SHARD) "
     "and frees it in the post-backward hook when gradients are synchronised (_should_free_in_backward), so each unit is gathered once per "
@@ -309,7 +316,7 @@ def h100_scenario():
         p, err = make(label, r)
         p["training"].update({"fsdp_backward_prefetch": "pre", "fsdp_forward_prefetch": True})
         if r.model in ("7B", "70B"):  # sweep.py's --attn_impl flash
-            p["training"]["attention_kernel"] = "flash-attention-2"
+            p["training"].update({"attention_kernel": "flash-attention-2", "module_kernels": "mpt-flash"})
         p["note"] += "; sweep.py: BACKWARD_PRE, forward_prefetch, attn_impl " + ("flash" if r.model in ("7B", "70B") else "triton")
         return p, err
     large_pts = checked_points("H100_BF16_LARGE", labelled("H100 large-scale ", ordered(tables.H100_BF16_LARGE, "H100_BF16_LARGE")),
@@ -317,7 +324,8 @@ def h100_scenario():
     def make_grad_op(label, r):
         p, err = make(label, r)
         p["training"].update({"fsdp_backward_prefetch": "pre", "fsdp_forward_prefetch": True,
-                              "fsdp_sharding_strategy": "shard_grad_op", "attention_kernel": "flash-attention-2"})
+                              "fsdp_sharding_strategy": "shard_grad_op", "attention_kernel": "flash-attention-2",
+                              "module_kernels": "mpt-flash"})
         p["note"] += "; sweep.py: SHARD_GRAD_OP, BACKWARD_PRE, forward_prefetch, attn_impl flash"
         return p, err
     grad_op_rows = ordered(tables.H100_BF16_LARGE_SHARD_GRAD_OP, "H100_BF16_LARGE_SHARD_GRAD_OP")

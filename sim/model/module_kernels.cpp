@@ -22,4 +22,22 @@ Operation scalar_multiply(const std::string& name, double elements) {
   return make_elementwise(name, 2 * kBf16 * elements, elements, "scalar_multiply");
 }
 
+Operation unpad_gather(const std::string& name, double elements) {
+  return make_elementwise(name, 2 * kBf16 * elements, 0, "index_gather");
+}
+
+std::vector<Operation> unpad_gather_grad(const std::string& name, double elements) {
+  return {make_elementwise(name + "_zeros", kBf16 * elements, 0, "zeros_fill"),
+          make_elementwise(name + "_scatter", 2 * kBf16 * elements, 0, "index_scatter")};
+}
+
+std::vector<Operation> pad_index_put(const std::string& name, double elements) {
+  return {make_elementwise(name + "_zeros", kBf16 * elements, 0, "zeros_fill"),
+          make_elementwise(name + "_index_put", 2 * kBf16 * elements, 0, "index_scatter")};
+}
+
+Operation pad_index_put_grad(const std::string& name, double elements) {
+  return make_elementwise(name, 2 * kBf16 * elements, 0, "index_gather");
+}
+
 }  // namespace trainsim::model

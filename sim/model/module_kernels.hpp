@@ -9,6 +9,7 @@
 // memory-bound kernels (PyTorch's reduce_kernel, CatArrayBatchedCopy and strided copy stream
 // well below a plain copy); without a sample they stream at the copy rate.
 #include <string>
+#include <vector>
 
 #include "model/operation.hpp"
 
@@ -25,5 +26,26 @@ namespace trainsim::model {
 /// An eager elementwise multiply of `elements` bf16 elements by a scalar (read + write), kernel
 /// class "scalar_multiply" (measured on the H100 at the copy rate: no sample of its own).
 [[nodiscard]] Operation scalar_multiply(const std::string& name, double elements);
+
+// flash-attn's bert_padding (v2.4.2, 1a2c3e8c flash_attn/bert_padding.py), which llm-foundry's
+// flash_attn_fn runs on every call, padded or not (model::ModuleKernels::mpt_flash). The index
+// IndexFirstAxis hands torch.gather / scatter_ is einops' repeat(indices, "z -> z d"): at einops
+// 0.7.0 (llm-foundry's pin) a stride-0 expand of the int64 token indices (einops/_backends.py:
+// 262-267 TorchBackend.add_axes; no final reshape for a pattern without composite axes,
+// einops/einops.py:201-207, 249-250), so no tokens x hidden index tensor is written; its reads,
+// 8 B per token from cache, are left out. Kernel classes "index_gather", "index_scatter",
+// "zeros_fill": no measured sample on any profile, so the stream-copy rate (a fill writes only).
+
+/// unpad_input's IndexFirstAxis forward (bert_padding.py:17-19): torch.gather of `elements` bf16
+/// elements into a new tensor, read + write.
+[[nodiscard]] Operation unpad_gather(const std::string& name, double elements);
+/// Its backward (bert_padding.py:27-34): torch.zeros of the padded gradient (a write), then
+/// scatter_ of the unpadded gradient into it (read + write). Two kernels.
+[[nodiscard]] std::vector<Operation> unpad_gather_grad(const std::string& name, double elements);
+/// pad_input's IndexPutFirstAxis forward (bert_padding.py:47-52, 208): torch.zeros of the padded
+/// output (a write), then output[indices] = values (index_put_, read + write). Two kernels.
+[[nodiscard]] std::vector<Operation> pad_index_put(const std::string& name, double elements);
+/// Its backward (bert_padding.py:59): grad_output[indices], an index select (read + write).
+[[nodiscard]] Operation pad_index_put_grad(const std::string& name, double elements);
 
 }  // namespace trainsim::model

@@ -261,10 +261,23 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // The kernel and the copy of its output into the [s, b, h] layout; backward: the row dot
     // product (dO . O), the dq/dk/dv kernel, dq's conversion and two layout copies (explicit
     // above when they are modelled as ops).
+    // llm-foundry's flash_attn_fn unpads q, k and v (one gather each; backward a zeros and a
+    // scatter each) and pads the kernel's output back (zeros and an index put; backward an index
+    // select), with or without padding in the batch.
+    const bool unpad = mk == ModuleKernels::mpt_flash;
+    if (unpad) {
+      Part p{{unpad_gather("unpad_q", tH), unpad_gather("unpad_k", x.t * kv_cols), unpad_gather("unpad_v", x.t * kv_cols)},
+             {}, true};
+      for (const auto& [name, elements] : {std::pair{"unpad_v_grad", x.t * kv_cols}, std::pair{"unpad_k_grad", x.t * kv_cols},
+                                           std::pair{"unpad_q_grad", tH}})
+        for (auto& op : unpad_gather_grad(name, elements)) p.backward.push_back(std::move(op));
+      parts.push_back(std::move(p));
+    }
     parts.push_back(op_part(make_fused_attention(s, shape), sdpa_copies ? 1 : 2, sdpa_copies ? 3 : 5));
     // Megatron-core's selective recomputation checkpoints this call (attention.py:
     // checkpoint_core_attention under recompute_granularity "selective"), the fused kernel too.
     parts.back().core_attention = true;
+    if (unpad) parts.push_back({pad_index_put("pad_out", tH), {pad_index_put_grad("pad_out_grad", tH)}, true});
   } else {
     const std::size_t core_begin = parts.size();
     // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).

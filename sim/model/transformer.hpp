@@ -69,6 +69,11 @@ enum class ModuleKernels {
   /// llm-foundry's MPT attention (llmfoundry/models/layers/attention.py): nn.Linear with bias,
   /// Wqkv's output split by qkv.chunk(3, dim=2) (a cat in backward), heads as einops views.
   mpt,
+  /// mpt with attn_impl 'flash' (flash_attn_fn, llm-foundry 5e85bd62d llmfoundry/models/layers/
+  /// attention.py:216-367): q, k and v unpadded by flash-attn's bert_padding.unpad_input before
+  /// flash_attn_varlen_func (a mask of ones is made when none is given), the output padded back
+  /// by pad_input; their gathers, fills and scatters (module_kernels.hpp, unpad_* / pad_*).
+  mpt_flash,
   /// validate/measure_torch_ops.py's post-LN layer: nn.Linear with bias, the QKV output viewed,
   /// permuted and chunked (backward: a cat, then a copy back to the projection's layout), the
   /// context permuted and reshaped (a copy), unfused scores scaled by an eager multiply, SDPA's

@@ -150,7 +150,7 @@ enum class OptimizerImplementation {
 
 /// Which framework's module code runs around a layer's GEMMs: model::ModuleKernels, whose
 /// comments say what each runs (the plan layer does not include the model layer).
-enum class ModuleKernels { fused, megatron, mpt, torch_layer };
+enum class ModuleKernels { fused, megatron, mpt, mpt_flash, torch_layer };
 
 /// What the linear projections' GEMMs compute in (model/fp8_linear.hpp).
 enum class LinearPrecision { bf16, fp8 };

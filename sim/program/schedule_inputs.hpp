@@ -39,6 +39,7 @@ struct ScheduleInputs {
   switch (k) {
     case plan::ModuleKernels::megatron: return model::ModuleKernels::megatron;
     case plan::ModuleKernels::mpt: return model::ModuleKernels::mpt;
+    case plan::ModuleKernels::mpt_flash: return model::ModuleKernels::mpt_flash;
     case plan::ModuleKernels::torch_layer: return model::ModuleKernels::torch_layer;
     case plan::ModuleKernels::fused: break;
   }

@@ -228,11 +228,14 @@ plan::TrainingPlan read_training(JsonObject o) {
   }
   t.host_dispatch = o.boolean_or("host_dispatch", true);
   {
-    const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "torch-layer"}, "fused");
+    const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "mpt-flash", "torch-layer"}, "fused");
     t.module_kernels = mk == "megatron"      ? plan::ModuleKernels::megatron
                        : mk == "mpt"         ? plan::ModuleKernels::mpt
+                       : mk == "mpt-flash"   ? plan::ModuleKernels::mpt_flash
                        : mk == "torch-layer" ? plan::ModuleKernels::torch_layer
                                              : plan::ModuleKernels::fused;
+    if (mk == "mpt-flash" && !t.flash_attention)
+      o.fail("module_kernels", "mpt-flash is llm-foundry's flash_attn_fn around flash-attn's kernel: enable flash_attention");
   }
   t.bucket_elements = o.number_or("bucket_elements", 0);
   if (t.bucket_elements < 0) o.fail("bucket_elements", "expected a non-negative number of elements");

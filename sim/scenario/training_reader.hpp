@@ -35,7 +35,8 @@
 //   fused_cross_entropy_inplace  with fused_cross_entropy: the loss's backward overwrites the
 //                       logits [true], or allocates their bf16 gradient (false: flash-attn's
 //                       CrossEntropyLoss default, llm-foundry)
-//   module_kernels      fused | megatron | mpt | torch-layer [fused] (model::ModuleKernels)
+//   module_kernels      fused | megatron | mpt | mpt-flash | torch-layer [fused]
+//                       (model::ModuleKernels; mpt-flash needs flash_attention)
 //   composer_train_metrics [[]]: Composer's train metrics among "LanguageCrossEntropy",
 //                       "LanguagePerplexity", each a cross-entropy over the logits after every
 //                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)

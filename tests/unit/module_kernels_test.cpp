@@ -50,6 +50,55 @@ TEST(ModuleKernels, TrafficPerKernel) {
   EXPECT_DOUBLE_EQ(scalar_multiply("m", 1e6).bytes, 4e6);
 }
 
+double bytes_of(const std::vector<Operation>& ops) {
+  double b = 0;
+  for (const auto& op : ops) b += op.bytes;
+  return b;
+}
+
+TEST(ModuleKernels, BertPaddingTrafficPerElement) {
+  // bf16: a gather reads and writes 4 B per element, the int64 index being a stride-0 expand.
+  const auto g = unpad_gather("g", 1e6);
+  EXPECT_DOUBLE_EQ(g.bytes, 4e6);
+  EXPECT_EQ(g.kernel, "index_gather");
+  // Backward: a zeros (2 B) and a scatter_ (4 B), two kernels.
+  const auto gg = unpad_gather_grad("gg", 1e6);
+  ASSERT_EQ(gg.size(), 2u);
+  EXPECT_DOUBLE_EQ(gg[0].bytes, 2e6);
+  EXPECT_EQ(gg[0].kernel, "zeros_fill");
+  EXPECT_DOUBLE_EQ(gg[1].bytes, 4e6);
+  EXPECT_EQ(gg[1].kernel, "index_scatter");
+  EXPECT_DOUBLE_EQ(bytes_of(pad_index_put("p", 1e6)), 6e6);
+  EXPECT_EQ(pad_index_put("p", 1e6).size(), 2u);
+  EXPECT_DOUBLE_EQ(pad_index_put_grad("pg", 1e6).bytes, 4e6);
+}
+
+TEST(ModuleKernels, MptFlashUnpadsQkvAndPadsTheOutputAroundTheKernel) {
+  // Llama-3 8B shapes: 8 KV heads of 32, so k and v are a quarter of q's size.
+  const auto s = llama3_8b(2048);
+  const double t = 2.0 * 2048, h = 4096, hkv = 1024;
+  const auto mpt_fwd = layer_forward_ops(s, shape(ModuleKernels::mpt, 2, 1, true));
+  const auto mpt_bwd = layer_backward_ops(s, shape(ModuleKernels::mpt, 2, 1, true));
+  const auto fwd = layer_forward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true));
+  const auto bwd = layer_backward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true));
+  EXPECT_EQ(fwd.size(), mpt_fwd.size() + 5);
+  EXPECT_EQ(bwd.size(), mpt_bwd.size() + 7);
+  // Gathers, then the kernel, then the pad; nothing else moves.
+  const auto n = names(fwd);
+  const auto at = [&](const std::string& x) { return std::find(n.begin(), n.end(), x) - n.begin(); };
+  EXPECT_LT(at("qkv"), at("unpad_q"));
+  EXPECT_LT(at("unpad_v"), at("flash_attention"));
+  EXPECT_LT(at("flash_attention"), at("pad_out_zeros"));
+  EXPECT_LT(at("pad_out_index_put"), at("attn_out"));
+  EXPECT_DOUBLE_EQ(find(fwd, "unpad_q")->bytes, 4.0 * t * h);
+  EXPECT_DOUBLE_EQ(find(fwd, "unpad_k")->bytes, 4.0 * t * hkv);
+  EXPECT_DOUBLE_EQ(bytes_of(fwd) - bytes_of(mpt_fwd), 4.0 * t * (h + 2 * hkv) + 6.0 * t * h);
+  EXPECT_DOUBLE_EQ(bytes_of(bwd) - bytes_of(mpt_bwd), 4.0 * t * h + 6.0 * t * (h + 2 * hkv));
+  EXPECT_EQ(count_kernel(bwd, "zeros_fill"), 3);
+  EXPECT_DOUBLE_EQ(find(bwd, "unpad_v_grad_scatter")->bytes, 4.0 * t * hkv);
+  EXPECT_DOUBLE_EQ(find(bwd, "pad_out_grad")->bytes, 4.0 * t * h);
+}
+
 TEST(ModuleKernels, FusedLeavesTheOpListsAlone) {
   const auto s = gpt();
   LayerShape plain{2};

@@ -282,6 +282,17 @@ TEST(ScenarioErrors, AttentionKernelMustBeOneOfTheDevicesAndNeedsFlashAttention)
   EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
 }
 
+TEST(ScenarioErrors, MptFlashModuleKernelsNeedFlashAttention) {
+  json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
+  doc["topology"] = absolute("topologies/p4de.24xlarge.json");
+  doc["training"]["flash_attention"] = false;
+  doc["training"].erase("attention_kernel");
+  doc["training"]["module_kernels"] = "mpt-flash";
+  const ConfigError e = error_of(doc, "mpt_flash");
+  EXPECT_EQ(e.json_path(), "/training/module_kernels");
+  EXPECT_TRUE(contains(e.what(), "enable flash_attention")) << e.what();
+}
+
 TEST(ScenarioErrors, FusedCrossEntropyInplaceNeedsTheFusedLoss) {
   json doc = read_json_file("scenarios/flashattention2-gpt3-a100.json");
   doc["topology"] = absolute("topologies/p4de.24xlarge.json");
