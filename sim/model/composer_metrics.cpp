@@ -22,6 +22,13 @@ std::vector<Operation> composer_train_metric_ops(double tokens, double vocab, in
   return ops;
 }
 
-Bytes composer_train_metric_workspace(double tokens, double vocab) { return (kBf16 + kFp32) * tokens * vocab; }
+ComposerMetricTensors composer_train_metric_tensors(double tokens, double vocab) {
+  return {kBf16 * tokens * vocab, kFp32 * tokens * vocab};
+}
+
+Bytes composer_train_metric_workspace(double tokens, double vocab) {
+  const ComposerMetricTensors t = composer_train_metric_tensors(tokens, vocab);
+  return t.log_probabilities + t.fp32_cast;
+}
 
 }  // namespace trainsim::model

@@ -31,9 +31,15 @@ namespace trainsim::model {
 /// 50 MiB L2), nll_loss's fp32 cast of them (2 + 4 B) and its gather with the count of
 /// non-ignored targets (int64 targets, one fp32 log-probability per token).
 [[nodiscard]] std::vector<Operation> composer_train_metric_ops(double tokens, double vocab, int metrics);
-/// What one update holds beside the logits while nll_loss's cast runs: the bf16 and the fp32
-/// log-probabilities (6 B per element; both freed when the update returns). Updates run one
-/// after another: the peak is one's.
+/// The tensors one update allocates beside the logits, in order: the bf16 log-probabilities,
+/// then nll_loss's fp32 cast of them (both freed when the update returns).
+struct ComposerMetricTensors {
+  Bytes log_probabilities = 0;
+  Bytes fp32_cast = 0;
+};
+[[nodiscard]] ComposerMetricTensors composer_train_metric_tensors(double tokens, double vocab);
+/// What one update holds while nll_loss's cast runs: both tensors (6 B per element). Updates
+/// run one after another: the peak is one's.
 [[nodiscard]] Bytes composer_train_metric_workspace(double tokens, double vocab);
 
 }  // namespace trainsim::model

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/composer_metrics.hpp"
+
 namespace trainsim::program {
 
 namespace {
@@ -136,10 +138,11 @@ ActivationAllocations activation_allocations(const model::TransformerSpec& s,
 }
 
 PassAllocations composer_metric_allocations(double tokens, double vocab, int metrics) {
+  const model::ComposerMetricTensors t = model::composer_train_metric_tensors(tokens, vocab);
   PassBuilder b;
   for (int m = 0; m < metrics; ++m) {
-    const int log_probs = b.transient(2.0 * tokens * vocab);  // bf16
-    const int cast = b.transient(4.0 * tokens * vocab);       // nll_loss's fp32 input
+    const int log_probs = b.transient(t.log_probabilities);
+    const int cast = b.transient(t.fp32_cast);
     b.free(cast);
     b.free(log_probs);
   }

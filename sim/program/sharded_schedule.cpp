@@ -399,6 +399,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   auto kept_through_backward = [&](std::size_t u) {
     return moved[u].forward_gather && ((torch_fsdp && u == 0) || !reshard_after_forward);
   };
+  // A pass that ends unit u's use of its gathered parameters gives them back to the gather pool.
+  auto frees_gathered = [&](Task& t, std::size_t u) {
+    t.release_borrowed = gathered_bytes[u];
+    t.borrowed_pool = kGather;
+    t.borrowed_free_at_issue = fsdp2;
+  };
   // A TP all-reduce task is named after the pass it follows: each such name is made once.
   std::vector<InternedName> all_reduce_after;  // by the pass's name id
   auto all_reduce_name = [&](const InternedName& pass_name) {
@@ -541,11 +547,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           } else if (u == 0) {
             f.alloc = mem.activations_per_micro_batch;
           }
-          if (moved[u].forward_gather && !kept_through_backward(u)) {
-            f.release_borrowed = gathered_bytes[u];
-            f.borrowed_pool = kGather;
-            f.borrowed_free_at_issue = fsdp2;
-          }
+          if (moved[u].forward_gather && !kept_through_backward(u)) frees_gathered(f, u);
           f.kernels = units[u].forward_kernels;
           previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
@@ -615,11 +617,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           } else if (u == 0) {
             b.release = mem.activations_per_micro_batch;
           }
-          if (moved[u].backward_gather || kept_through_backward(u)) {
-            b.release_borrowed = gathered_bytes[u];
-            b.borrowed_pool = kGather;
-            b.borrowed_free_at_issue = fsdp2;
-          }
+          if (moved[u].backward_gather || kept_through_backward(u)) frees_gathered(b, u);
           b.alloc = gradient_bytes[u];
           previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                           units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
