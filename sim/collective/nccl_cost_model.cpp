@@ -51,6 +51,7 @@ const NcclGraph& graph_of(const NcclCostModel& m, Algorithm a) {
 
 std::optional<NcclCost> nccl_cost(const NcclCostModel& m, Op op, Algorithm a, Protocol p,
                                   int nodes, int ranks) {
+  if (m.version == NcclVersion::v2_8_3) return nccl_cost_v2_8_3(m, op, a, p, nodes, ranks);
   if (nodes < 2 || ranks < 2) return std::nullopt;
   const bool all_reduce = op == Op::all_reduce;
   const bool gather_scatter = op == Op::all_gather || op == Op::reduce_scatter;
@@ -116,10 +117,13 @@ std::optional<NcclCost> nccl_cost(const NcclCostModel& m, Op op, Algorithm a, Pr
   return c;
 }
 
-double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size) {
+double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size, NcclVersion v) {
   if (op != Op::all_reduce || a != Algorithm::tree) return 1;
   const int l = log2_floor(std::floor(size / 64));
   if (l < 0 || l >= 23) return 1;
+  // v2.8.3-1 tuning.cc's LL128 row from 512 KiB (index 13) to 256 MiB.
+  constexpr double kLL128From13V2_8[10] = {.5, .6, .6, .7, .7, .8, .9, .9, .92, .92};
+  if (v == NcclVersion::v2_8_3 && p == Protocol::ll128 && l >= 13) return kLL128From13V2_8[l - 13];
   return kTreeCorrection[static_cast<std::size_t>(p)][l];
 }
 
@@ -127,12 +131,17 @@ std::optional<Seconds> nccl_estimated_time(const NcclCostModel& m, Op op, Algori
                                            Protocol p, Bytes size, int nodes, int ranks) {
   const auto c = nccl_cost(m, op, a, p, nodes, ranks);
   if (!c) return std::nullopt;
-  const double bw = c->bandwidth_gbps * nccl_tree_correction(op, a, p, size);
+  const double bw = c->bandwidth_gbps * nccl_tree_correction(op, a, p, size, m.version);
   double lat = c->latency;
-  // "Plateau effect of ring" (Ampere and later: 1.4) once every channel has work.
-  if (a == Algorithm::ring && p == Protocol::simple && op == Op::all_reduce &&
-      size / (graph_of(m, a).channels * ranks) >= 64)
-    lat *= m.arch == NcclArch::volta ? 1.9 : 1.4;
+  // "Plateau effect of ring": 2.27 (Ampere and later 1.4) once every channel has work; 2.8.3
+  // (1.9) across nodes from ranks / 16 x 64 KiB.
+  if (a == Algorithm::ring && p == Protocol::simple && op == Op::all_reduce) {
+    if (m.version == NcclVersion::v2_8_3) {
+      if (size >= ranks / 16.0 * 65536) lat *= 1.9;
+    } else if (size / (graph_of(m, a).channels * ranks) >= 64) {
+      lat *= m.arch == NcclArch::volta ? 1.9 : 1.4;
+    }
+  }
   return lat + size / (bw * 1e9);
 }
 
@@ -176,13 +185,18 @@ NcclCostModel load_nccl_cost_model(const std::string& path) {
   if (root.string("kind") != "nccl_cost_model") root.fail("kind", "expected \"nccl_cost_model\"");
   NcclCostModel m;
   m.file = path;
+  m.version = root.choice("nccl_version", {"2.8.3", "2.27.7"}) == "2.8.3" ? NcclVersion::v2_8_3
+                                                                          : NcclVersion::v2_27_7;
   root.allow("description");
+  const bool v2_8 = m.version == NcclVersion::v2_8_3;
   root.require_source();
   const auto arch = root.choice("arch", {"volta", "ampere", "hopper", "blackwell"});
   m.arch = arch == "volta"    ? NcclArch::volta
            : arch == "ampere" ? NcclArch::ampere
            : arch == "hopper" ? NcclArch::hopper
                               : NcclArch::blackwell;
+  if (v2_8 && m.arch != NcclArch::volta && m.arch != NcclArch::ampere)
+    root.fail("arch", "NCCL 2.8.3's tables cover volta and ampere only");
   m.amd_cpu = root.choice("cpu_vendor", {"intel", "amd"}) == "amd";
   {
     JsonObject o = root.object("net_latency");

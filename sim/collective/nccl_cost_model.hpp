@@ -1,6 +1,7 @@
 #pragma once
 // NCCL's own cost estimate (NVIDIA/nccl v2.27.7 src/graph/tuning.cc, ncclTopoTuneModel and
-// ncclTopoGetAlgoTime): per algorithm and protocol a latency and a bandwidth built from the
+// ncclTopoGetAlgoTime; v2.8.3-1's tables and formulas where the platform file names that release,
+// nccl_cost_model_v2_8.cpp): per algorithm and protocol a latency and a bandwidth built from the
 // topology search's graphs (channels x GB/s per channel) and NCCL's tables, and
 //   time = latency [x ring plateau factor] + bytes / (bandwidth [x tree correction factor]).
 // NCCL picks the smallest time when no tuner plugin decides. The simulator does the same across
@@ -25,9 +26,13 @@ struct NcclGraph {
 /// Indexes NCCL's per-architecture tables (llMaxBws, perChMax*Bws).
 enum class NcclArch { volta, ampere, hopper, blackwell };
 
+/// Which NCCL release's tables and formulas the estimate uses (tuning.cc changed between them).
+enum class NcclVersion { v2_8_3, v2_27_7 };
+
 /// What NCCL's estimate needs about a platform (topologies/calibration/nccl-cost-*.json).
 struct NcclCostModel {
   std::string file;
+  NcclVersion version = NcclVersion::v2_27_7;
   NcclArch arch = NcclArch::hopper;
   bool amd_cpu = false;      ///< NCCL's LL ceiling and network post overhead depend on the CPU
   Seconds net_latency = 0;   ///< the net plugin's reported latency (graph latencyInter)
@@ -46,8 +51,14 @@ struct NcclCost {
 [[nodiscard]] std::optional<NcclCost> nccl_cost(const NcclCostModel& m, Op op, Algorithm a,
                                                 Protocol p, int nodes, int ranks);
 
-/// NCCL's tree correction factor for a size (1 for every other algorithm).
-[[nodiscard]] double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size);
+/// NCCL 2.8.3's latency and bandwidth (nccl_cost dispatches to it for that release).
+[[nodiscard]] std::optional<NcclCost> nccl_cost_v2_8_3(const NcclCostModel& m, Op op, Algorithm a,
+                                                       Protocol p, int nodes, int ranks);
+
+/// NCCL's tree correction factor for a size (1 for every other algorithm); LL128's row differs
+/// between releases from 8 MiB up.
+[[nodiscard]] double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size,
+                                          NcclVersion v = NcclVersion::v2_27_7);
 
 /// NCCL's estimated time of one call (ncclTopoGetAlgoTime with one pipelined op).
 [[nodiscard]] std::optional<Seconds> nccl_estimated_time(const NcclCostModel& m, Op op,

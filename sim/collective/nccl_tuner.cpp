@@ -86,7 +86,7 @@ std::optional<double> tree_efficiency_from_nccl(Protocol p, const GroupShape& g,
                                    g.node_count(), g.ranks());
   if (!tree || !nvls_tree) return std::nullopt;
   return inter_efficiency(Algorithm::nvls_tree, cal) * tree->bandwidth_gbps *
-         nccl_tree_correction(Op::all_reduce, Algorithm::tree, p, size) /
+         nccl_tree_correction(Op::all_reduce, Algorithm::tree, p, size, m.version) /
          nvls_tree->bandwidth_gbps;
 }
 

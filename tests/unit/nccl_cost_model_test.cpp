@@ -149,5 +149,74 @@ TEST(NcclCostModel, TunerChoosesByNcclsEstimateAcrossNodes) {
   EXPECT_NE(one.algorithm, "tree");
 }
 
+/// DGX A100 as in nccl-cost-dgx-a100.json: Ampere, AMD CPU, ring and tree 8 channels of 24 GB/s.
+NcclCostModel dgx_a100_v2_8() {
+  NcclCostModel m;
+  m.version = NcclVersion::v2_8_3;
+  m.arch = NcclArch::ampere;
+  m.amd_cpu = true;
+  m.ring = m.tree = {8, 24, 24};
+  return m;
+}
+
+TEST(NcclCostModel, V2_8RingWinsMegatronsTpAllReduceOnTwoAndFourNodes) {
+  const auto m = dgx_a100_v2_8();
+  const Bytes s = 2048.0 * 20480 * 2;  // b s h fp16, 80 MiB
+  // 2 nodes, 16 ranks. Ring Simple: 8 x 24 x 16/30 GB/s; latency (8.4 + 28 x 3.4 + 2 x 9.6) us
+  // x 1.9 (plateau from 16/16 x 64 KiB).
+  const auto ring = nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::simple, 2, 16);
+  ASSERT_TRUE(ring);
+  EXPECT_NEAR(ring->bandwidth_gbps, 192.0 * 16 / 30, 1e-9);
+  EXPECT_NEAR(ring->latency, 122.8e-6, 1e-12);
+  EXPECT_NEAR(*nccl_estimated_time(m, Op::all_reduce, Algorithm::ring, Protocol::simple, s, 2, 16),
+              122.8e-6 * 1.9 + s / (102.4e9), 1e-12);
+  // Tree Simple: min(192 x 0.92, 8 x 22.5) x 0.5, x 0.8 correction at 2^20 x 64 B; latency
+  // 2 x (7 x 28 + 1 x 28) us. Estimated 1.64 ms against the ring's 1.05.
+  const auto tree = nccl_cost(m, Op::all_reduce, Algorithm::tree, Protocol::simple, 2, 16);
+  EXPECT_NEAR(tree->bandwidth_gbps, 192 * 0.92 * 0.5, 1e-9);
+  EXPECT_NEAR(tree->latency, 448e-6, 1e-12);
+  EXPECT_NEAR(*nccl_estimated_time(m, Op::all_reduce, Algorithm::tree, Protocol::simple, s, 2, 16),
+              448e-6 + s / (88.32e9 * 0.8), 1e-12);
+  // 4 nodes: the tree's Ampere ceiling drops to 16 GB/s per channel (2.27: 17.8).
+  const auto tree4 = nccl_cost(m, Op::all_reduce, Algorithm::tree, Protocol::simple, 4, 32);
+  EXPECT_NEAR(tree4->bandwidth_gbps, 8 * 16.0 * 0.5, 1e-9);
+  // Ring LL128: min(192 x 0.92, 16.9 x 8) x 32/62, latency 10 + 56 x 1.9 + 6 x 4 us.
+  const auto ll128 = nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::ll128, 4, 32);
+  EXPECT_NEAR(ll128->bandwidth_gbps, 16.9 * 8 * 32 / 62, 1e-9);
+  EXPECT_NEAR(ll128->latency, 140.4e-6, 1e-12);
+  // No NVLS in 2.8; no estimate inside one node.
+  EXPECT_FALSE(nccl_cost(m, Op::all_reduce, Algorithm::nvls_tree, Protocol::simple, 2, 16));
+  EXPECT_FALSE(nccl_cost(m, Op::all_reduce, Algorithm::ring, Protocol::simple, 1, 8));
+}
+
+TEST(NcclCostModel, V2_8TunerPicksRingSimpleWhere2_27PicksRingLL128) {
+  auto cal = cal_with_estimate();
+  cal.intra_fabric.algorithms = {Algorithm::ring};
+  cal.inter_fabric.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
+  cal.intra_fabric.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
+  const FabricRates rates{100e9, 1e-6, 50e9, 10e-6};
+  const Bytes s = 2048.0 * 20480 * 2;
+  cal.nccl_cost_model = std::make_shared<const NcclCostModel>(dgx_a100_v2_8());
+  const auto v28 = plan_nccl(Op::all_reduce, s, ranks(16), RankLayout{8}, cal, rates, {});
+  EXPECT_EQ(v28.algorithm, "ring");
+  EXPECT_EQ(v28.protocol, "Simple");
+  // The same graphs under 2.27's tables (ring LL128 ceiling 20 GB/s per channel, plateau 1.4).
+  auto m27 = dgx_a100_v2_8();
+  m27.version = NcclVersion::v2_27_7;
+  cal.nccl_cost_model = std::make_shared<const NcclCostModel>(m27);
+  const auto v227 = plan_nccl(Op::all_reduce, s, ranks(16), RankLayout{8}, cal, rates, {});
+  EXPECT_EQ(v227.algorithm, "ring");
+  EXPECT_EQ(v227.protocol, "LL128");
+}
+
+TEST(NcclCostModel, ShippedDgxA100FileNamesNccl2_8) {
+  const auto m = load_nccl_cost_model("topologies/calibration/nccl-cost-dgx-a100.json");
+  EXPECT_EQ(m.version, NcclVersion::v2_8_3);
+  EXPECT_EQ(m.arch, NcclArch::ampere);
+  EXPECT_EQ(m.ring.channels, 8);
+  const auto cal = load_collective_calibration("topologies/calibration/dgx-a100-nccl.json");
+  ASSERT_TRUE(cal.nccl_cost_model);
+}
+
 }  // namespace
 }  // namespace trainsim::collective
