@@ -112,6 +112,7 @@ def main():
         return runs([y for y in range(y_top - 20, y_zero) if px(x, y)[3] > 128 and test(*px(x, y)[:3])])
 
     drawn = args.drawn.split(",")
+    digits = 1 if per_px > 0.1 else 2  # a tenth of a pixel or so
 
     def other_colour(colour, x, ys):  # a later-drawn series' colour in any of rows ys of column x
         later = drawn[drawn.index(colour) + 1:] if colour in drawn else []
@@ -161,7 +162,7 @@ def main():
             if not found or all(hidden(max(found, key=len))):
                 centre = from_lines(colour, i, args.line_px)
                 values.append("not found" if centre is None else
-                              f"{args.y_bottom + (y_zero - centre) * per_px:.1f} (lines)")
+                              f"{args.y_bottom + (y_zero - centre) * per_px:.{digits}f} (lines)")
                 continue
             marker = max(found, key=len)
             top_hidden, bottom_hidden = hidden(marker)
@@ -171,7 +172,7 @@ def main():
                 centre, how = marker[-1] - (full - 1) / 2, " (edge)"
             else:
                 centre, how = marker[0] + (full - 1) / 2, " (top edge)"
-            values.append(f"{args.y_bottom + (y_zero - centre) * per_px:.1f}{how}")
+            values.append(f"{args.y_bottom + (y_zero - centre) * per_px:.{digits}f}{how}")
         print(f"{colour}: " + ", ".join(values))
 
 if __name__ == "__main__":
