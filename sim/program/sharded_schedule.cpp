@@ -389,9 +389,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       gathered_bytes[u] = moved[u].gather_bytes;
       if (!moved[u].reduce) continue;
       gradient_bytes[u] = moved[u].params * (torch_fsdp ? p.parameter_wire_bytes : p.gradient_wire_bytes);
-      if (torch_fsdp) {
-        const bool cast = fsdp1 && p.gradient_wire_bytes != p.parameter_wire_bytes;
-        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * (cast ? 2 : 1);
+      if (fsdp1) {
+        // The post-backward hook's reduce-dtype cast and F.pad copy (plan::FsdpPadCopy); with
+        // neither, the reduce-scatter reads the gradient autograd left.
+        const bool cast = p.gradient_wire_bytes != p.parameter_wire_bytes;
+        const bool pad = plan::fsdp_pads(p.fsdp_pad_copy, moved[u].params, shard);
+        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * ((cast ? 1 : 0) + (pad ? 1 : 0));
+      } else if (torch_fsdp) {
+        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes;  // FSDP2's copy-in
       }
     }
   // The root unit of torch FSDP, and every unit under SHARD_GRAD_OP, stays gathered from its

@@ -440,6 +440,10 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (o.choice("fsdp_sharding_strategy", {"full_shard", "shard_grad_op"}) == "shard_grad_op")
       t.fsdp_sharding_strategy = plan::FsdpShardingStrategy::shard_grad_op;
   }
+  if (o.has("fsdp_pad_copy")) {
+    needs_fsdp1("fsdp_pad_copy");
+    if (o.choice("fsdp_pad_copy", {"always", "uneven"}) == "uneven") t.fsdp_pad_copy = plan::FsdpPadCopy::uneven;
+  }
   // torchao's float8 under FSDP2 (torchao/float8/fsdp_utils.py): the linear weights' shards are
   // cast to FP8 before the all-gather (WeightWithDynamicFloat8CastTensor's fsdp_pre_all_gather),
   // with their scales from a per-step precomputation (precompute_float8_dynamic_scale_for_fsdp).

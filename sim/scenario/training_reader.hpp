@@ -23,6 +23,10 @@
 //                       sharding_strategy (torch-fsdp1; HYBRID_SHARD / _HYBRID_SHARD_ZERO2 with
 //                       hybrid_shard_degree); shard_grad_op keeps each unit gathered from its
 //                       forward to its post-backward (plan::FsdpShardingStrategy)
+//   fsdp_pad_copy       always | uneven [always]: which unsharded gradients FSDP1's post-backward
+//                       hook copies with F.pad before the reduce-scatter: every one (PyTorch 1.13) or
+//                       only a unit whose size is not a multiple of the shard count (PyTorch >= 2.0;
+//                       torch-fsdp1; plan::FsdpPadCopy)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],

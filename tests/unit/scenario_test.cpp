@@ -782,6 +782,20 @@ TEST(ScenarioErrors, FsdpPrefetchOptionsNeedFsdp1) {
   EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
 }
 
+TEST(ScenarioErrors, FsdpPadCopyNeedsFsdp1AndNamesItsValues) {
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["fsdp_pad_copy"] = "uneven";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_pad_copy");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  doc["training"]["fsdp_pad_copy"] = "sometimes";
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_pad_copy");
+  EXPECT_TRUE(contains(e.what(), "uneven")) << e.what();
+}
+
 TEST(ScenarioErrors, FsdpShardingStrategyNeedsFsdp1AndNamesItsValues) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_sharding_strategy"] = "shard_grad_op";
