@@ -315,6 +315,9 @@ struct TrainingPlan {
   /// (model/composer_metrics.hpp): how many cross-entropy updates (LanguageCrossEntropy,
   /// LanguagePerplexity) run per micro-batch. Modelled in the sharded schedule.
   int composer_train_metrics = 0;
+  /// Whether those updates run under torch.autocast(bf16) (Composer's amp_bf16), where nll_loss
+  /// casts the log-probabilities to fp32, or not (amp_fp8: Transformer Engine's fp8_autocast only).
+  bool composer_train_metrics_autocast = true;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

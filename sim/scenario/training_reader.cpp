@@ -372,6 +372,11 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("composer_train_metrics", "Composer runs the metrics on whole logits: needs tensor_parallel 1");
     t.composer_train_metrics = static_cast<int>(metrics.size());
   }
+  if (o.has("composer_train_metrics_autocast")) {
+    if (t.composer_train_metrics == 0)
+      o.fail("composer_train_metrics_autocast", "describes Composer's train-metric updates: needs composer_train_metrics");
+    t.composer_train_metrics_autocast = o.boolean_or("composer_train_metrics_autocast", true);
+  }
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");

@@ -44,6 +44,8 @@
 //   composer_train_metrics [[]]: Composer's train metrics among "LanguageCrossEntropy",
 //                       "LanguagePerplexity", each a cross-entropy over the logits after every
 //                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)
+//   composer_train_metrics_autocast [true]: those updates under torch.autocast(bf16), nll_loss
+//                       casting the log-probabilities to fp32 (Composer's amp_bf16), or not (amp_fp8)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   gradient_buffers    whose optimizer holds the gradients (plan::GradientBuffers): generic |
 //                       megatron-local-ddp (ddp) | megatron-core-distributed-optimizer |
