@@ -288,7 +288,10 @@ H100_FP8 = ("the FP8 rows (precision amp_fp8): submit_benchmarks.py sets model f
     "MPT's low_precision_layernorm stays a bf16 kernel and te.Linear casts its input (the model has the norm write the FP8 input of QKV and the "
     "first MLP linear); Composer passes no is_first_microbatch, so TE re-casts the gathered bf16 weights every micro-batch (the model: once per step); "
     "TE's amax reduction is not modelled under FSDP. The first two are memory-bound passes, about 13 GB and 11 GB of traffic per micro-batch on the 3B seq 2048 row (~8 ms at "
-    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out; the table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
+    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out. Composer's amp_fp8 enters only te.fp8_autocast, no torch autocast "
+    "(composer/core/precision.py v0.16.4 :69-80), and runs the train-metric updates in that context (trainer.py v0.16.4 :2162-2175): "
+    "composer_train_metrics_autocast false, nll_loss on the bf16 log-probabilities without the fp32 cast; the rest of MPT's layers is bf16 "
+    "either way (bf16 FSDP parameters: Composer maps amp_fp8's param dtype to bf16, mosaic_fsdp_utils.py v0.16.4 :58-63). The table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
     "measured tokens/s")
 H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in the points), from 5e85bd62d's scripts/train/benchmarking/sweep.py: "
     "--fsdp_config_backward_prefetch BACKWARD_PRE and --fsdp_config_forward_prefetch true, which submit_benchmarks.py passes into fsdp_config "
@@ -325,7 +328,8 @@ def h100_scenario():
         note = (r.precision + ", FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
                 + ("; Transformer Engine v0.10 te.Linear (fc_type te); MFU against the FP8 peak 1979 TFLOP/s" if fp8 else ""))
         return point(label, r, 1979 if fp8 else 989, note,
-                     training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine"} if fp8 else None)
+                     training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine",
+                               "composer_train_metrics_autocast": False} if fp8 else None)
     bf16 = ordered(tables.H100_BF16, "H100_BF16")
     bf16_pts = checked_points("H100_BF16", labelled("H100 ", bf16), 989, make)
     fp8_pts = checked_points("H100_FP8", labelled("H100 FP8 ", ordered(tables.H100_FP8, "H100_FP8")), 1979, make)
