@@ -81,7 +81,7 @@ def check_row(r, table, peak):
         fail(f"NumParams {r.num_params} != the GPT count {params(h, l, r.seq)} of MPT-{r.model} at seq {r.seq}")
     if abs(r.tokens_per_s / r.gpus - r.tokens_per_s_per_gpu) >= 1:
         fail(f"Throughput (T/s) {r.tokens_per_s} / GPUs != T/s/GPU {r.tokens_per_s_per_gpu}")
-    if abs(r.model_tflop - r.mfu * peak / 100) > 1:
+    if r.model_tflop is not None and abs(r.model_tflop - r.mfu * peak / 100) > 1:  # None: 2023-05 tables lack the column
         fail(f"Model TFLOP {r.model_tflop} != MFU x {peak}")
     mfu = r.tokens_per_s / r.gpus / r.seq * (6 * r.num_params * r.seq + 12 * l * h * r.seq**2) / (peak * 1e10)
     hfu = mfu * (4 / 3 if r.checkpointing else 1)
@@ -90,6 +90,9 @@ def check_row(r, table, peak):
     if (r.precision, r.mp_mode) not in GRADIENT_DTYPE:
         fail(f"precision / MP mode {r.precision} / {r.mp_mode} not one of {sorted(GRADIENT_DTYPE)}")
 
+
+# The 80GB table's 2023-05 measurements by configuration (notes of the rows re-measured in 2023-10).
+A80_2023_05 = {(r.model, r.seq, r.gpus, r.micro_batch, r.accumulation): r for r in tables.A80_2023_05}
 
 # FSDP's gradient reduction dtype per (Precision, MP Mode): PURE reduces in bf16, DEFAULT in fp32
 # (Composer's DEFAULT MixedPrecision reduce_dtype).
@@ -123,9 +126,10 @@ A100_ASSUMPTIONS = [
  "Composer's train metrics after every micro-batch's backward (training.composer_train_metrics, model/composer_metrics.hpp): llm-foundry registers LanguageCrossEntropy and LanguagePerplexity as the model's train metrics (300cc5c58 llmfoundry/models/mosaic_gpt/mosaic_gpt.py:487-490; v0.3.0 llmfoundry/models/mpt/modeling_mpt.py:697) and nothing in the yamls or the script removes them; Composer's _train_microbatch updates them after the backward on each micro-batch's cached logits, under no_grad and autocast (composer/trainer/trainer.py v0.13.4 :2341-2343 -> :2071-2095, v0.16.4 :2473-2475 -> :2162-2175; models/huggingface.py eval_forward reuses the outputs); each update is a CrossEntropyLoss(reduction='sum') over the whole logits, perplexity recomputing it (metrics/nlp.py v0.13.4 :91, :112, :264-270; v0.16.4 :100, :121, :188-194): under autocast on CUDA (no cross_entropy_loss on PyTorch's CUDA fp32 list, read at 2.x: ASSUMPTION for 1.13) a bf16 log_softmax and nll_loss's fp32 cast of the log-probabilities, per metric 10 B x tokens x 50,368 of traffic at the device's stream rate (ASSUMPTION: the softmax's re-reads of a row hit L2) and 6 B x tokens x 50,368 held while it runs",
  "precision 'bf16' with FSDP mixed_precision PURE (the 40GB table, the 80GB 70B rows): bf16 compute, bf16 all-gathers and reduce-scatters; 'amp_bf16' with DEFAULT (the other 80GB rows): bf16 compute and all-gathers, gradients reduce-scattered in fp32 (Composer's DEFAULT reduce_dtype)",
  "both precisions keep sharded fp32 parameters, gradients and AdamW moments (fsdp_mixed: 16 bytes per parameter before sharding)",
+ "both precisions run the forward under torch.autocast(bf16) ('bf16' is Composer 0.13.4's deprecated name of amp_bf16: composer/trainer/trainer.py v0.13.4 :357-372; core/precision.py :59-61) with bf16 FSDP parameters (Composer's get_mixed_precision: PURE bf16 / bf16 / bf16, DEFAULT param and buffer dtype bf16 with reduce_dtype fp32; trainer/mosaic_fsdp.py v0.13.4 :86-92, mosaic_fsdp_utils.py v0.16.4 :87-94) and llm-foundry's low-precision layer norm (submit_benchmarks.py sets model low_precision_layernorm at 300cc5c58 :270 and norm_type low_precision_layernorm at b2a43a147 :307: the norm casts to the autocast dtype and runs with autocast off), so autocast changes no op's dtype in MPT's layers: autocast's cast is a no-op on a tensor already in bf16 (aten/src/ATen/autocast_mode.cpp cached_cast), the linears' inputs and weights are bf16, and the embedding, GELU, residual adds, the Triton attention and flash-attn's fused loss are on none of its CUDA lists (read at a 2025 commit; ASSUMPTION that 1.13 and 2.1 list the same for these ops). Nothing is modelled for autocast but Composer's train metrics below. The 2023-05 measurement of 55 of the 80GB amp_bf16 rows' configurations with the bf16 / PURE stack (validate/llmfoundry_80gb_stacks.py; in each such row's note) agrees with the 2023-10 one within -1.9..+2.6% for 125M-3B but the 760M rows at seq 512 and 1024",
  "limit_all_gathers true (the benchmark script sets it): at most two units gathered ahead, as sharded_schedule does",
- "software of the 40GB table and the 80GB 70B rows (first in llm-foundry commit 300cc5c58, 2023-05-03, copied from mosaicml/examples): submit_benchmarks.py runs image mosaicml/pytorch:1.13.1_cu117 with precision 'bf16' (Composer before v0.12: torch autocast to bf16; renamed amp_bf16 in Composer #1761), fsdp_config mixed_precision PURE, limit_all_gathers true, activation_checkpointing_reentrant false; setup.py pins flash-attn 1.0.3.post0 and triton 2.0.0.dev20221202 (attn_impl triton)",
- "software of the 80GB table's other 59 rows (amp_bf16, DEFAULT): llm-foundry b2a43a147 (2023-10-19) replaced that table's 86 bf16 / PURE rows of 2023-05 by 61, of which only the two 70B rows are unchanged; its sweep.sh runs the new ones (block 'A100 80GB') as the H100 tables: image mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04 (PyTorch 2.1.0, CUDA 12.1), llm-foundry v0.3.0 with flash-attn 1.0.9's Triton kernel (llmfoundry-fsdp-h100.json). They are modelled as the other rows (torch-fsdp1, the A100 flash-attn-triton curve), as the H100 scenario models that stack: ASSUMPTION that PyTorch 2.1's FSDP and that Triton build behave as modelled for 1.13 and flash-attn 1.0.3 (not re-read line by line)",
+ "software of the 40GB table and the 80GB 70B rows (first in llm-foundry commit 300cc5c58, 2023-05-03, copied from mosaicml/examples): submit_benchmarks.py runs image mosaicml/pytorch:1.13.1_cu117 with precision 'bf16' (setup.py pins Composer 0.13.4, whose Trainer maps it to Precision.AMP_BF16, torch autocast to bf16: trainer.py :357-372, gone in v0.14.0; renamed amp_bf16 in Composer #1761), fsdp_config mixed_precision PURE, limit_all_gathers true, activation_checkpointing_reentrant false; setup.py pins flash-attn 1.0.3.post0 and triton 2.0.0.dev20221202 (attn_impl triton)",
+ "software of the 80GB table's other 59 rows (amp_bf16, DEFAULT): llm-foundry b2a43a147 (2023-10-19) replaced that table's 86 bf16 / PURE rows of 2023-05 by 61, of which only the two 70B rows are unchanged; its sweep.sh runs the new ones (block 'A100 80GB') as the H100 tables: image mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04 (PyTorch 2.1.0, CUDA 12.1), llm-foundry v0.3.0 with flash-attn 1.0.9's Triton kernel (llmfoundry-fsdp-h100.json). They are modelled as the other rows (torch-fsdp1, the A100 flash-attn-triton curve), as the H100 scenario models that stack: ASSUMPTION that PyTorch 2.1's FSDP and that Triton build behave as modelled for 1.13 and flash-attn 1.0.3 (not re-read line by line), but for fsdp_pad_copy 'uneven' on those rows: from PyTorch 2.0 (pytorch/pytorch#88769; _runtime_utils.py _post_backward_hook at 00ae0bc91) the post-backward hook copies a gradient with F.pad only when the unit's numel is not a multiple of the shard count, which no MPT block here is, so the reduce-scatter reads DEFAULT's fp32 cast itself (1.13 always copied it: the 40GB and 70B rows keep 'always')",
  "backward_prefetch and forward_prefetch are left unset by the yamls and the script, so Composer's defaults apply: BACKWARD_POST and false (composer/trainer/dist_strategy.py, v0.12.0-v0.15.0); under the rate limiter that is the schedule's one-unit-ahead backward gather (sim/program/sharded_schedule.hpp), with the host thread assumed ahead of the GPU (the shortest layer forward here, 125M and 350M, is ~6 ms)",
  "micro-batches: submit_benchmarks.py asks Composer for device_train_microbatch_size 'auto' unless one is given, which halves the per-device batch after each OOM, but the 2023-05 sweep.sh (300cc5c58 scripts/train/benchmarking/sweep.sh, block 'A100 40GB') sets every 40GB micro-batch explicitly (--microbatch_size; 26, 13, 5 for 125M, 18, 12, 3 elsewhere: hand-set values, not halvings) and matches the table's micro-batch and accumulation on 74 of its 78 rows (the 7B rows at seq 512-4096 ran 48, 24, 12, 6 where it asks 56, 28, 16, 8), so a 40GB row says only that its own micro-batch fit, and that twice it probably did not where the row's micro-batch looks like a largest choice (validate/llmfoundry_tables_accuracy.py --halving: 40 rows with a power-of-two accumulation above 1). The same sweep turns activation checkpointing on for 760M and 1B at seq 32768 and leaves it off at 16384, a hint that micro-batch 1 without checkpointing did not fit at 32768. The caching allocator's cost near the limit (cache flush and cudaMalloc retry, Composer's alloc_retries) is modelled as the engine replays it (training.allocator_retry_stalls)",
  "each FSDP unit is one transformer block (llm-foundry's fsdp_wrap_fn wraps each MPTBlock); the embedding (wte, wpe) and the final norm with the tied head are the root unit, which PyTorch 1.13's FullyShardedDataParallel.forward does not reshard after forward (\"Do not free the root's parameters in the post-forward for FULL_SHARD\"): gathered once per micro-batch before the embedding, not again in backward, reduce-scattered once after the embedding's backward (fsdp_implementation torch-fsdp1)",
@@ -214,7 +218,17 @@ def a100_points(mem, table):
         note = "bf16, FSDP mixed_precision PURE" if pure else "amp_bf16, FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
         if mem == 40 and r.model == "1B" and r.gpus == 32:
             note += "; OUTLIER: VALIDATION.md 3.2 marks this row an outlier (45% MFU against 56% for the same model on 8 GPUs); kept as published, not expected to match"
-        return point(label, r, 312, note, topology=None if mem == 40 else f"../topologies/mosaicml-a100-{mem}g-roce.json")
+        earlier = A80_2023_05.get((r.model, r.seq, r.gpus, r.micro_batch, r.accumulation)) if not pure else None
+        if earlier:
+            change = r.tokens_per_s_per_gpu / earlier.tokens_per_s_per_gpu - 1
+            note += f"; the 2023-05 table (bf16 / PURE stack) measured this configuration at {earlier.tokens_per_s_per_gpu} tokens/s/GPU ({change:+.1%} since)"
+            # Elsewhere the two stacks agree within -1.9..+2.6% (125M-3B) or the newer is faster
+            # (7B-30B); a fall beyond 10% is the run's, not the stack's.
+            if change < -0.10:
+                note += "; SOURCE ANOMALY: over 10% below the 2023-05 measurement of the same configuration (elsewhere the two agree or the newer stack is faster)"
+        # The amp_bf16 rows ran PyTorch 2.1, whose FSDP pads a gradient only when it must.
+        return point(label, r, 312, note, topology=None if mem == 40 else f"../topologies/mosaicml-a100-{mem}g-roce.json",
+                     training=None if pure else {"fsdp_pad_copy": "uneven"})
     return checked_points(name, labelled(f"{mem}GB ", ordered(table, name)), 312, make)
 
 
@@ -258,7 +272,11 @@ H100_GEMMS = ("bf16 GEMMs at the H100 profile's measured cuBLASLt curve (calibra
 H100_FSDP = ("PyTorch 2.1's FullyShardedDataParallel keeps the structure read at 1.13 for the A100 tables (FlatParameter units, one per MPTBlock, the root "
     "(wte, wpe, final norm, tied head) not resharded after forward, the _FreeEventQueue rate limiter of limit_all_gathers, all collectives on the one "
     "process group's NCCL stream, every micro-batch reduce-scattered; BACKWARD_POST and no forward prefetch by Composer's defaults): fsdp_implementation "
-    "torch-fsdp1, not re-read line by line at v2.1.0 / Composer 0.16")
+    "torch-fsdp1, not re-read line by line at v2.1.0 / Composer 0.16. One difference is modelled: fsdp_pad_copy 'uneven', the post-backward hook "
+    "pads (copies) a unit's gradient only when its numel is not a multiple of the shard count (pytorch/pytorch#88769, merged 2022-11-10, in 2.0; "
+    "_runtime_utils.py _post_backward_hook at 00ae0bc91, the 2.0 line; ASSUMED unchanged at v2.1.0), where 1.13 always copied it with F.pad: "
+    "under DEFAULT the reduce-scatter reads the fp32 cast. Every MPT block here divides by its shard count; Composer 0.16 sets use_orig_params "
+    "(dist_strategy.py :148), whose alignment of each parameter to 16 bytes adds nothing for MPT's shapes (every parameter a multiple of 4 elements)")
 H100_ALLOCATOR = ("PyTorch's caching allocator driven from the host's issue order with retry stalls (allocator_host_issue, allocator_retry_stalls; the retry cost "
     "measured on our H100, validate/measure_allocator_retry.py), as for the A100 tables")
 H100_TOPOLOGY = ("the node is topologies/mosaicml-h100-ib.json: the HGX H100 of dgx-h100-ib.json (its device profile and NVSwitch fit) with an ASSUMED 8 x 400 Gb/s "
@@ -270,7 +288,10 @@ H100_FP8 = ("the FP8 rows (precision amp_fp8): submit_benchmarks.py sets model f
     "MPT's low_precision_layernorm stays a bf16 kernel and te.Linear casts its input (the model has the norm write the FP8 input of QKV and the "
     "first MLP linear); Composer passes no is_first_microbatch, so TE re-casts the gathered bf16 weights every micro-batch (the model: once per step); "
     "TE's amax reduction is not modelled under FSDP. The first two are memory-bound passes, about 13 GB and 11 GB of traffic per micro-batch on the 3B seq 2048 row (~8 ms at "
-    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out; the table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
+    "the stream rate) against a ~0.6 s micro-batch: 1-2%, left out. Composer's amp_fp8 enters only te.fp8_autocast, no torch autocast "
+    "(composer/core/precision.py v0.16.4 :69-80), and runs the train-metric updates in that context (trainer.py v0.16.4 :2162-2175): "
+    "composer_train_metrics_autocast false, nll_loss on the bf16 log-probabilities without the fp32 cast; the rest of MPT's layers is bf16 "
+    "either way (bf16 FSDP parameters: Composer maps amp_fp8's param dtype to bf16, mosaic_fsdp_utils.py v0.16.4 :58-63). The table's MFU column is against the FP8 peak (3B seq 2048: Model TFLOP 548 = 27.7% x 1979), the reference here as every row's: the "
     "measured tokens/s")
 H100_LARGE = ("the Large Scale table's FULL_SHARD rows (128-512 GPUs, last in the points), from 5e85bd62d's scripts/train/benchmarking/sweep.py: "
     "--fsdp_config_backward_prefetch BACKWARD_PRE and --fsdp_config_forward_prefetch true, which submit_benchmarks.py passes into fsdp_config "
@@ -307,7 +328,8 @@ def h100_scenario():
         note = (r.precision + ", FSDP mixed_precision DEFAULT (fp32 gradient reduction)"
                 + ("; Transformer Engine v0.10 te.Linear (fc_type te); MFU against the FP8 peak 1979 TFLOP/s" if fp8 else ""))
         return point(label, r, 1979 if fp8 else 989, note,
-                     training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine"} if fp8 else None)
+                     training={"linear_precision": "fp8", "fp8_implementation": "transformer-engine",
+                               "composer_train_metrics_autocast": False} if fp8 else None)
     bf16 = ordered(tables.H100_BF16, "H100_BF16")
     bf16_pts = checked_points("H100_BF16", labelled("H100 ", bf16), 989, make)
     fp8_pts = checked_points("H100_FP8", labelled("H100 FP8 ", ordered(tables.H100_FP8, "H100_FP8")), 1979, make)
@@ -331,7 +353,7 @@ def h100_scenario():
     grad_op_rows = ordered(tables.H100_BF16_LARGE_SHARD_GRAD_OP, "H100_BF16_LARGE_SHARD_GRAD_OP")
     grad_op_pts = checked_points("H100_BF16_LARGE_SHARD_GRAD_OP", labelled("H100 large-scale ", grad_op_rows), 989, make_grad_op)
     pts = bf16_pts[:n] + fp8_pts[:1] + bf16_pts[n:] + fp8_pts[1:] + large_pts + grad_op_pts
-    training = dict(A100_TRAINING, gradient_dtype="fp32", note="FSDP FULL_SHARD over every GPU with MixedPrecision DEFAULT (fp32 sharded parameters "
+    training = dict(A100_TRAINING, gradient_dtype="fp32", fsdp_pad_copy="uneven", note="FSDP FULL_SHARD over every GPU with MixedPrecision DEFAULT (fp32 sharded parameters "
                     "and gradients, bf16 working copies and all-gathers, fp32 reduce-scatters), decoupled AdamW; per point: micro-batch, accumulation, "
                     "checkpointing; the FP8 rows their linear precision")
     write("scenarios/llmfoundry-fsdp-h100.json", {
@@ -354,5 +376,6 @@ def h100_scenario():
         "points": pts})
 
 
-a100_scenario()
-h100_scenario()
+if __name__ == "__main__":
+    a100_scenario()
+    h100_scenario()

@@ -225,16 +225,17 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
           "(" + num(in_flight) + (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : " layers") + " x " + num(layer) +
               " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
-      // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it
-      // (always) as the reduce-scatter's input, on the post_backward stream, and record_stream
-      // keeps all three until the reduce-scatter is done, while the next unit's gradient is
-      // being computed.
+      // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it (always
+      // on PyTorch 1.13, only an uneven unit later: plan::FsdpPadCopy) as the reduce-scatter's
+      // input, on the post_backward stream, and record_stream keeps them until the
+      // reduce-scatter is done, while the next unit's gradient is being computed.
       const double compute = p.parameter_wire_bytes, reduce = p.gradient_wire_bytes;
-      const double per_param = compute + compute + (reduce != compute ? reduce : 0.0) + reduce;
       const double largest = std::max(layer, root);
+      const bool pad = plan::fsdp_pads(p.fsdp_pad_copy, largest, in.layout.shard);
+      const double per_param = compute + compute + (reduce != compute ? reduce : 0.0) + (pad ? reduce : 0.0);
       add("gathered_gradients", largest * per_param,
-          "1 unit x " + num(largest) + " params x " + num(per_param) +
-              " B (its gradient; the unit before's, its reduce-dtype cast and F.pad copy)");
+          "1 unit x " + num(largest) + " params x " + num(per_param) + " B (its gradient; the unit before's" +
+              (reduce != compute ? ", its reduce-dtype cast" : "") + (pad ? " and F.pad copy)" : ")"));
     } else {
       add("gathered_parameters", 2 * unit * p.parameter_wire_bytes,
           "2 units x " + num(unit) + " params x " + num(p.parameter_wire_bytes) + " B");

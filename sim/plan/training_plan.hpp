@@ -2,6 +2,7 @@
 // How a model is trained: the parallel layout (data, tensor, pipeline degrees and how state is
 // sharded), the numerics (precision recipe, optimizer) and the memory-saving techniques. Plain
 // data shared by the memory model and the schedules; read from a scenario's "training" object.
+#include <cmath>
 #include <string>
 
 #include "plan/gradient_state.hpp"
@@ -123,6 +124,27 @@ enum class FsdpShardingStrategy {
   /// unit's parameters are gathered at once between the end of the forward and the backward.
   shard_grad_op,
 };
+
+/// Which unsharded gradients PyTorch FSDP1's post-backward hook copies with F.pad before the
+/// reduce-scatter (torch-fsdp1). The reduce-dtype cast, when the reduce dtype differs from the
+/// compute dtype (Composer's mixed_precision DEFAULT: bf16 gradients reduced in fp32), is made
+/// in both: the pad copy comes on top of it.
+enum class FsdpPadCopy {
+  /// PyTorch 1.13: _post_backward_hook always calls F.pad(grad.flatten(), [0, num_pad]), which
+  /// copies the gradient even when num_pad is 0.
+  always,
+  /// PyTorch 2.0 and later (pytorch/pytorch#88769, merged 2022-11-10; _runtime_utils.py
+  /// _post_backward_hook at 00ae0bc91, the 2.0 line; ASSUMED unchanged at v2.1.0): F.pad only for
+  /// a unit whose numel is not a multiple of the shard count, else the reduce-scatter reads the
+  /// (cast) gradient itself.
+  uneven,
+};
+
+/// Whether FSDP1's post-backward hook copies a unit's `numel`-element gradient with F.pad before
+/// reduce-scattering it over `shard` ranks.
+[[nodiscard]] inline bool fsdp_pads(FsdpPadCopy mode, double numel, long shard) {
+  return mode == FsdpPadCopy::always || std::fmod(numel, static_cast<double>(shard)) != 0;
+}
 
 /// Whether the FSDP runtime keeps the root unit and runs one NCCL stream (torch_fsdp1/2).
 [[nodiscard]] inline bool torch_fsdp(FsdpImplementation f) {
@@ -293,6 +315,9 @@ struct TrainingPlan {
   /// (model/composer_metrics.hpp): how many cross-entropy updates (LanguageCrossEntropy,
   /// LanguagePerplexity) run per micro-batch. Modelled in the sharded schedule.
   int composer_train_metrics = 0;
+  /// Whether those updates run under torch.autocast(bf16) (Composer's amp_bf16), where nll_loss
+  /// casts the log-probabilities to fp32, or not (amp_fp8: Transformer Engine's fp8_autocast only).
+  bool composer_train_metrics_autocast = true;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only
@@ -304,6 +329,8 @@ struct TrainingPlan {
   bool fsdp_forward_prefetch = false;
   /// torch-fsdp1 only: FullyShardedDataParallel(sharding_strategy=...).
   FsdpShardingStrategy fsdp_sharding_strategy = FsdpShardingStrategy::full_shard;
+  /// torch-fsdp1 only: the PyTorch version's pad copy of each unsharded gradient.
+  FsdpPadCopy fsdp_pad_copy = FsdpPadCopy::always;
   DeepSpeedZero3Config deepspeed_zero3;  ///< zero3_implementation deepspeed_0_3 only
 };
 

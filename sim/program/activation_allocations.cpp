@@ -137,13 +137,12 @@ ActivationAllocations activation_allocations(const model::TransformerSpec& s,
   return a;
 }
 
-PassAllocations composer_metric_allocations(double tokens, double vocab, int metrics) {
-  const model::ComposerMetricTensors t = model::composer_train_metric_tensors(tokens, vocab);
+PassAllocations composer_metric_allocations(double tokens, double vocab, int metrics, bool autocast) {
+  const model::ComposerMetricTensors t = model::composer_train_metric_tensors(tokens, vocab, autocast);
   PassBuilder b;
   for (int m = 0; m < metrics; ++m) {
     const int log_probs = b.transient(t.log_probabilities);
-    const int cast = b.transient(t.fp32_cast);
-    b.free(cast);
+    if (autocast) b.free(b.transient(t.fp32_cast));
     b.free(log_probs);
   }
   return b.done();

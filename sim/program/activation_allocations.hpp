@@ -52,8 +52,9 @@ struct ActivationAllocations {
     const std::vector<Bytes>& loss_gradients);
 
 /// Composer's train-metric updates after a micro-batch's backward (model/composer_metrics.hpp),
-/// one after another: each the bf16 log-probabilities (2 B x tokens x vocab), then nll_loss's
-/// fp32 cast of them (4 B), both freed when the update returns.
-[[nodiscard]] PassAllocations composer_metric_allocations(double tokens, double vocab, int metrics);
+/// one after another: each the bf16 log-probabilities (2 B x tokens x vocab), then under
+/// `autocast` nll_loss's fp32 cast of them (4 B), both freed when the update returns.
+[[nodiscard]] PassAllocations composer_metric_allocations(double tokens, double vocab, int metrics,
+                                                          bool autocast = true);
 
 }  // namespace trainsim::program

@@ -308,9 +308,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // Composer's train metrics (model/composer_metrics.hpp), one task per micro-batch.
   const double metric_tokens = static_cast<double>(p.micro_batch * in.model.seq_len);
   const std::vector<model::Operation> metric_ops = model::composer_train_metric_ops(
-      metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics);
+      metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics, p.composer_train_metrics_autocast);
   const Seconds metric_time = metric_ops.empty() ? 0 : model::ops_duration(metric_ops, in.device);
-  const Bytes metric_workspace = model::composer_train_metric_workspace(metric_tokens, static_cast<double>(in.model.vocab));
+  const Bytes metric_workspace = model::composer_train_metric_workspace(metric_tokens, static_cast<double>(in.model.vocab),
+                                                                        p.composer_train_metrics_autocast);
   std::vector<InternedName> name_metrics;
   if (!metric_ops.empty())
     for (long mb = 0; mb < p.accumulation; ++mb) name_metrics.emplace_back("train metrics mb" + std::to_string(mb));
@@ -344,7 +345,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     for (const auto& pa : pass_allocations) prog.allocation_sequences.push_back(pa.sequence);
   }
   const PassAllocations metric_allocations =
-      composer_metric_allocations(metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics);
+      composer_metric_allocations(metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics,
+                                  p.composer_train_metrics_autocast);
   const auto metric_sequence = static_cast<std::int16_t>(prog.allocation_sequences.size());
   if (per_tensor && !metric_ops.empty()) prog.allocation_sequences.push_back(metric_allocations.sequence);
   // Unit u's forward and backward pass (units: the embedding, the layers, the head).
@@ -389,9 +391,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       gathered_bytes[u] = moved[u].gather_bytes;
       if (!moved[u].reduce) continue;
       gradient_bytes[u] = moved[u].params * (torch_fsdp ? p.parameter_wire_bytes : p.gradient_wire_bytes);
-      if (torch_fsdp) {
-        const bool cast = fsdp1 && p.gradient_wire_bytes != p.parameter_wire_bytes;
-        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * (cast ? 2 : 1);
+      if (fsdp1) {
+        // The post-backward hook's reduce-dtype cast and F.pad copy (plan::FsdpPadCopy); with
+        // neither, the reduce-scatter reads the gradient autograd left.
+        const bool cast = p.gradient_wire_bytes != p.parameter_wire_bytes;
+        const bool pad = plan::fsdp_pads(p.fsdp_pad_copy, moved[u].params, shard);
+        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes * ((cast ? 1 : 0) + (pad ? 1 : 0));
+      } else if (torch_fsdp) {
+        reduce_input_bytes[u] = moved[u].params * p.gradient_wire_bytes;  // FSDP2's copy-in
       }
     }
   // The root unit of torch FSDP, and every unit under SHARD_GRAD_OP, stays gathered from its

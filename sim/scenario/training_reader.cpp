@@ -372,6 +372,11 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("composer_train_metrics", "Composer runs the metrics on whole logits: needs tensor_parallel 1");
     t.composer_train_metrics = static_cast<int>(metrics.size());
   }
+  if (o.has("composer_train_metrics_autocast")) {
+    if (t.composer_train_metrics == 0)
+      o.fail("composer_train_metrics_autocast", "describes Composer's train-metric updates: needs composer_train_metrics");
+    t.composer_train_metrics_autocast = o.boolean_or("composer_train_metrics_autocast", true);
+  }
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");
@@ -439,6 +444,10 @@ plan::TrainingPlan read_training(JsonObject o) {
     // With hybrid_shard_degree these are HYBRID_SHARD and _HYBRID_SHARD_ZERO2.
     if (o.choice("fsdp_sharding_strategy", {"full_shard", "shard_grad_op"}) == "shard_grad_op")
       t.fsdp_sharding_strategy = plan::FsdpShardingStrategy::shard_grad_op;
+  }
+  if (o.has("fsdp_pad_copy")) {
+    needs_fsdp1("fsdp_pad_copy");
+    if (o.choice("fsdp_pad_copy", {"always", "uneven"}) == "uneven") t.fsdp_pad_copy = plan::FsdpPadCopy::uneven;
   }
   // torchao's float8 under FSDP2 (torchao/float8/fsdp_utils.py): the linear weights' shards are
   // cast to FP8 before the all-gather (WeightWithDynamicFloat8CastTensor's fsdp_pre_all_gather),

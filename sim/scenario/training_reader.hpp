@@ -23,6 +23,10 @@
 //                       sharding_strategy (torch-fsdp1; HYBRID_SHARD / _HYBRID_SHARD_ZERO2 with
 //                       hybrid_shard_degree); shard_grad_op keeps each unit gathered from its
 //                       forward to its post-backward (plan::FsdpShardingStrategy)
+//   fsdp_pad_copy       always | uneven [always]: which unsharded gradients FSDP1's post-backward
+//                       hook copies with F.pad before the reduce-scatter: every one (PyTorch 1.13) or
+//                       only a unit whose size is not a multiple of the shard count (PyTorch >= 2.0;
+//                       torch-fsdp1; plan::FsdpPadCopy)
 //   optimizer           adam | adamw | sgd_momentum | sgd [adamw]
 //   micro_batch (required), gradient_accumulation [1]
 //   activation_checkpointing [false], activation_offloading [false], flash_attention [false],
@@ -40,6 +44,8 @@
 //   composer_train_metrics [[]]: Composer's train metrics among "LanguageCrossEntropy",
 //                       "LanguagePerplexity", each a cross-entropy over the logits after every
 //                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)
+//   composer_train_metrics_autocast [true]: those updates under torch.autocast(bf16), nll_loss
+//                       casting the log-probabilities to fp32 (Composer's amp_bf16), or not (amp_fp8)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   gradient_buffers    whose optimizer holds the gradients (plan::GradientBuffers): generic |
 //                       megatron-local-ddp (ddp) | megatron-core-distributed-optimizer |

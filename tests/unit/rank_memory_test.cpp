@@ -1,6 +1,8 @@
 // Each memory term against hand arithmetic written here (memory/rank_memory.hpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "memory/rank_memory.hpp"
 #include "plan/gradient_state.hpp"
 
@@ -100,6 +102,14 @@ TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
   p.gradient_wire_bytes = 4;
   r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), root * (2 + 2 + 4 + 4));
+  // PyTorch 2.x pads only a unit that does not divide by the 8 ranks, and the root does.
+  ASSERT_EQ(std::fmod(root, 8), 0);
+  p.fsdp_pad_copy = plan::FsdpPadCopy::uneven;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_gradients"), root * (2 + 2 + 4));
+  p.gradient_wire_bytes = 2;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gathered_gradients"), root * (2 + 2));
+  p.gradient_wire_bytes = 4;
+  p.fsdp_pad_copy = plan::FsdpPadCopy::always;
   // BACKWARD_PRE or forward_prefetch: the next unit's gather is issued before the current one is
   // resharded, so the limiter's two free events leave three layers gathered.
   p.fsdp_backward_prefetch = plan::FsdpBackwardPrefetch::backward_pre;

@@ -782,6 +782,33 @@ TEST(ScenarioErrors, FsdpPrefetchOptionsNeedFsdp1) {
   EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
 }
 
+TEST(ScenarioErrors, ComposerTrainMetricsAutocastNeedsTheMetrics) {
+  json doc = read_json_file("scenarios/llmfoundry-fsdp-a100.json");
+  doc["topology"] = absolute("topologies/mosaicml-a100-40g-roce.json");
+  doc["points"] = json::array({doc["points"][0]});  // a 40GB row, on the scenario's topology
+  EXPECT_TRUE(load_scenario(write(doc, temp_file("default"))).points.at(0).training.composer_train_metrics_autocast);
+  doc["training"]["composer_train_metrics_autocast"] = false;
+  EXPECT_FALSE(load_scenario(write(doc, temp_file("off"))).points.at(0).training.composer_train_metrics_autocast);
+  doc["training"]["composer_train_metrics"] = json::array();
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/composer_train_metrics_autocast");
+  EXPECT_TRUE(contains(e.what(), "needs composer_train_metrics")) << e.what();
+}
+
+TEST(ScenarioErrors, FsdpPadCopyNeedsFsdp1AndNamesItsValues) {
+  json doc = bert_large_doc();  // schedule zero1
+  doc["training"]["fsdp_pad_copy"] = "uneven";
+  ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_pad_copy");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
+  doc["training"]["schedule"] = "fsdp";
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  doc["training"]["fsdp_pad_copy"] = "sometimes";
+  e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/fsdp_pad_copy");
+  EXPECT_TRUE(contains(e.what(), "uneven")) << e.what();
+}
+
 TEST(ScenarioErrors, FsdpShardingStrategyNeedsFsdp1AndNamesItsValues) {
   json doc = bert_large_doc();  // schedule zero1
   doc["training"]["fsdp_sharding_strategy"] = "shard_grad_op";
