@@ -133,11 +133,8 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
           // Shared: reads and writes use the same device-memory bandwidth.
           auto* link = zone->create_link(prefix + v.id + ".hbm", hbm_link_bandwidth);
           link->set_latency(0)->seal();
-          auto* memory = zone->create_host(prefix + v.id + ".memory", p.host_speed);
-          zone->add_route(h->get_netpoint(), memory->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(link)}, true);
           hbm_of[v.id] = link;
           p.hbm_link.push_back(link);
-          p.hbm_host.push_back(memory);
         }
       } else if (v.id == cpu_id) {
         auto* h = zone->create_host(prefix + v.id, p.host_speed);

@@ -30,11 +30,9 @@ struct Platform {
   /// Host speed in FLOP/s; a compute task of d seconds is an Exec of d * host_speed.
   double host_speed = 1e9;
   /// HBM sharing (build_platform's `hbm_link_bandwidth` > 0): per global rank, the accelerator's
-  /// device-memory link, which every route to or from the accelerator crosses, and a host reached
-  /// from the accelerator through that link alone, where memory-bound compute ends its transfer.
-  /// Empty without.
+  /// device-memory link, which every route to or from the accelerator crosses, so its load is
+  /// what the transfers touching the accelerator move through its HBM. Empty without.
   std::vector<simgrid::s4u::Link*> hbm_link;
-  std::vector<simgrid::s4u::Host*> hbm_host;
 
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
   [[nodiscard]] bool has_cpu() const { return !cpu_host.empty(); }

@@ -211,7 +211,7 @@ private:
           issue_end = d.host_end;
           if (d.device_start > now()) sg4::this_actor::sleep_for(d.device_start - now());
         }
-        if (!platform_.hbm_host.empty() && t.memory_bound > 0) {
+        if (!platform_.hbm_link.empty() && t.memory_bound > 0) {
           run_interleaved(cls, t);
         } else if (t.duration > 0) {
           ++result_.execs;
@@ -680,23 +680,25 @@ private:
   /// kernels' order more closely and cost two SimGrid activities each.
   static constexpr int kMemorySlices = 8;
 
-  /// `seconds` of memory-bound kernels on the class representative's HBM link: what the whole
-  /// link carries in that time, so alone it lasts exactly that, and NCCL kernels' flows crossing
-  /// the link meanwhile take their max-min share. Every memory-bound kernel counts as saturating
-  /// HBM (ASSUMPTION: a kernel streaming below the device's stream-copy rate would lose less
-  /// beside a collective; bounding the transfer to the kernel's own rate needs Comm::set_rate,
-  /// which SimGrid 3.32 ignores on host-to-host Comms). Not slowed by held SMs: a streaming
-  /// kernel saturates HBM with a fraction of the SMs.
+  /// `seconds` of memory-bound kernels beside the class representative's transfers: they get
+  /// what the transfers crossing its HBM link leave of it (Link::get_usage: the flows' max-min
+  /// rates, as SimGrid solved them for the interval that ends now, so transfers starting at this
+  /// very instant are seen from the next slice on), at the slice's start. NCCL's flows keep
+  /// their rates: the HBM link never limits them alone (build_platform checks its capacity), and
+  /// not letting compute slow them keeps the flows of the ranks folding does not simulate
+  /// exactly as in the job. Every memory-bound kernel counts as saturating HBM (ASSUMPTION: one
+  /// streaming below the device's stream-copy rate would lose less). Not slowed by held SMs: a
+  /// streaming kernel saturates HBM with a fraction of the SMs.
   void stream_memory(int cls, Seconds seconds) {
-    const auto r = static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)]);
-    const double units = std::round(seconds * platform_.hbm_link[r]->get_bandwidth());
-    ++result_.flows;
-    if (units < 1) {
-      sg4::this_actor::sleep_for(seconds);
-      return;
-    }
-    sg4::Comm::sendto_async(platform_.rank_host[r], platform_.hbm_host[r], static_cast<uint64_t>(units))->wait();
+    const auto* link = platform_.hbm_link[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])];
+    const double capacity = link->get_bandwidth();
+    const double left = std::max(capacity - link->get_usage(), kLeastHbmShare * capacity);
+    sg4::this_actor::sleep_for(seconds * capacity / left);
   }
+
+  /// What memory-bound compute keeps of HBM however busy the transfers are (they cannot fill
+  /// it: build_platform's check), so that a slice always ends.
+  static constexpr double kLeastHbmShare = 0.01;
 
   /// A copy between accelerator and host memory: every member of the class moves its bytes
   /// between its accelerator and its node's CPU at once (so copies of ranks behind one PCIe
