@@ -62,6 +62,18 @@ BytesPerSecond attached_capacity(const topology::Topology& topo, const std::stri
 
 }  // namespace
 
+void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_bandwidth) {
+  // The HBM link never limits a collective alone (engine/program_executor.hpp's folding leaves it
+  // out of the flows' components on that ground): it carries at least what the accelerator's
+  // other links can bring in and take out together.
+  for (const auto& a : topo.accelerators())
+    if (attached_capacity(topo, a) > hbm_link_bandwidth)
+      throw ConfigError(topo.file, "/node/links",
+                        "accelerator " + a + "'s links carry " + std::to_string(attached_capacity(topo, a)) +
+                            " B/s in and out, more than its HBM link's " + std::to_string(hbm_link_bandwidth) +
+                            " B/s (the device's streaming rate / HBM bytes per link byte): expected at most that");
+}
+
 Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth) {
   Platform p;
   p.nodes = nodes;
@@ -84,17 +96,8 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
       p.intra_latency[i][j] = graph.route_latency(accs[i], accs[j]);
     if (!cpu_id.empty()) p.cpu_latency.push_back(graph.route_latency(accs[i], cpu_id));
   }
-  // The HBM link never limits a collective alone (engine/program_executor.hpp's folding leaves it
-  // out of the flows' components on that ground): it carries at least what the accelerator's
-  // other links can bring in and take out together.
   const bool hbm = hbm_link_bandwidth > 0;
-  if (hbm)
-    for (const auto& a : accs)
-      if (attached_capacity(topo, a) > hbm_link_bandwidth)
-        throw ConfigError(topo.file, "/links",
-                          "accelerator " + a + "'s links carry " + std::to_string(attached_capacity(topo, a)) +
-                              " B/s in and out, more than its HBM link's " + std::to_string(hbm_link_bandwidth) +
-                              " B/s (device memory rate / HBM bytes per link byte): expected at most that");
+  if (hbm) check_hbm_link(topo, hbm_link_bandwidth);
   // Routes inside a node, computed once on the graph and replayed for every node.
   std::map<std::pair<std::string, std::string>, std::vector<topology::Hop>> routes;
   std::vector<std::string> endpoints = accs;

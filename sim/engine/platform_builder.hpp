@@ -41,6 +41,10 @@ struct Platform {
 /// Sets the exact-timing network model options. Call after the Engine exists and before any zone.
 void configure_exact_timing(simgrid::s4u::Engine& e);
 
+/// ConfigError unless every accelerator's HBM link (`hbm_link_bandwidth`, link units per second)
+/// carries at least what its other links can carry in and out at once.
+void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_bandwidth);
+
 /// Builds `nodes` copies of the topology's node under one fabric star zone. With
 /// `hbm_link_bandwidth` > 0 (in units of link traffic per second, model/nccl_memory_traffic.hpp)
 /// each accelerator gets a shared device-memory link that every route to or from it crosses
