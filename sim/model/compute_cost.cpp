@@ -68,16 +68,14 @@ Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev
   return total;
 }
 
-MemoryBoundPart ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev) {
-  MemoryBoundPart part;
+Seconds ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev) {
+  Seconds total = 0;
   for (const auto& op : ops) {
     if (op.kind != OpKind::elementwise || op.bytes <= 0) continue;
     const Seconds memory = op.bytes / memory_bound_rate(dev, op.kernel);
-    if (memory < op.flops / dev.peak_fp32) continue;
-    part.seconds += memory;
-    part.bytes += op.bytes;
+    if (memory >= op.flops / dev.peak_fp32) total += memory;
   }
-  return part;
+  return total;
 }
 
 Operation optimizer_step_op(double params) {

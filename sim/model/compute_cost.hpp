@@ -29,22 +29,12 @@ namespace trainsim::model {
 /// Sum of op_duration over a list (kernels of one stream run back to back).
 [[nodiscard]] Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev);
 
-/// The memory-bound part of a list of ops: what it moves through device memory and how long that
-/// takes alone.
-struct MemoryBoundPart {
-  Seconds seconds = 0;  ///< <= ops_duration of the same ops (no launch costs)
-  Bytes bytes = 0;      ///< reads + writes
-  MemoryBoundPart& operator+=(const MemoryBoundPart& o) {
-    seconds += o.seconds;
-    bytes += o.bytes;
-    return *this;
-  }
-};
-/// The elementwise ops whose memory traffic outlasts their arithmetic: their bytes and their
-/// time at their kernel class's streaming rate (memory_bound_rate), without launch costs. GEMMs
+/// The memory-bound part of a list of ops (<= ops_duration of the same ops): the time of the
+/// elementwise ops whose memory traffic outlasts their arithmetic, at their kernel class's
+/// streaming rate (memory_bound_rate), without launch costs. GEMMs
 /// and fused attention count as compute-bound: their operands are reused from on-chip memory, so
 /// they stream far below the device's rate (an H100 GEMM at 8192^3 moves its 0.4 GB of operands in 1.6 ms).
-[[nodiscard]] MemoryBoundPart ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev);
+[[nodiscard]] Seconds ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev);
 
 /// The optimizer step over `params` parameters held by this rank (Adam-family, fp32 master
 /// weights and two fp32 moments, bf16 working copy): a memory-bound sweep.

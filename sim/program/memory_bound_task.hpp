@@ -8,10 +8,8 @@
 
 namespace trainsim::program {
 
-/// Sets `t`'s memory-bound part to `m`'s time, within the task's duration (the two are sums of
-/// the same op times in different orders) and never negative.
-inline void set_memory_bound(Task& t, const model::MemoryBoundPart& m) {
-  t.memory_bound = std::clamp<Seconds>(m.seconds, 0, t.duration);
-}
+/// Sets `t`'s memory-bound part to `seconds` (model::ops_memory_bound), within the task's
+/// duration (the two are sums of the same op times in different orders) and never negative.
+inline void set_memory_bound(Task& t, Seconds seconds) { t.memory_bound = std::clamp<Seconds>(seconds, 0, t.duration); }
 
 }  // namespace trainsim::program

@@ -38,7 +38,7 @@ struct Unit {
   int fp8_weights = 0;
   /// The memory-bound parts of `forward` and `backward` (Task::memory_bound); the backward's
   /// includes the recomputed forward's, like `backward`.
-  model::MemoryBoundPart forward_memory{}, backward_memory{};
+  Seconds forward_memory = 0, backward_memory = 0;
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -628,12 +628,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
-          auto bm = units[u].backward_memory;
-          if (p.activation_checkpointing && units[u].tensor_parallel) {
-            bm.seconds -= units[u].forward_memory.seconds;
-            bm.bytes -= units[u].forward_memory.bytes;
-          }
-          set_memory_bound(b, bm);
+          set_memory_bound(b, units[u].backward_memory -
+                                  (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_memory : 0));
           b.workspace = mem.workspace;
           b.kernels = units[u].backward_kernels -
                       (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
