@@ -9,16 +9,19 @@
 //    every rank runs directRecvCopySend, then directRecv. With one process per GPU the "direct"
 //    variants fall back to the FIFO: P2P_DIRECT (user-buffer pointers) is set up only between
 //    ranks of one process (src/transport/p2p.cc:352-354, :414-418; v2.12: the pidHash tests at
-//    :188, :233). So a received chunk lands in NCCL's FIFO and prims_simple.h's genericOp reads
+//    :188, :233, and across processes only user buffers registered in CUDA graph mode,
+//    enqueue.cc:735-736, prims_simple.h:322-327, which eager PyTorch does not use). So a received chunk lands in NCCL's FIFO and prims_simple.h's genericOp reads
 //    it and writes it to the output buffer and to the next rank's FIFO in one pass (reduceCopy
-//    with the recv FIFO as source, the output and the send FIFO as destinations, :224-251).
+//    with the recv FIFO as source, the output and the send FIFO as destinations, :224-251;
+//    v2.12: ReduceOrCopyMulti, :183-199).
 //  - Ring reduce_scatter (reduce_scatter.h:52, 58, 64): recvReduceSend reads the FIFO and the
 //    local input and writes the next rank's FIFO; the last step writes the output instead.
 //  - Ring all_reduce: a reduce_scatter then an all_gather in one kernel.
 //  - Where the FIFO is: written by the sender into the receiver's memory, except on Ampere over
 //    NVLink, where NCCL reads instead (src/graph/paths.cc:337, "Enable P2P Read for
 //    Ampere/NVLink only": compute capability 80) and the Simple protocol's FIFO sits at the
-//    sender (p2p.cc:347): the sender writes its own FIFO and the receiver reads it remotely.
+//    sender (p2p.cc:347; v2.12: :183): the sender writes its own FIFO and the receiver reads
+//    it remotely.
 // Either way, each byte passing through a rank touches its HBM three times: the FIFO written,
 // the FIFO read, and the output written (all_gather) or the input read (reduce_scatter): 3 B per
 // byte received (write mode: all at the receiver; read mode: two at the sender, one at the
