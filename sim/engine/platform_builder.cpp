@@ -7,6 +7,7 @@
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
+#include "core/error.hpp"
 #include "topology/topology_graph.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -50,9 +51,30 @@ std::vector<sg4::LinkInRoute> to_route(const std::vector<topology::Hop>& hops,
   return out;
 }
 
+/// What an accelerator's links can carry into and out of it at once: both directions of a
+/// split-duplex link, the one capacity of a shared one.
+BytesPerSecond attached_capacity(const topology::Topology& topo, const std::string& acc) {
+  BytesPerSecond sum = 0;
+  for (const auto& l : topo.links)
+    if (l.a == acc || l.b == acc) sum += l.sharing == topology::Sharing::split_duplex ? 2 * l.bandwidth : l.bandwidth;
+  return sum;
+}
+
 }  // namespace
 
-Platform build_platform(const topology::Topology& topo, int nodes) {
+void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_bandwidth) {
+  // The HBM link never limits a collective alone (engine/program_executor.hpp's folding leaves it
+  // out of the flows' components on that ground): it carries at least what the accelerator's
+  // other links can bring in and take out together.
+  for (const auto& a : topo.accelerators())
+    if (attached_capacity(topo, a) > hbm_link_bandwidth)
+      throw ConfigError(topo.file, "/node/links",
+                        "accelerator " + a + "'s links carry " + std::to_string(attached_capacity(topo, a)) +
+                            " B/s in and out, more than its HBM link's " + std::to_string(hbm_link_bandwidth) +
+                            " B/s (the device's streaming rate / HBM bytes per link byte): expected at most that");
+}
+
+Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth) {
   Platform p;
   p.nodes = nodes;
   const auto accs = topo.accelerators();
@@ -74,6 +96,8 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
       p.intra_latency[i][j] = graph.route_latency(accs[i], accs[j]);
     if (!cpu_id.empty()) p.cpu_latency.push_back(graph.route_latency(accs[i], cpu_id));
   }
+  const bool hbm = hbm_link_bandwidth > 0;
+  if (hbm) check_hbm_link(topo, hbm_link_bandwidth);
   // Routes inside a node, computed once on the graph and replayed for every node.
   std::map<std::pair<std::string, std::string>, std::vector<topology::Hop>> routes;
   std::vector<std::string> endpoints = accs;
@@ -102,11 +126,19 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
     impl->set_disk_model(fabric_impl->get_disk_model());
     impl->set_host_model(fabric_impl->get_host_model());
     std::map<std::string, NetPoint*> netpoint;
+    std::map<std::string, sg4::Link*> hbm_of;  // accelerator id -> its HBM link
     for (const auto& v : topo.vertices) {
       if (v.kind == topology::VertexKind::accelerator) {
         auto* h = zone->create_host(prefix + v.id, p.host_speed);
         netpoint[v.id] = h->get_netpoint();
         p.rank_host.push_back(h);
+        if (hbm) {
+          // Shared: reads and writes use the same device-memory bandwidth.
+          auto* link = zone->create_link(prefix + v.id + ".hbm", hbm_link_bandwidth);
+          link->set_latency(0)->seal();
+          hbm_of[v.id] = link;
+          p.hbm_link.push_back(link);
+        }
       } else if (v.id == cpu_id) {
         auto* h = zone->create_host(prefix + v.id, p.host_speed);
         netpoint[v.id] = h->get_netpoint();
@@ -127,9 +159,15 @@ Platform build_platform(const topology::Topology& topo, int nodes) {
         links.push_back({link, false});
       }
     }
-    for (const auto& [ends, hops] : routes)
-      zone->add_route(netpoint[ends.first], netpoint[ends.second], nullptr, nullptr,
-                      to_route(hops, links), false);
+    for (const auto& [ends, hops] : routes) {
+      auto route = to_route(hops, links);
+      if (hbm) {
+        // A transfer's bytes also pass through device memory at each accelerator it touches.
+        if (auto it = hbm_of.find(ends.first); it != hbm_of.end()) route.insert(route.begin(), sg4::LinkInRoute(it->second));
+        if (auto it = hbm_of.find(ends.second); it != hbm_of.end()) route.emplace_back(it->second);
+      }
+      zone->add_route(netpoint[ends.first], netpoint[ends.second], nullptr, nullptr, route, false);
+    }
     auto* uplink = fabric->create_split_duplex_link(prefix + "uplink", topo.fabric.uplink_bandwidth);
     uplink->set_latency(0)->seal();
     node_zones.push_back(zone);

@@ -29,6 +29,10 @@ struct Platform {
   Seconds fabric_latency = 0;
   /// Host speed in FLOP/s; a compute task of d seconds is an Exec of d * host_speed.
   double host_speed = 1e9;
+  /// HBM sharing (build_platform's `hbm_link_bandwidth` > 0): per global rank, the accelerator's
+  /// device-memory link, which every route to or from the accelerator crosses, so its load is
+  /// what the transfers touching the accelerator move through its HBM. Empty without.
+  std::vector<simgrid::s4u::Link*> hbm_link;
 
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
   [[nodiscard]] bool has_cpu() const { return !cpu_host.empty(); }
@@ -37,7 +41,15 @@ struct Platform {
 /// Sets the exact-timing network model options. Call after the Engine exists and before any zone.
 void configure_exact_timing(simgrid::s4u::Engine& e);
 
-/// Builds `nodes` copies of the topology's node under one fabric star zone.
-[[nodiscard]] Platform build_platform(const topology::Topology& topo, int nodes);
+/// ConfigError unless every accelerator's HBM link (`hbm_link_bandwidth`, link units per second)
+/// carries at least what its other links can carry in and out at once.
+void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_bandwidth);
+
+/// Builds `nodes` copies of the topology's node under one fabric star zone. With
+/// `hbm_link_bandwidth` > 0 (in units of link traffic per second, model/nccl_memory_traffic.hpp)
+/// each accelerator gets a shared device-memory link that every route to or from it crosses
+/// (Platform::hbm_link); ConfigError if it is below what the accelerator's other links can carry
+/// in and out at once, where it would slow a collective alone.
+[[nodiscard]] Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth = 0);
 
 }  // namespace trainsim::engine

@@ -9,7 +9,9 @@
 #include <numeric>
 #include <set>
 #include <tuple>
+#include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Barrier.hpp>
@@ -62,6 +64,7 @@ public:
     host_issue_ = options.device_memory > 0 && options.allocate_at_host_issue && prog_.host_per_kernel > 0 &&
                   prog_.host_bounds_modelled;
     result_.allocated_at_host_issue = host_issue_;
+    hbm_links_.insert(platform_.hbm_link.begin(), platform_.hbm_link.end());
     if (!platform_.has_cpu())
       for (const auto& rp : prog_.ranks)
         for (const auto& s : rp.streams)
@@ -208,7 +211,9 @@ private:
           issue_end = d.host_end;
           if (d.device_start > now()) sg4::this_actor::sleep_for(d.device_start - now());
         }
-        if (t.duration > 0) {
+        if (!platform_.hbm_link.empty() && t.memory_bound > 0) {
+          run_interleaved(cls, t);
+        } else if (t.duration > 0) {
           ++result_.execs;
           sg4::this_actor::execute(t.duration * platform_.host_speed);
         }
@@ -655,6 +660,46 @@ private:
   /// reaches its bound first, whatever the number of compute Execs beside it.
   static constexpr double kHeldSmPriority = 1e6;
 
+  /// A compute task with a memory-bound part under HBM sharing: its arithmetic (an Exec, slowed
+  /// by held SMs) and its streaming (stream_memory) alternate in kMemorySlices equal slices, as a
+  /// layer's GEMMs and elementwise kernels alternate; the order inside a slice is an
+  /// approximation, off by at most one slice of overlap with a collective.
+  void run_interleaved(int cls, const program::Task& t) {
+    const Seconds arithmetic = (t.duration - t.memory_bound) / kMemorySlices;
+    const Seconds streaming = t.memory_bound / kMemorySlices;
+    for (int k = 0; k < kMemorySlices; ++k) {
+      if (arithmetic > 0) {
+        ++result_.execs;
+        sg4::this_actor::execute(arithmetic * platform_.host_speed);
+      }
+      stream_memory(cls, streaming);
+    }
+  }
+
+  /// Slices of a compute task's arithmetic and streaming (run_interleaved): more follow the
+  /// kernels' order more closely and cost two SimGrid activities each.
+  static constexpr int kMemorySlices = 8;
+
+  /// `seconds` of memory-bound kernels beside the class representative's transfers: they get
+  /// what the transfers crossing its HBM link leave of it (Link::get_usage: the flows' max-min
+  /// rates, as SimGrid solved them for the interval that ends now, so transfers starting at this
+  /// very instant are seen from the next slice on), at the slice's start. NCCL's flows keep
+  /// their rates: the HBM link never limits them alone (build_platform checks its capacity), and
+  /// not letting compute slow them keeps the flows of the ranks folding does not simulate
+  /// exactly as in the job. Every memory-bound kernel counts as saturating HBM (ASSUMPTION: one
+  /// streaming below the device's stream-copy rate would lose less). Not slowed by held SMs: a
+  /// streaming kernel saturates HBM with a fraction of the SMs.
+  void stream_memory(int cls, Seconds seconds) {
+    const auto* link = platform_.hbm_link[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])];
+    const double capacity = link->get_bandwidth();
+    const double left = std::max(capacity - link->get_usage(), kLeastHbmShare * capacity);
+    sg4::this_actor::sleep_for(seconds * capacity / left);
+  }
+
+  /// What memory-bound compute keeps of HBM however busy the transfers are (they cannot fill
+  /// it: build_platform's check), so that a slice always ends.
+  static constexpr double kLeastHbmShare = 0.01;
+
   /// A copy between accelerator and host memory: every member of the class moves its bytes
   /// between its accelerator and its node's CPU at once (so copies of ranks behind one PCIe
   /// switch share it, and share it with NIC traffic), then the route's latency is paid.
@@ -768,6 +813,10 @@ private:
     std::unordered_map<const sg4::Link*, std::size_t> first_user;
     for (std::size_t x = 0; x < n; ++x)
       for (const auto* l : route(flow(x).src, flow(x).dst).links) {
+        // HBM links never limit a collective's flows alone (build_platform checks their capacity
+        // against the accelerator's other links), and a dropped twin's compute is not simulated
+        // either: joining through them would put every ring in one component.
+        if (hbm_links_.count(l) != 0) continue;
         auto [it, fresh] = first_user.emplace(l, x);
         if (!fresh) {
           const auto a = find(it->second), b = find(x);
@@ -916,6 +965,7 @@ private:
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::unordered_map<std::uint64_t, Route> routes_;
+  std::unordered_set<const sg4::Link*> hbm_links_;  ///< Platform::hbm_link
   std::unordered_map<CallsKey, std::shared_ptr<const MergedFlows>, CallsKeyHash> merged_flows_;
   // Per class:
   static constexpr Seconds kNotDone = -1;

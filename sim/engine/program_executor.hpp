@@ -11,6 +11,11 @@
 // gets the remainder (max-min sharing of the host). The stand-in uses no link, so the
 // collective's flows are not slowed by it; concurrent collectives add their channels, capped one
 // SM short of the device.
+//
+// HBM sharing (a platform with Platform::hbm_link): a compute task's memory-bound part
+// (program::Task::memory_bound) runs in slices alternating with its arithmetic, each lasting its
+// share of that time scaled by the accelerator's HBM link capacity over what the flows crossing
+// the link leave of it when the slice starts. The flows themselves are not slowed.
 #include <functional>
 #include <vector>
 

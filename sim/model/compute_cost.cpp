@@ -68,6 +68,16 @@ Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev
   return total;
 }
 
+Seconds ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev) {
+  Seconds total = 0;
+  for (const auto& op : ops) {
+    if (op.kind != OpKind::elementwise || op.bytes <= 0) continue;
+    const Seconds memory = op.bytes / memory_bound_rate(dev, op.kernel);
+    if (memory >= op.flops / dev.peak_fp32) total += memory;
+  }
+  return total;
+}
+
 Operation optimizer_step_op(double params) {
   // Per parameter: read fp32 gradient (4), read+write fp32 master (8), both moments (16),
   // write the bf16 working copy (2).

@@ -29,6 +29,13 @@ namespace trainsim::model {
 /// Sum of op_duration over a list (kernels of one stream run back to back).
 [[nodiscard]] Seconds ops_duration(const std::vector<Operation>& ops, const DeviceProfile& dev);
 
+/// The memory-bound part of a list of ops (<= ops_duration of the same ops): the time of the
+/// elementwise ops whose memory traffic outlasts their arithmetic, at their kernel class's
+/// streaming rate (memory_bound_rate), without launch costs. GEMMs
+/// and fused attention count as compute-bound: their operands are reused from on-chip memory, so
+/// they stream far below the device's rate (an H100 GEMM at 8192^3 moves its 0.4 GB of operands in 1.6 ms).
+[[nodiscard]] Seconds ops_memory_bound(const std::vector<Operation>& ops, const DeviceProfile& dev);
+
 /// The optimizer step over `params` parameters held by this rank (Adam-family, fp32 master
 /// weights and two fp32 moments, bf16 working copy): a memory-bound sweep.
 [[nodiscard]] Operation optimizer_step_op(double params);

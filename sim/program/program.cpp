@@ -122,6 +122,8 @@ void validate(const Program& p) {
           TRAINSIM_CHECK(t.host_after.stream < static_cast<int>(rp.streams.size()) && t.host_after.index >= 0 &&
                              t.host_after.index < static_cast<int>(rp.streams[t.host_after.stream].tasks.size()),
                          "task " + t.name + " is issued after an unknown task");
+        TRAINSIM_CHECK(t.memory_bound >= 0 && t.memory_bound <= t.duration,
+                       "task " + t.name + "'s memory-bound part is not within its duration");
         if (t.kind == TaskKind::host_copy)
           TRAINSIM_CHECK(t.copy_bytes > 0, "host copy " + t.name + " moves no bytes");
         if (t.allocations >= 0) check_allocations(p, t);

@@ -75,6 +75,12 @@ struct Task {
   /// pass): it times the task's allocations under ExecuteOptions::allocate_at_host_issue, not
   /// the device. stream -1: none.
   TaskRef host_after{-1, -1};
+  /// Compute tasks: the part of `duration` its memory-bound kernels take (model::ops_memory_bound:
+  /// elementwise ops at their streaming rate, launch costs left out), <= duration. With HBM
+  /// sharing the engine runs it after the rest, as a transfer over the accelerator's HBM link
+  /// that concurrent NCCL kernels share (engine/program_executor.hpp). 0: none, or not given by
+  /// the schedule.
+  Seconds memory_bound = 0;
 };
 
 struct Stream {

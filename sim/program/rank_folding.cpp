@@ -72,6 +72,7 @@ std::uint64_t signature(const std::vector<std::uint32_t>& shape, const RankProgr
     for (const auto& t : s.tasks) {
       h = mix(h, static_cast<std::uint64_t>(t.kind) * 16 + static_cast<std::uint64_t>(t.phase));
       h = mix(h, bits(t.duration));
+      h = mix(h, bits(t.memory_bound));
       h = mix(h, t.deps.size());
       h = mix(h, static_cast<std::uint64_t>(t.kernels) * 2 + (t.host_sync ? 1 : 0));
       if (t.kind == TaskKind::collective) h = mix(h, shape[static_cast<std::size_t>(t.collective)]);
@@ -92,6 +93,7 @@ bool same_program(const std::vector<std::uint32_t>& shape, const RankProgram& a,
       const auto& x = sa.tasks[i];
       const auto& y = sb.tasks[i];
       if (x.kind != y.kind || x.phase != y.phase || x.duration != y.duration || !(x.deps == y.deps) ||
+          x.memory_bound != y.memory_bound ||
           x.alloc != y.alloc || x.release != y.release || x.workspace != y.workspace ||
           x.release_borrowed != y.release_borrowed || x.alloc_pool != y.alloc_pool ||
           x.borrowed_pool != y.borrowed_pool || x.borrowed_free_at_issue != y.borrowed_free_at_issue ||

@@ -13,6 +13,7 @@
 #include "model/composer_metrics.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
+#include "program/memory_bound_task.hpp"
 
 namespace trainsim::program {
 
@@ -35,6 +36,9 @@ struct Unit {
   /// rank, and how many nn.Linear weights), cast on the shards and gathered at 1 byte each.
   double fp8_params = 0;
   int fp8_weights = 0;
+  /// The memory-bound parts of `forward` and `backward` (Task::memory_bound); the backward's
+  /// includes the recomputed forward's, like `backward`.
+  Seconds forward_memory = 0, backward_memory = 0;
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -59,6 +63,8 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   units.push_back({"embedding", model::embedding_parameters(s) / tp, ops_duration(emb, dev),
                    ops_duration(model::backward_of(emb), dev), model::ops_kernels(emb),
                    model::ops_kernels(model::backward_of(emb)), false, false});
+  units.back().forward_memory = model::ops_memory_bound(emb, dev);
+  units.back().backward_memory = model::ops_memory_bound(model::backward_of(emb), dev);
   const auto layer_f = model::layer_forward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, dev);
   const auto layer_b = model::layer_backward_ops(s, shape);
@@ -72,8 +78,17 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
     lb += selective ? ops_duration(recomputed, dev) : lf;
     lbk += model::ops_kernels(recomputed);
   }
-  for (long l = 0; l < s.layers; ++l)
+  const auto lfm = model::ops_memory_bound(layer_f, dev);
+  auto lbm = model::ops_memory_bound(layer_b, dev);
+  if (p.activation_checkpointing)
+    lbm += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+               ? model::ops_memory_bound(model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op), dev)
+               : lfm;
+  for (long l = 0; l < s.layers; ++l) {
     units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
+    units.back().forward_memory = lfm;
+    units.back().backward_memory = lbm;
+  }
   if (p.fsdp_float8_all_gather)
     for (auto& u : units)
       if (u.layer) {
@@ -86,6 +101,8 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   units.push_back({"head", model::head_parameters(s) / tp, ops_duration(head, dev),
                    ops_duration(model::backward_of(head), dev), model::ops_kernels(head),
                    model::ops_kernels(model::backward_of(head)), false, false});
+  units.back().forward_memory = model::ops_memory_bound(head, dev);
+  units.back().backward_memory = model::ops_memory_bound(model::backward_of(head), dev);
   return units;
 }
 
@@ -304,12 +321,14 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     step_ops.push_back(model::optimizer_step_op(shard_params));
   }
   const Seconds optimizer = model::ops_duration(step_ops, in.device);
+  const auto optimizer_memory = model::ops_memory_bound(step_ops, in.device);
   const int optimizer_kernels = static_cast<int>(step_ops.size());
   // Composer's train metrics (model/composer_metrics.hpp), one task per micro-batch.
   const double metric_tokens = static_cast<double>(p.micro_batch * in.model.seq_len);
   const std::vector<model::Operation> metric_ops = model::composer_train_metric_ops(
       metric_tokens, static_cast<double>(in.model.vocab), p.composer_train_metrics, p.composer_train_metrics_autocast);
   const Seconds metric_time = metric_ops.empty() ? 0 : model::ops_duration(metric_ops, in.device);
+  const auto metric_memory = model::ops_memory_bound(metric_ops, in.device);
   const Bytes metric_workspace = model::composer_train_metric_workspace(metric_tokens, static_cast<double>(in.model.vocab),
                                                                         p.composer_train_metrics_autocast);
   std::vector<InternedName> name_metrics;
@@ -491,6 +510,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         const double elements = units[u].fp8_params / static_cast<double>(shard);
         auto on_gather_stream = [&](InternedName task_name, const model::Operation& op, int per_weight_kernels) {
           Task k{task_name, TaskKind::compute, Phase::parameter_sync, ops_duration({op}, in.device), -1, std::move(deps)};
+          set_memory_bound(k, model::ops_memory_bound({op}, in.device));
           k.kernels = per_weight_kernels * units[u].fp8_weights;
           k.host_after = after_last_pass();
           gather.push_back(std::move(k));
@@ -546,6 +566,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           // Two layer inputs on device: the one in use and the one being offloaded.
           if (offload && u >= 2 && offloaded[u - 2].stream >= 0) ready.push_back(offloaded[u - 2]);
           Task f{name[u].forward, TaskKind::compute, Phase::forward, units[u].forward, -1, {}};
+          set_memory_bound(f, units[u].forward_memory);
           if (per_tensor) {
             const auto fp = forward_pass(u);
             f.alloc = pass_allocations[fp].kept;
@@ -607,12 +628,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             // The recomputed forward's all-reduce, then the backward proper.
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
+            set_memory_bound(r, units[u].forward_memory);
             r.workspace = mem.workspace;
             r.kernels = units[u].forward_kernels;
             ready = {pass(r, ready, of_rank(c[u].tensor_recompute), sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
+          set_memory_bound(b, units[u].backward_memory -
+                                  (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_memory : 0));
           b.workspace = mem.workspace;
           b.kernels = units[u].backward_kernels -
                       (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
@@ -654,6 +678,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           Task m{name_metrics[static_cast<std::size_t>(mb)], TaskKind::compute, Phase::backward,
                  metric_time, -1, {previous}};
           m.workspace = metric_workspace;
+          set_memory_bound(m, metric_memory);
           if (per_tensor) {
             m.workspace = metric_allocations.workspace;
             m.allocations = metric_sequence;
@@ -666,6 +691,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       }
       Task step{"optimizer step (shard)", TaskKind::compute, Phase::optimizer, optimizer, -1, reduced};
       step.kernels = optimizer_kernels;
+      set_memory_bound(step, optimizer_memory);
       comp.push_back(std::move(step));
       if (p.float8_precomputed_scales) {
         // precompute_float8_dynamic_scale_for_fsdp after the step (model/fsdp_float8.hpp): the
@@ -674,6 +700,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         Task norm{"float8 precompute amax", TaskKind::compute, Phase::optimizer, ops_duration({ops[0]}, in.device), -1,
                   {last(comp, kCompute)}};
         norm.kernels = ops[0].kernels;
+        set_memory_bound(norm, model::ops_memory_bound({ops[0]}, in.device));
         comp.push_back(std::move(norm));
         std::vector<TaskRef> after{last(comp, kCompute)};
         if (shard > 1) {
@@ -684,6 +711,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         Task scales{"float8 precompute scales", TaskKind::compute, Phase::optimizer, ops_duration({ops[1]}, in.device),
                     -1, after};
         scales.kernels = ops[1].kernels;
+        set_memory_bound(scales, model::ops_memory_bound({ops[1]}, in.device));
         comp.push_back(std::move(scales));
       }
       prog.ranks.push_back(std::move(rp));

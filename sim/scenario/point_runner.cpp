@@ -12,6 +12,7 @@
 #include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
+#include "model/nccl_memory_traffic.hpp"
 #include "program/build_program.hpp"
 #include "pipeline/pipeline_result_json.hpp"
 #include "scenario/child_process.hpp"
@@ -77,7 +78,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   char* argv[] = {name, nullptr};
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
-  const auto platform = engine::build_platform(p.machine->topology, p.nodes);
+  const auto platform = engine::build_platform(p.machine->topology, p.nodes,
+                                               p.hbm_sharing ? model::hbm_link_bandwidth(p.machine->device) : 0);
   const auto program_start = std::chrono::steady_clock::now();
   auto in = schedule_inputs(s, p);
   // Unfolded, every rank runs a program built for it alone: `--no-fold` checks the sharing too.

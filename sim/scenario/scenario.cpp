@@ -105,6 +105,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
   s.training = read_training(root.object("training"));
   const auto scenario_collectives = read_collectives(root.object("training"), s.machine->collectives);
   const bool scenario_sm_sharing = read_sm_sharing(root.object("training"));
+  const bool scenario_hbm_sharing = read_hbm_sharing(root.object("training"));
   if (root.has("data")) s.data = read_pipeline(root.object("data"), path, s.machine->topology);
   else root.allow("data");
   {
@@ -164,11 +165,13 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
                         ? read_collectives(root.object("training"), p.machine->collectives)
                         : scenario_collectives;
     p.sm_sharing = scenario_sm_sharing;
+    p.hbm_sharing = scenario_hbm_sharing;
     if (raw.contains("training")) {
       const auto t = merged(doc["training"], raw["training"]);
       p.training = read_training(JsonObject(t, path, at + "/training"));
       p.collectives = read_collectives(JsonObject(t, path, at + "/training"), p.machine->collectives);
       p.sm_sharing = read_sm_sharing(JsonObject(t, path, at + "/training"));
+      p.hbm_sharing = read_hbm_sharing(JsonObject(t, path, at + "/training"));
     }
     po.allow("training");
     check_attention_kernel(p.training, p.machine->device, po);

@@ -48,6 +48,7 @@ struct Point {
   plan::TrainingPlan training;
   collective::TunerOverride collectives;  ///< training.collectives: forced algorithm / protocol
   bool sm_sharing = true;  ///< training.collectives.sm_sharing: collectives take SMs from compute
+  bool hbm_sharing = true;  ///< training.collectives.hbm_sharing: and device-memory bandwidth
   plan::Layout layout;
 };
 

@@ -1,6 +1,7 @@
 #include "scenario/training_reader.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -514,21 +515,30 @@ collective::TunerOverride read_collectives(JsonObject training,
       o.fail("protocol", "\"" + name + "\" is not enabled on the fabrics of " + cal.file);
     force.protocol = p;
   }
-  o.allow("sm_sharing");  // read_sm_sharing
+  o.allow("sm_sharing");   // read_sm_sharing
+  o.allow("hbm_sharing");  // read_hbm_sharing
   o.allow("note");
   o.finish();
   return force;
 }
 
-bool read_sm_sharing(JsonObject training) {
+namespace {
+
+/// A boolean switch of training.collectives [true]; the object's other keys are read elsewhere.
+bool read_collectives_switch(JsonObject training, const std::string& key) {
   if (!training.has("collectives")) return true;
   JsonObject o = training.object("collectives");
-  const bool on = o.boolean_or("sm_sharing", true);
-  o.allow("algorithm");
-  o.allow("protocol");
-  o.allow("note");
+  const bool on = o.boolean_or(key, true);
+  for (const char* other : {"algorithm", "protocol", "note", "sm_sharing", "hbm_sharing"})
+    if (key != other) o.allow(other);
   o.finish();
   return on;
 }
+
+}  // namespace
+
+bool read_sm_sharing(JsonObject training) { return read_collectives_switch(std::move(training), "sm_sharing"); }
+
+bool read_hbm_sharing(JsonObject training) { return read_collectives_switch(std::move(training), "hbm_sharing"); }
 
 }  // namespace trainsim::scenario

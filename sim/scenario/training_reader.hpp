@@ -62,7 +62,9 @@
 //                       run, like NCCL_ALGO / NCCL_PROTO [the tuner decides]; read by
 //                       read_collectives. "sm_sharing": false [true] lets compute keep the
 //                       SMs a concurrent collective's kernel holds (engine/program_executor.hpp),
-//                       to compare with and without; read by read_sm_sharing
+//                       to compare with and without; read by read_sm_sharing. "hbm_sharing":
+//                       false [true] gives compute the whole device-memory bandwidth beside a
+//                       collective (model/nccl_memory_traffic.hpp); read by read_hbm_sharing
 #include "collective/collective_plan.hpp"
 #include "core/json_reader.hpp"
 #include "plan/training_plan.hpp"
@@ -80,5 +82,9 @@ namespace trainsim::scenario {
 /// training.collectives.sm_sharing [true]: whether a collective's kernel takes SMs from the
 /// compute it overlaps.
 [[nodiscard]] bool read_sm_sharing(JsonObject training);
+
+/// training.collectives.hbm_sharing [true]: whether a collective's device-memory traffic takes
+/// bandwidth from the memory-bound compute it overlaps.
+[[nodiscard]] bool read_hbm_sharing(JsonObject training);
 
 }  // namespace trainsim::scenario

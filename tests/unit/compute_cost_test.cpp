@@ -72,6 +72,22 @@ TEST(OpsDuration, SumsTheOperations) {
   EXPECT_NEAR(ops_duration(ops, d), (8e8 + 1.6e9) / 0.8e12 + 2 * 5e-6, kRel);
 }
 
+TEST(MemoryBoundPart, ElementwiseOpsAtTheStreamingRateWithoutLaunches) {
+  const DeviceProfile d = test_device();  // streams at 1 TB/s x 0.8
+  const std::vector<Operation> ops{
+      make_gemm("g", 4096, 4096, 4096, 1, Dtype::bf16),         // compute-bound: left out
+      make_elementwise("norm", 8e9, 1e9),                        // 10 ms of traffic, 0.1 ms of arithmetic
+      make_elementwise("heavy", 8e6, 1e12),                      // 100 ms of arithmetic: left out
+      make_elementwise("add", 1.6e9)};                           // 2 ms
+  const Seconds m = ops_memory_bound(ops, d);
+  EXPECT_NEAR(m, 8e9 / 0.8e12 + 1.6e9 / 0.8e12, kRel);
+  EXPECT_LT(m, ops_duration(ops, d));
+  Operation attention = make_gemm("a", 2048, 2048, 128, 32, Dtype::bf16);
+  attention.kind = OpKind::fused_attention;
+  attention.bytes = 1e12;  // never counted: fused attention keeps its tiles on chip
+  EXPECT_EQ(ops_memory_bound({attention}, d), 0);
+}
+
 TEST(OptimizerStep, AdamTraffic) {
   const Operation op = optimizer_step_op(1e6);
   // 4 (fp32 grad) + 8 (fp32 master read+write) + 16 (two fp32 moments) + 2 (bf16 copy) bytes.

@@ -51,7 +51,7 @@ protected:
     engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
     configure_exact_timing(*engine_);
     topology_ = topology::load_topology("topologies/dl1.24xlarge.json");
-    platform_ = build_platform(topology_, 2);
+    platform_ = build_platform(topology_, 2, hbm_link_);
   }
 
   ExecutionResult run(const Program& p,
@@ -65,6 +65,7 @@ protected:
 
   bool fold_ = true;
   int sm_count_ = 0;  ///< SMs per accelerator for SM sharing; 0 = off
+  BytesPerSecond hbm_link_ = 0;  ///< HBM link per accelerator (link units/s), set before SetUp; 0 = none
   Bytes device_memory_ = 0;  ///< for the caching allocator; 0 = not followed
   Seconds retry_fixed_ = 0;
   bool host_issue_ = false;  ///< the allocator at the host's issue (ExecuteOptions::allocate_at_host_issue)
@@ -930,6 +931,92 @@ TEST_F(SmSharingTest, FoldedRanksShareTheirRepresentativesSms) {
     if (rec.stream == 0) {
       EXPECT_NEAR(rec.end, 1.0 + 2 * kFlow / 4, 1e-6) << "rank " << rec.rank;
     }
+}
+
+}  // namespace
+}  // namespace trainsim::engine
+
+namespace trainsim::engine {
+namespace {
+
+// HBM sharing: every route to or from an accelerator crosses its HBM link, and a compute task's
+// memory-bound part, in eight slices alternating with its arithmetic, gets what the transfers
+// leave of that link. A 1 TB/s link (in link units) is well above what an hpu's links carry.
+constexpr BytesPerSecond kHbm = 1e12;
+
+class HbmSharingTest : public EngineTest {
+protected:
+  HbmSharingTest() { hbm_link_ = kHbm; }
+
+  /// A compute task of `duration` whose last `memory_bound` seconds stream.
+  static Task streaming(Seconds duration, Seconds memory_bound) {
+    Task t = compute("layer", duration);
+    t.memory_bound = memory_bound;
+    return t;
+  }
+
+  /// Rank 0 computes `lead` then `t` on one stream while a 1 GB flow hpu0 -> hpu1 (one 12.5 GB/s
+  /// mesh link, so 80 ms) runs on another from time 0; returns when each ended: {compute, flow}.
+  std::pair<Seconds, Seconds> beside_a_flow(const Task& t, Seconds lead = 0.01) {
+    Program p = one_stream_each(1, {compute("lead", lead), t});
+    p.ranks[0].streams[0].tasks[1].deps = {{0, 0}};
+    p.ranks[0].streams.push_back({"comm", StreamKind::communication, {collective_task(0)}});
+    p.collectives.push_back({"c0", collective::Op::all_gather, 1e9, {0}});
+    const ExecutionResult r = run(p, [](const CollectiveCall&) {
+      collective::Phase ph;
+      ph.flows = {{0, 1, 1e9}};
+      CollectivePlan plan;
+      plan.phases.push_back(std::move(ph));
+      return plan;
+    });
+    EXPECT_TRUE(r.completed);
+    std::pair<Seconds, Seconds> ends{-1, -1};
+    for (const auto& rec : r.records) (rec.stream == 0 ? ends.first : ends.second) = rec.end;
+    return ends;
+  }
+};
+
+constexpr Seconds kMeshFlow = 1e9 / kRoceLink;  // 80 ms
+
+TEST_F(HbmSharingTest, EveryAcceleratorHasAnHbmLink) {
+  ASSERT_EQ(platform_.hbm_link.size(), 16u);
+  EXPECT_DOUBLE_EQ(platform_.hbm_link[3]->get_bandwidth(), kHbm);
+}
+
+TEST_F(HbmSharingTest, AMemoryBoundTaskAloneTakesItsDuration) {
+  // 0.6 s of arithmetic, then 0.4 s streaming: 1 s, as without the link.
+  const ExecutionResult r = run(one_stream_each(1, {streaming(1.0, 0.4)}), no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 1.0, 1e-9);
+}
+
+TEST_F(HbmSharingTest, StreamingBesideAFlowGetsWhatTheFlowLeaves) {
+  // The flow keeps its 12.5 GB/s (the mesh link's). The task's first slice starts at 10 ms with
+  // the flow running: its 125 ms of streaming get 1 - 12.5 GB/s / 1 TB/s of the link; the flow
+  // ends inside it, so the other seven slices run alone.
+  const auto [compute_end, flow_end] = beside_a_flow(streaming(1.0, 1.0));
+  EXPECT_NEAR(flow_end, kMeshFlow, 1e-9);
+  EXPECT_NEAR(compute_end, 0.01 + 0.125 / (1 - kRoceLink / kHbm) + 7 * 0.125, 1e-9);
+}
+
+TEST_F(HbmSharingTest, AFlowStartingWithTheSliceIsSeenFromTheNextSlice) {
+  // Both start at time 0: the first slice runs alone, the flow has ended before the second.
+  EXPECT_NEAR(beside_a_flow(streaming(1.0, 1.0), 0).first, 1.0, 1e-9);
+}
+
+TEST_F(HbmSharingTest, SlicesAlternateWithTheArithmetic) {
+  // 8 slices of 115 ms of arithmetic then 10 ms of streaming from 10 ms: the flow (to 80 ms)
+  // has ended before the first streaming slice, at 125 ms: nothing lost.
+  EXPECT_NEAR(beside_a_flow(streaming(1.0, 0.08)).first, 1.01, 1e-9);
+}
+
+TEST_F(HbmSharingTest, ArithmeticDoesNotUseTheLink) {
+  EXPECT_NEAR(beside_a_flow(compute("gemm", 1.0)).first, 1.01, 1e-9);
+}
+
+TEST_F(HbmSharingTest, AnHbmLinkBelowTheAcceleratorsLinksIsRejected) {
+  // hpu0's links carry more than 100 GB/s in and out (seven 100 Gb/s mesh links alone: 175 GB/s).
+  EXPECT_THROW((void)build_platform(topology_, 2, 100e9), ConfigError);
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 #include "core/error.hpp"
 #include "model/device_profile.hpp"
 #include "core/json_reader.hpp"
+#include "engine/platform_builder.hpp"
+#include "model/nccl_memory_traffic.hpp"
+#include "topology/topology.hpp"
 #include "scenario/point_runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -932,6 +935,45 @@ TEST(ScenarioCollectives, SmSharingIsOnUnlessTurnedOff) {
   doc["training"]["collectives"] = {{"sm_sharing", false}};
   s = load_scenario(write(doc, temp_file("scenario")));
   EXPECT_FALSE(s.points[0].sm_sharing);
+}
+
+TEST(ScenarioCollectives, HbmSharingIsOnUnlessTurnedOff) {
+  json doc = p4d_doc();
+  doc["points"][1]["training"] = {{"collectives", {{"hbm_sharing", false}, {"sm_sharing", false}}}};
+  Scenario s = load_scenario(write(doc, temp_file("scenario")));
+  EXPECT_TRUE(s.points[0].hbm_sharing);
+  EXPECT_FALSE(s.points[1].hbm_sharing);
+  EXPECT_FALSE(s.points[1].sm_sharing);
+  // A100 40GB: 1555 GB/s x 0.79 streaming over 1.5 HBM bytes per link unit.
+  EXPECT_NEAR(model::hbm_link_bandwidth(s.machine->device), 1555e9 * 0.79 / 1.5, 1e3);
+
+  doc = p4d_doc();
+  doc["training"]["collectives"] = {{"hbm_sharing", 1}};
+  EXPECT_EQ(error_of(doc).json_path(), "/training/collectives/hbm_sharing");
+
+  // Gaudi (no SMs: HCCL runs on its RoCE engines) gets no HBM link whatever the switch says.
+  doc = bert_large_doc();
+  s = load_scenario(write(doc, temp_file("scenario")));
+  EXPECT_TRUE(s.points[0].hbm_sharing);
+  EXPECT_EQ(model::hbm_link_bandwidth(s.machine->device), 0);
+}
+
+TEST(ScenarioCollectives, EveryShippedTopologysHbmLinkCarriesItsOtherLinks) {
+  // Folding leaves HBM links out of the flows' components because they never limit a
+  // collective alone (engine/program_executor.cpp): checked on every node the project ships.
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("topologies")) {
+    if (entry.path().extension() != ".json") continue;
+    const auto topo = topology::load_topology(entry.path().string());
+    const auto dev = model::load_device_profile(topo.accelerator.device_file);
+    const BytesPerSecond hbm = model::hbm_link_bandwidth(dev);
+    if (hbm <= 0) continue;
+    EXPECT_NO_THROW(engine::check_hbm_link(topo, hbm)) << entry.path();
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
+  const auto p4d = topology::load_topology("topologies/p4d.24xlarge.json");
+  EXPECT_THROW(engine::check_hbm_link(p4d, 300e9), ConfigError);  // two 300 GB/s NVLink directions
 }
 
 // ---- Data pipeline -------------------------------------------------------------------------

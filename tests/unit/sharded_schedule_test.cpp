@@ -109,6 +109,23 @@ TEST(ShardedSchedule, TheOptimizerStepRunsClippingAndTheOptimizersPassesOverTheS
   EXPECT_LT(clipped.duration, foreach_step.duration);
 }
 
+TEST(ShardedSchedule, ComputeTasksCarryTheirMemoryBoundPart) {
+  const ScheduleInputs in = inputs(4, 4, 1);
+  const Program prog = build_program(in);
+  const auto& comp = prog.ranks[0].streams[0];
+  const model::LayerShape shape{in.plan.micro_batch};
+  const Task& f = find(comp, "forward layer 0 mb0");
+  // The layer's elementwise ops at the streaming rate; its GEMMs and launches are the rest.
+  EXPECT_DOUBLE_EQ(f.memory_bound, model::ops_memory_bound(model::layer_forward_ops(in.model, shape), in.device));
+  EXPECT_GT(f.memory_bound, 0);
+  EXPECT_LT(f.memory_bound, f.duration);
+  // The optimizer step is all streaming but its launch.
+  const Task& step = comp.tasks.back();
+  EXPECT_NEAR(step.memory_bound, step.duration - in.device.launch_overhead, 1e-12);
+  // Collectives have none.
+  for (const auto& t : prog.ranks[0].streams[1].tasks) EXPECT_EQ(t.memory_bound, 0);
+}
+
 TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeTheNextForward) {
   ScheduleInputs in = inputs(4, 4, 1, 2);
   const std::size_t plain = build_program(in).ranks[0].streams[0].tasks.size();
