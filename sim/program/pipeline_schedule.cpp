@@ -1207,8 +1207,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           sync_gradients(params, previous, true);
           if (ddp_passes.size() > 1) {
+            const TaskRef reduced = synced.stream >= 0 ? synced : previous;
             Task after{ddp_passes[1].name, TaskKind::compute, Phase::gradient_sync,
-                       model::op_duration(ddp_passes[1], in.device), -1, {synced.stream >= 0 ? synced : previous}};
+                       model::op_duration(ddp_passes[1], in.device), -1, {reduced}};
             after.kernels = stage_tensors;  // one copy_ per parameter tensor
             synced = push(kCompute, std::move(after));
           }

@@ -908,7 +908,8 @@ TEST(PipelineProgram, MegatronLocalDdpFlattensBeforeAndCopiesBackAfterTheGradien
   // Two more compute tasks than the generic buffers' program, nothing else.
   EXPECT_EQ(comp.tasks.size(), generic.ranks[1].streams[kCompute].tasks.size() + 2);
   // Traffic twice the copy's: 8 against 4 bytes per fp16 gradient (same launch cost).
-  EXPECT_GT(comp.tasks[static_cast<std::size_t>(flatten)].duration, comp.tasks[static_cast<std::size_t>(copy)].duration);
+  EXPECT_GT(comp.tasks[static_cast<std::size_t>(flatten)].duration,
+            comp.tasks[static_cast<std::size_t>(copy)].duration);
 }
 
 // Megatron's selective recomputation: each layer's backward is preceded by the core attention's
