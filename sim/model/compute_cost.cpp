@@ -139,6 +139,20 @@ std::vector<Operation> megatron_fp16_optimizer_ops(double params) {
   };
 }
 
+std::vector<Operation> megatron_local_ddp_ops(double params, double gradient_bytes, bool contiguous_buffer) {
+  const double g = gradient_bytes;
+  // distributed.py:193 (6985e58): buffer_.data /= data-parallel size, read and written in place.
+  if (contiguous_buffer) return {make_elementwise("local DDP divide", 2.0 * g * params, params)};
+  return {
+      // distributed.py:212-213: _flatten_dense_tensors (torch.cat of the .grad views: read, write
+      // the new tensor), then coalesced /= data-parallel size (read, write).
+      make_elementwise("local DDP flatten and divide", 4.0 * g * params, params),
+      // distributed.py:216-218: _unflatten_dense_tensors gives views; buf.copy_(synced) reads
+      // each all-reduced slice and writes the parameter's .grad.
+      make_elementwise("local DDP copy back", 2.0 * g * params, 0),
+  };
+}
+
 Operation gradient_accumulation_op(double params) {
   // Read the bf16 gradient (2), read and write the fp32 accumulator (8).
   return make_elementwise("grad_accumulate", 10.0 * params, params);

@@ -54,6 +54,14 @@ namespace trainsim::model {
 /// L2 norm, Adam, fp32 -> fp16 parameter copy. Between the second and third, and after the
 /// third, it all-reduces one scalar over the model-parallel group (the schedule's part).
 [[nodiscard]] std::vector<Operation> megatron_fp16_optimizer_ops(double params);
+/// Megatron-LM's local DDP around its after-flush all-reduce (megatron/model/distributed.py
+/// allreduce_gradients at 6985e58 and 2e90a342) over `params` gradients of `gradient_bytes` each,
+/// in order: what runs before the all-reduce, then what runs after it (empty where nothing does).
+/// Without contiguous buffers (fp16, 2021's default flags) the gradients are flattened into one
+/// new tensor, divided by the data-parallel size, all-reduced and copied back tensor by tensor;
+/// with its contiguous main_grad buffer (fp32, forced by --bf16) only the divide runs, in place.
+[[nodiscard]] std::vector<Operation> megatron_local_ddp_ops(double params, double gradient_bytes,
+                                                            bool contiguous_buffer);
 /// Adding a micro-batch's bf16 gradients into the fp32 accumulation buffer.
 [[nodiscard]] Operation gradient_accumulation_op(double params);
 /// PyTorch's AccumulateGrad adding a new gradient into an existing .grad in place

@@ -1190,7 +1190,30 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           return push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call, std::move(deps)});
         };
         if (ties && deepspeed) previous = reduce_tied({previous});
-        if (!overlap) sync_gradients(params, previous, true);
+        if (!overlap) {
+          // Megatron's local DDP flattens and divides the gradients before its all-reduce and
+          // copies them back after it, on the compute stream, whatever the data-parallel size
+          // (2021 training.py train_step calls allreduce_gradients whenever --DDP-impl local).
+          std::vector<model::Operation> ddp_passes;
+          if (p.gradient_buffers == plan::GradientBuffers::megatron_local_ddp)
+            ddp_passes = model::megatron_local_ddp_ops(
+                params, p.gradient_wire_bytes,
+                plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes));
+          if (!ddp_passes.empty()) {
+            Task before{ddp_passes[0].name, TaskKind::compute, Phase::gradient_sync,
+                        model::op_duration(ddp_passes[0], in.device), -1, {previous}};
+            before.kernels = ddp_passes.size() > 1 ? 2 : 1;  // torch.cat, then the in-place divide
+            previous = push(kCompute, std::move(before));
+          }
+          sync_gradients(params, previous, true);
+          if (ddp_passes.size() > 1) {
+            const TaskRef reduced = synced.stream >= 0 ? synced : previous;
+            Task after{ddp_passes[1].name, TaskKind::compute, Phase::gradient_sync,
+                       model::op_duration(ddp_passes[1], in.device), -1, {reduced}};
+            after.kernels = stage_tensors;  // one copy_ per parameter tensor
+            synced = push(kCompute, std::move(after));
+          }
+        }
         std::vector<TaskRef> step_deps{previous};
         if (synced.stream >= 0) step_deps = overlap ? std::vector<TaskRef>{previous, synced} : std::vector<TaskRef>{synced};
         if (ties && !deepspeed) step_deps = {reduce_tied(step_deps)};

@@ -112,6 +112,19 @@ TEST(OptimizerStep, MegatronFp16PassesMove52BytesPerParameter) {
   EXPECT_NEAR(ops_duration(ops, test_device()), 52e6 / 0.8e12 + 5 * 5e-6, kRel);
 }
 
+TEST(OptimizerStep, MegatronLocalDdpFlattensAndCopiesBackWithoutABuffer) {
+  // fp16, no contiguous buffer: torch.cat (read 2, write 2) and the divide (2 + 2) before the
+  // all-reduce, copy_ back (2 + 2) after it: 12 bytes per parameter.
+  const auto flat = megatron_local_ddp_ops(1e6, 2.0, false);
+  ASSERT_EQ(flat.size(), 2u);
+  EXPECT_DOUBLE_EQ(flat[0].bytes, 8e6);
+  EXPECT_DOUBLE_EQ(flat[1].bytes, 4e6);
+  // The fp32 main_grad buffer is only divided in place (4 + 4), nothing after the all-reduce.
+  const auto buffer = megatron_local_ddp_ops(1e6, 4.0, true);
+  ASSERT_EQ(buffer.size(), 1u);
+  EXPECT_DOUBLE_EQ(buffer[0].bytes, 8e6);
+}
+
 TEST(OptimizerStep, TorchForeachAdamwPassesMove80BytesPerParameter) {
   const auto ops = torch_foreach_adamw_ops(1e6);
   ASSERT_EQ(ops.size(), 8u);

@@ -889,6 +889,29 @@ TEST(PipelineProgram, MegatronFp16OptimizerAllReducesTwoScalarsOverTheModelParal
   EXPECT_GT(seconds, fused.ranks[1].streams[kCompute].tasks.back().duration * 52.0 / 30.0 * 0.99);
 }
 
+TEST(PipelineProgram, MegatronLocalDdpFlattensBeforeAndCopiesBackAfterTheGradientAllReduce) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  const Program generic = build_program(in);
+  in.plan.gradient_buffers = plan::GradientBuffers::megatron_local_ddp;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[1].streams[kCompute];
+  const auto& dp = prog.ranks[1].streams[kDataParallel];
+  const int flatten = index_of(comp, "local DDP flatten and divide");
+  const int copy = index_of(comp, "local DDP copy back");
+  ASSERT_EQ(dp.tasks.front().name, "gradient all-reduce");
+  // flatten -> all-reduce -> copy back -> whatever the step does next.
+  EXPECT_TRUE(waits_for(dp.tasks.front(), kCompute, flatten));
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(copy)], kDataParallel, 0));
+  EXPECT_EQ(copy, flatten + 1);
+  EXPECT_TRUE(waits_for(dp.tasks[1], kCompute, copy));
+  // Two more compute tasks than the generic buffers' program, nothing else.
+  EXPECT_EQ(comp.tasks.size(), generic.ranks[1].streams[kCompute].tasks.size() + 2);
+  // Traffic twice the copy's: 8 against 4 bytes per fp16 gradient (same launch cost).
+  EXPECT_GT(comp.tasks[static_cast<std::size_t>(flatten)].duration,
+            comp.tasks[static_cast<std::size_t>(copy)].duration);
+}
+
 // Megatron's selective recomputation: each layer's backward is preceded by the core attention's
 // forward again, on the compute stream, with no collective of its own; the backward itself is the
 // plain one. Full recompute folds the whole forward into the backward and doubles its TP calls.
