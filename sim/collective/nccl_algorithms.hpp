@@ -6,7 +6,9 @@
 // Channels: NCCL runs several rings/trees ("channels") side by side, each crossing between nodes
 // through a different NIC. With k ranks per node we use k channels: channel c enters every node
 // at local rank c, so the inter-node traffic of a node is spread evenly over its accelerators'
-// NIC paths. Flows of all channels between the same two ranks are merged into one flow.
+// NIC paths, unless the platform's NCCL release chose the NICs otherwise for groups holding part
+// of each node (ring_schedule's entry_nic: the flow names the NIC it crosses through). Flows of
+// all channels between the same two ranks (and NICs) are merged into one flow.
 #include <vector>
 
 #include "collective/collective_plan.hpp"

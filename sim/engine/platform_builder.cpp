@@ -35,9 +35,11 @@ Seconds Platform::route_latency(int src_rank, int dst_rank, int src_nic, int dst
 }
 
 simgrid::s4u::Host* Platform::endpoint(int rank, int nic) const {
-  if (nic < 0) return rank_host[static_cast<std::size_t>(rank)];
-  const auto it = via_nic_host.find({rank % ranks_per_node, nic});
-  if (it == via_nic_host.end()) return rank_host[static_cast<std::size_t>(rank)];  // its own NIC
+  const int local = rank % ranks_per_node;
+  if (nic < 0 || nic == own_nic[static_cast<std::size_t>(local)]) return rank_host[static_cast<std::size_t>(rank)];
+  const auto it = via_nic_host.find({local, nic});
+  TRAINSIM_CHECK(it != via_nic_host.end(), "the platform has no route from local rank " + std::to_string(local) +
+                                               " through NIC " + std::to_string(nic) + " (build_platform's via_nics)");
   return it->second[static_cast<std::size_t>(rank / ranks_per_node)];
 }
 
@@ -134,6 +136,15 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
     std::vector<topology::Hop> up;  ///< accelerator -> NIC -> gateway
   };
   std::vector<ViaNic> via;
+  for (const auto& acc : accs) {
+    int own = -1;
+    for (const auto& h : routes[{acc, gw_id}])
+      for (std::size_t n = 0; n < nic_ids.size(); ++n) {
+        const auto& l = topo.links[h.link_index];
+        if (own < 0 && (l.a == nic_ids[n] || l.b == nic_ids[n])) own = static_cast<int>(n);
+      }
+    p.own_nic.push_back(own);
+  }
   for (int nic : via_nics) {
     if (nic < 0 || static_cast<std::size_t>(nic) >= nic_ids.size())
       throw ConfigError(topo.file, "/node/vertices",
@@ -141,12 +152,7 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
                             ": expected an index below the topology's " + std::to_string(nic_ids.size()) + " NICs");
     const std::string& nic_id = nic_ids[static_cast<std::size_t>(nic)];
     for (std::size_t i = 0; i < accs.size(); ++i) {
-      bool own = false;
-      for (const auto& h : routes[{accs[i], gw_id}]) {
-        const auto& l = topo.links[h.link_index];
-        own = own || l.a == nic_id || l.b == nic_id;
-      }
-      if (own) continue;
+      if (p.own_nic[i] == nic) continue;
       auto up = graph.route_through_switches(accs[i], nic_id);
       if (up.empty())
         throw ConfigError(topo.file, "/node/links",

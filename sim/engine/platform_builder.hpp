@@ -43,13 +43,16 @@ struct Platform {
   /// (local rank, NIC index) -> one-way latency from the accelerator through that NIC to the
   /// node's gateway, for the pairs in via_nic_host.
   std::map<std::pair<int, int>, Seconds> via_nic_latency;
+  /// local rank -> the NIC (index among the topology's NIC vertices) on its own route to the
+  /// gateway; -1 where that route crosses none.
+  std::vector<int> own_nic;
 
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
   /// route_latency of a flow leaving through `src_nic` and entering through `dst_nic` (-1: the
   /// rank's own route).
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank, int src_nic, int dst_nic) const;
-  /// The host a flow of `rank` through `nic` starts or ends at: the rank's own host, or its
-  /// via_nic_host (InvariantError when the platform was not built with that NIC).
+  /// The host a flow of `rank` through `nic` starts or ends at: the rank's own host (nic -1 or
+  /// its own NIC), or its via_nic_host (InvariantError when the platform was not built with it).
   [[nodiscard]] simgrid::s4u::Host* endpoint(int rank, int nic) const;
   [[nodiscard]] bool has_cpu() const { return !cpu_host.empty(); }
 };
