@@ -27,6 +27,10 @@ struct Flow {
   int src;      ///< global rank
   int dst;      ///< global rank
   Bytes bytes;  ///< bytes on the wire, protocol and efficiency included
+  /// Across nodes: the NIC (index among the node's NIC vertices) the flow leaves its node
+  /// through and the one it enters the other node through; -1 = the rank's own route.
+  int src_nic = -1;
+  int dst_nic = -1;
 };
 
 struct Phase {

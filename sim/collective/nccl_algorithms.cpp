@@ -27,19 +27,20 @@ namespace {
 /// Sums bytes per (src, dst) so channels sharing a pair become one flow; ordered output.
 class FlowSum {
 public:
-  void add(int src, int dst, Bytes bytes, bool inter) {
-    if (bytes > 0 && src != dst) sum_[{src, dst, inter}] += bytes;
+  void add(int src, int dst, Bytes bytes, bool inter, int src_nic = -1, int dst_nic = -1) {
+    if (bytes > 0 && src != dst) sum_[{src, dst, inter, src_nic, dst_nic}] += bytes;
   }
   [[nodiscard]] std::vector<PayloadFlow> flows() const {
     std::vector<PayloadFlow> out;
     out.reserve(sum_.size());
     for (const auto& [key, bytes] : sum_)
-      out.push_back({std::get<0>(key), std::get<1>(key), bytes, std::get<2>(key)});
+      out.push_back({std::get<0>(key), std::get<1>(key), bytes, std::get<2>(key), std::get<3>(key),
+                     std::get<4>(key)});
     return out;
   }
 
 private:
-  std::map<std::tuple<int, int, bool>, Bytes> sum_;
+  std::map<std::tuple<int, int, bool, int, int>, Bytes> sum_;
 };
 
 int ceil_log2(int n) {
@@ -76,7 +77,8 @@ int tree_parent(int t, int i, int n) {
 
 }  // namespace
 
-Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
+Schedule ring_schedule(Op op, Bytes size, const GroupShape& g, const RankLayout& layout,
+                       const std::vector<int>& entry_nic) {
   Schedule s;
   s.algorithm = Algorithm::ring;
   const int n = g.ranks(), nodes = g.node_count(), k = g.per_node();
@@ -90,6 +92,8 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
   s.inter_depth = s.inter_steps;
   s.pipeline_unit = op == Op::broadcast ? size : size / n;
   s.units_per_lane = per_rank / s.pipeline_unit;
+  // A group holding part of each node takes its channels' NICs from the entry table.
+  const bool pinned = nodes > 1 && !entry_nic.empty() && k < layout.ranks_per_node;
   FlowSum sum;
   for (int m = 0; m < nodes; ++m) {
     const auto& here = g.nodes[m];
@@ -99,9 +103,18 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g) {
         sum.add(here[j], here[(j + 1) % k], per_rank, false);
         continue;
       }
-      // Channel c leaves a node from position c-1 and enters the next at position c.
+      // Channel c leaves a node from position c-1 and enters the next at position c, through
+      // one NIC on both sides (NCCL's ring returns to the NIC it started from).
       sum.add(here[j], here[(j + 1) % k], per_rank * (k - 1) / k, false);
-      sum.add(here[j], next[(j + 1) % k], per_rank / k, true);
+      const int dst = next[(j + 1) % k];
+      int nic = -1;
+      if (pinned) {
+        const auto entry = static_cast<std::size_t>(layout.local_of(dst));
+        TRAINSIM_CHECK(entry < entry_nic.size(), "the ring NIC table has no entry for local rank " +
+                                                     std::to_string(entry));
+        nic = entry_nic[entry];
+      }
+      sum.add(here[j], dst, per_rank / k, true, nic, nic);
     }
   }
   s.flows = sum.flows();

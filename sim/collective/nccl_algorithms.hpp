@@ -6,7 +6,9 @@
 // Channels: NCCL runs several rings/trees ("channels") side by side, each crossing between nodes
 // through a different NIC. With k ranks per node we use k channels: channel c enters every node
 // at local rank c, so the inter-node traffic of a node is spread evenly over its accelerators'
-// NIC paths. Flows of all channels between the same two ranks are merged into one flow.
+// NIC paths, unless the platform's NCCL release chose the NICs otherwise for groups holding part
+// of each node (ring_schedule's entry_nic: the flow names the NIC it crosses through). Flows of
+// all channels between the same two ranks (and NICs) are merged into one flow.
 #include <vector>
 
 #include "collective/collective_plan.hpp"
@@ -30,6 +32,8 @@ struct PayloadFlow {
   int dst;
   Bytes bytes;      ///< payload, before protocol and efficiency
   bool inter_node;  ///< crosses the inter-node fabric
+  int src_nic = -1;  ///< Flow::src_nic
+  int dst_nic = -1;  ///< Flow::dst_nic
 };
 
 struct Schedule {
@@ -50,7 +54,12 @@ struct Schedule {
 /// Ring over all ranks with k channels (all_reduce, reduce_scatter, all_gather, broadcast).
 /// Per rank: all_reduce 2(n-1)/n S, reduce_scatter and all_gather (n-1)/n S, broadcast S(n-1)/n
 /// (every link of the pipeline chain carries S; spread evenly over the ring).
-[[nodiscard]] Schedule ring_schedule(Op op, Bytes size, const GroupShape& g);
+/// `entry_nic` (NcclCostModel::partial_node_ring_nic, used only when the group holds fewer than
+/// `layout.ranks_per_node` ranks of each node): a channel's inter-node hop leaves and enters every
+/// node through entry_nic[local accelerator where the channel enters the node].
+[[nodiscard]] Schedule ring_schedule(Op op, Bytes size, const GroupShape& g,
+                                     const RankLayout& layout = {},
+                                     const std::vector<int>& entry_nic = {});
 
 /// all_reduce across >= 2 nodes: a chain through each node's ranks and two complementary binary
 /// trees over the nodes (NCCL's double binary tree), each tree carrying S/2; reduce goes up and

@@ -9,6 +9,7 @@
 // across nodes relative to the NVLS tree's from the same estimate. Plain data and arithmetic.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
@@ -39,6 +40,12 @@ struct NcclCostModel {
   NcclGraph ring, tree, nvls;
   /// The tree graph fell back to NCCL_TOPO_PATTERN_TREE (NCCL multiplies its bandwidth by 0.85).
   bool simple_tree_pattern = false;
+  /// Where a communicator holds some but not all accelerators of each node: by local accelerator,
+  /// the node's NIC (index among the topology's NIC vertices, in file order) that a ring channel
+  /// entering the node at that accelerator crosses the network through, the NIC its own search
+  /// finds (NCCL 2.8.3 searches each communicator's graph alone). Empty: each accelerator's own
+  /// NIC, as for whole-node groups.
+  std::vector<int> partial_node_ring_nic;
 };
 
 /// NCCL's latency and algorithm bandwidth (GB/s, bytes per ns) for a call on `nodes` nodes of
@@ -76,6 +83,10 @@ struct NcclCost {
 /// fewer than a quarter of that (down to 32 KiB).
 [[nodiscard]] Bytes nccl_tree_ll128_chunk(Bytes step_data, Bytes size, int channels, int nodes,
                                           int ranks);
+
+/// The distinct NICs `cal`'s cost model routes ring channels through (partial_node_ring_nic),
+/// ascending; empty without one. What the platform must offer routes to.
+[[nodiscard]] std::vector<int> ring_nics(const CollectiveCalibration& cal);
 
 /// Loads a cost-model file; ConfigError naming the file and JSON path on bad input.
 [[nodiscard]] NcclCostModel load_nccl_cost_model(const std::string& path);

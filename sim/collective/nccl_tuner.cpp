@@ -46,14 +46,15 @@ std::vector<Protocol> candidate_protocols(Algorithm a, const GroupShape& g,
   return out;
 }
 
-Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g) {
+Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g, const RankLayout& layout,
+                      const std::vector<int>& ring_entry_nic) {
   Schedule s;
   switch (a) {
     case Algorithm::tree: s = tree_schedule(size, g); break;
     case Algorithm::nvls: s = nvls_schedule(size, g); break;
     case Algorithm::nvls_tree: s = nvls_tree_schedule(size, g); break;
     case Algorithm::pairwise: s = pairwise_schedule(op, size, g); break;
-    default: s = ring_schedule(op, size, g); break;
+    default: s = ring_schedule(op, size, g, layout, ring_entry_nic); break;
   }
   s.size = size;
   return s;
@@ -231,7 +232,9 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   Prediction best;
   Schedule best_schedule;
   for (Algorithm a : algorithms) {
-    Schedule s = schedule_for(a, op, size, g);
+    Schedule s = schedule_for(a, op, size, g, layout,
+                              cal.nccl_cost_model ? cal.nccl_cost_model->partial_node_ring_nic
+                                                  : std::vector<int>{});
     auto protocols = protocols_for(a);
     if (chosen_protocol) protocols = {*chosen_protocol};
     for (Protocol p : protocols) {
@@ -249,7 +252,8 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   ph.name = std::string(op_name(op)) + " " + algorithm_name(best.algorithm) + "/" +
             protocol_name(best.protocol);
   for (const auto& f : best_schedule.flows) {
-    ph.flows.push_back({f.src, f.dst, wire_bytes(f, best_schedule, best.protocol, g, cal)});
+    ph.flows.push_back({f.src, f.dst, wire_bytes(f, best_schedule, best.protocol, g, cal), f.src_nic,
+                        f.dst_nic});
     ph.inter_node = ph.inter_node || f.inter_node;
   }
   ph.fixed_latency = best.latency + best.fill;

@@ -47,7 +47,10 @@ struct Prediction {
                                  const FabricRates& rates);
 
 /// The payload schedule of an algorithm for a call.
-[[nodiscard]] Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g);
+/// `ring_entry_nic`: as ring_schedule's `entry_nic` (the platform's NcclCostModel).
+[[nodiscard]] Schedule schedule_for(Algorithm a, Op op, Bytes size, const GroupShape& g,
+                                    const RankLayout& layout = {},
+                                    const std::vector<int>& ring_entry_nic = {});
 
 /// Tuner + timed phase for a schema-2 calibration (what plan_collective calls).
 [[nodiscard]] CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,

@@ -182,6 +182,19 @@ std::vector<long> JsonObject::integer_array(const std::string& key) {
   return out;
 }
 
+std::vector<long> JsonObject::index_array(const std::string& key) {
+  const auto& v = get(key);
+  if (!v.is_array() || v.empty()) fail(key, "expected a non-empty array of indices (integers >= 0)");
+  std::vector<long> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number_integer() || v[i].get<long>() < 0)
+      throw ConfigError(file_, path_of(key) + "/" + std::to_string(i),
+                        "expected an index (an integer >= 0), got " + v[i].dump());
+    out.push_back(v[i].get<long>());
+  }
+  return out;
+}
+
 void JsonObject::finish() const {
   for (auto it = value_.begin(); it != value_.end(); ++it)
     if (read_.count(it.key()) == 0)

@@ -49,6 +49,8 @@ public:
   [[nodiscard]] std::vector<JsonObject> object_array(const std::string& key);
   [[nodiscard]] std::vector<std::string> string_array(const std::string& key);
   [[nodiscard]] std::vector<long> integer_array(const std::string& key);
+  /// A non-empty array of integers >= 0 (indices).
+  [[nodiscard]] std::vector<long> index_array(const std::string& key);
   /// Marks a key as known without reading it (free-text documentation fields).
   void allow(const std::string& key);
   /// Reads "source", which every hardware number and calibration carries; fails when it is empty.

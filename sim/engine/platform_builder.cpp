@@ -23,6 +23,26 @@ Seconds Platform::route_latency(int src_rank, int dst_rank) const {
   return gateway_latency[sl] + fabric_latency + gateway_latency[dl];
 }
 
+Seconds Platform::route_latency(int src_rank, int dst_rank, int src_nic, int dst_nic) const {
+  const int sn = src_rank / ranks_per_node, dn = dst_rank / ranks_per_node;
+  if (sn == dn || (src_nic < 0 && dst_nic < 0)) return route_latency(src_rank, dst_rank);
+  auto leg = [&](int rank, int nic) {
+    const int local = rank % ranks_per_node;
+    const auto it = via_nic_latency.find({local, nic});
+    return it == via_nic_latency.end() ? gateway_latency[local] : it->second;
+  };
+  return leg(src_rank, src_nic) + fabric_latency + leg(dst_rank, dst_nic);
+}
+
+simgrid::s4u::Host* Platform::endpoint(int rank, int nic) const {
+  const int local = rank % ranks_per_node;
+  if (nic < 0 || nic == own_nic[static_cast<std::size_t>(local)]) return rank_host[static_cast<std::size_t>(rank)];
+  const auto it = via_nic_host.find({local, nic});
+  TRAINSIM_CHECK(it != via_nic_host.end(), "the platform has no route from local rank " + std::to_string(local) +
+                                               " through NIC " + std::to_string(nic) + " (build_platform's via_nics)");
+  return it->second[static_cast<std::size_t>(rank / ranks_per_node)];
+}
+
 void configure_exact_timing(sg4::Engine& e) {
   e.set_config("network/model:CM02");
   e.set_config("network/crosstraffic:0");
@@ -74,7 +94,8 @@ void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_band
                             " B/s (the device's streaming rate / HBM bytes per link byte): expected at most that");
 }
 
-Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth) {
+Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth,
+                        const std::vector<int>& via_nics) {
   Platform p;
   p.nodes = nodes;
   const auto accs = topo.accelerators();
@@ -106,6 +127,46 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
   for (const auto& a : endpoints)
     for (const auto& b : endpoints)
       if (a != b) routes[{a, b}] = graph.route(a, b);
+  // Routes through another NIC than the accelerator's own: to the NIC over PCIe, then on.
+  std::vector<std::string> nic_ids;
+  for (const auto& v : topo.vertices)
+    if (v.kind == topology::VertexKind::nic) nic_ids.push_back(v.id);
+  struct ViaNic {
+    int local, nic;
+    std::vector<topology::Hop> up;  ///< accelerator -> NIC -> gateway
+  };
+  std::vector<ViaNic> via;
+  for (const auto& acc : accs) {
+    int own = -1;
+    for (const auto& h : routes[{acc, gw_id}])
+      for (std::size_t n = 0; n < nic_ids.size(); ++n) {
+        const auto& l = topo.links[h.link_index];
+        if (own < 0 && (l.a == nic_ids[n] || l.b == nic_ids[n])) own = static_cast<int>(n);
+      }
+    p.own_nic.push_back(own);
+  }
+  for (int nic : via_nics) {
+    if (nic < 0 || static_cast<std::size_t>(nic) >= nic_ids.size())
+      throw ConfigError(topo.file, "/node/vertices",
+                        "a collective calibration routes ring channels through NIC " + std::to_string(nic) +
+                            ": expected an index below the topology's " + std::to_string(nic_ids.size()) + " NICs");
+    const std::string& nic_id = nic_ids[static_cast<std::size_t>(nic)];
+    for (std::size_t i = 0; i < accs.size(); ++i) {
+      if (p.own_nic[i] == nic) continue;
+      auto up = graph.route_through_switches(accs[i], nic_id);
+      if (up.empty())
+        throw ConfigError(topo.file, "/node/links",
+                          "no path from " + accs[i] + " to " + nic_id +
+                              " through switches and CPUs only: expected one (a PCIe switch link to the NIC) "
+                              "for the collective calibration's ring NIC choice");
+      const auto on = graph.route(nic_id, gw_id);
+      up.insert(up.end(), on.begin(), on.end());
+      Seconds latency = 0;
+      for (const auto& h : up) latency += topo.links[h.link_index].latency;
+      p.via_nic_latency[{static_cast<int>(i), nic}] = latency;
+      via.push_back({static_cast<int>(i), nic, std::move(up)});
+    }
+  }
 
   auto* fabric = sg4::create_star_zone("fabric");
   // SimGrid checks each new link's name against every link of the zone tree, one zone at a time,
@@ -167,6 +228,19 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
         if (auto it = hbm_of.find(ends.second); it != hbm_of.end()) route.emplace_back(it->second);
       }
       zone->add_route(netpoint[ends.first], netpoint[ends.second], nullptr, nullptr, route, false);
+    }
+    for (const auto& v : via) {
+      const std::string& acc = accs[static_cast<std::size_t>(v.local)];
+      auto* h = zone->create_host(prefix + acc + "@" + nic_ids[static_cast<std::size_t>(v.nic)], p.host_speed);
+      p.via_nic_host[{v.local, v.nic}].push_back(h);
+      auto route = to_route(v.up, links);
+      if (hbm) route.insert(route.begin(), sg4::LinkInRoute(hbm_of.at(acc)));
+      zone->add_route(h->get_netpoint(), netpoint[gw_id], nullptr, nullptr, route, false);
+      std::vector<topology::Hop> down(v.up.rbegin(), v.up.rend());
+      for (auto& hop : down) hop.forward = !hop.forward;
+      auto back = to_route(down, links);
+      if (hbm) back.emplace_back(hbm_of.at(acc));
+      zone->add_route(netpoint[gw_id], h->get_netpoint(), nullptr, nullptr, back, false);
     }
     auto* uplink = fabric->create_split_duplex_link(prefix + "uplink", topo.fabric.uplink_bandwidth);
     uplink->set_latency(0)->seal();

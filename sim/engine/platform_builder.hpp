@@ -5,6 +5,8 @@
 // the node's Boost.Graph. Links are created with zero latency: latency is added analytically per
 // algorithm step (SIMGRID-NOTES.md: CM02 weights sharing by RTT otherwise), so bandwidth sharing
 // is plain max-min.
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <simgrid/s4u/Engine.hpp>
@@ -34,7 +36,24 @@ struct Platform {
   /// what the transfers touching the accelerator move through its HBM. Empty without.
   std::vector<simgrid::s4u::Link*> hbm_link;
 
+  /// Hosts that send and receive a rank's inter-node flows through another NIC of its node than
+  /// its own (collective::Flow::src_nic): (local rank, NIC index) -> one host per node, routed
+  /// from the accelerator over PCIe to that NIC (build_platform's `via_nics`).
+  std::map<std::pair<int, int>, std::vector<simgrid::s4u::Host*>> via_nic_host;
+  /// (local rank, NIC index) -> one-way latency from the accelerator through that NIC to the
+  /// node's gateway, for the pairs in via_nic_host.
+  std::map<std::pair<int, int>, Seconds> via_nic_latency;
+  /// local rank -> the NIC (index among the topology's NIC vertices) on its own route to the
+  /// gateway; -1 where that route crosses none.
+  std::vector<int> own_nic;
+
   [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank) const;
+  /// route_latency of a flow leaving through `src_nic` and entering through `dst_nic` (-1: the
+  /// rank's own route).
+  [[nodiscard]] Seconds route_latency(int src_rank, int dst_rank, int src_nic, int dst_nic) const;
+  /// The host a flow of `rank` through `nic` starts or ends at: the rank's own host (nic -1 or
+  /// its own NIC), or its via_nic_host (InvariantError when the platform was not built with it).
+  [[nodiscard]] simgrid::s4u::Host* endpoint(int rank, int nic) const;
   [[nodiscard]] bool has_cpu() const { return !cpu_host.empty(); }
 };
 
@@ -50,6 +69,11 @@ void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_band
 /// each accelerator gets a shared device-memory link that every route to or from it crosses
 /// (Platform::hbm_link); ConfigError if it is below what the accelerator's other links can carry
 /// in and out at once, where it would slow a collective alone.
-[[nodiscard]] Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth = 0);
+/// `via_nics` (NIC indices among the topology's NIC vertices, file order): for every accelerator
+/// whose own route to the gateway does not cross that NIC, a host routed from the accelerator to
+/// the NIC through switches and CPUs only (NodeGraph::route_through_switches) and on to
+/// the gateway; ConfigError naming the topology when the NIC does not exist or no such path does.
+[[nodiscard]] Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecond hbm_link_bandwidth = 0,
+                                      const std::vector<int>& via_nics = {});
 
 }  // namespace trainsim::engine

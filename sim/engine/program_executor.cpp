@@ -587,8 +587,8 @@ private:
       auto it = phases[p].flows_by_class.find(cls);
       if (it != phases[p].flows_by_class.end())
         for (const auto& flow : it->second)
-          flows.push_back(sg4::Comm::sendto_async(platform_.rank_host[static_cast<std::size_t>(flow.src)],
-                                                  platform_.rank_host[static_cast<std::size_t>(flow.dst)],
+          flows.push_back(sg4::Comm::sendto_async(platform_.endpoint(flow.src, flow.src_nic),
+                                                  platform_.endpoint(flow.dst, flow.dst_nic),
                                                   static_cast<uint64_t>(flow.bytes)));
       result_.flows += flows.size();
       for (auto& comm : flows) comm->wait();
@@ -752,13 +752,12 @@ private:
     double latency = 0;    ///< the links' latencies summed
   };
 
-  [[nodiscard]] const Route& route(int src, int dst) {
-    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  [[nodiscard]] const Route& route(const collective::Flow& f) {
+    const auto key = std::make_tuple(f.src, f.dst, f.src_nic, f.dst_nic);
     auto it = routes_.find(key);
     if (it != routes_.end()) return it->second;
     Route r;
-    platform_.rank_host[static_cast<std::size_t>(src)]->route_to(platform_.rank_host[static_cast<std::size_t>(dst)],
-                                                                r.links, nullptr);
+    platform_.endpoint(f.src, f.src_nic)->route_to(platform_.endpoint(f.dst, f.dst_nic), r.links, nullptr);
     for (const auto* l : r.links) {
       r.narrowest = r.narrowest == 0 ? l->get_bandwidth() : std::min(r.narrowest, l->get_bandwidth());
       r.latency += l->get_latency();
@@ -776,7 +775,7 @@ private:
   /// What makes flows interchangeable: phase, bytes, route length, narrowest link and the
   /// route's latency (CM02 weighs a flow's share by it).
   [[nodiscard]] FlowShape flow_shape(std::size_t phase, const collective::Flow& f) {
-    const auto& r = route(f.src, f.dst);
+    const auto& r = route(f);
     return {phase, f.bytes, r.links.size(), r.narrowest, r.latency};
   }
 
@@ -812,7 +811,7 @@ private:
     };
     std::unordered_map<const sg4::Link*, std::size_t> first_user;
     for (std::size_t x = 0; x < n; ++x)
-      for (const auto* l : route(flow(x).src, flow(x).dst).links) {
+      for (const auto* l : route(flow(x)).links) {
         // HBM links never limit a collective's flows alone (build_platform checks their capacity
         // against the accelerator's other links), and a dropped twin's compute is not simulated
         // either: joining through them would put every ring in one component.
@@ -862,6 +861,13 @@ private:
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     for (int& n : nodes) n = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), n) - distinct.begin());
     return nodes;
+  }
+
+  [[nodiscard]] static bool names_nics(const collective::CollectivePlan& plan) {
+    for (const auto& ph : plan.phases)
+      for (const auto& f : ph.flows)
+        if (f.src_nic >= 0 || f.dst_nic >= 0) return true;
+    return false;
   }
 
   /// `plan` (made for `from`) with each member of `from` replaced by the member of `to` at the
@@ -919,7 +925,8 @@ private:
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto& call = prog_.collectives[static_cast<std::size_t>(calls[i])];
       auto pattern = node_pattern(call.group);
-      if (auto it = planned.find(pattern); it != planned.end()) {
+      // A plan whose flows name NICs (chosen by local rank) is not relabelled to other ranks.
+      if (auto it = planned.find(pattern); it != planned.end() && !names_nics(plans[it->second])) {
         plans.push_back(relabel(plans[it->second], prog_.collectives[static_cast<std::size_t>(calls[it->second])].group,
                                 call.group));
       } else {
@@ -945,7 +952,7 @@ private:
         Seconds hop = 0;
         for (std::size_t f = 0; f < ph.flows.size(); ++f) {
           const auto& fl = ph.flows[f];
-          hop = std::max(hop, platform_.route_latency(fl.src, fl.dst));
+          hop = std::max(hop, platform_.route_latency(fl.src, fl.dst, fl.src_nic, fl.dst_nic));
           if (fl.bytes > 0 && keep[i][p][f])
             out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(fl.src)]].push_back(fl);
         }
@@ -964,7 +971,7 @@ private:
   std::chrono::steady_clock::time_point prepare_start_;
   program::RankFolding fold_;
   std::vector<MergedCollective> collectives_;  ///< per merged call
-  std::unordered_map<std::uint64_t, Route> routes_;
+  std::map<std::tuple<int, int, int, int>, Route> routes_;
   std::unordered_set<const sg4::Link*> hbm_links_;  ///< Platform::hbm_link
   std::unordered_map<CallsKey, std::shared_ptr<const MergedFlows>, CallsKeyHash> merged_flows_;
   // Per class:

@@ -6,6 +6,7 @@
 #include <xbt/log.h>
 
 #include "core/error.hpp"
+#include "collective/nccl_cost_model.hpp"
 #include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
@@ -59,7 +60,7 @@ nlohmann::json simulate(const topology::Topology& topo,
   char* argv[] = {name, nullptr};
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
-  const auto platform = engine::build_platform(topo, req.nodes);
+  const auto platform = engine::build_platform(topo, req.nodes, 0, collective::ring_nics(cal));
   const int ranks = req.nodes * platform.ranks_per_node;
   const auto group = sweep_group(req.op, req.nodes, platform.ranks_per_node);
   const auto prog = sweep_program(req, group, ranks);

@@ -9,6 +9,7 @@
 #include <xbt/log.h>
 
 #include "core/error.hpp"
+#include "collective/nccl_cost_model.hpp"
 #include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
@@ -79,7 +80,8 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   simgrid::s4u::Engine e(&argc, argv);
   engine::configure_exact_timing(e);
   const auto platform = engine::build_platform(p.machine->topology, p.nodes,
-                                               p.hbm_sharing ? model::hbm_link_bandwidth(p.machine->device) : 0);
+                                               p.hbm_sharing ? model::hbm_link_bandwidth(p.machine->device) : 0,
+                                               collective::ring_nics(p.machine->collectives));
   const auto program_start = std::chrono::steady_clock::now();
   auto in = schedule_inputs(s, p);
   // Unfolded, every rank runs a program built for it alone: `--no-fold` checks the sharing too.

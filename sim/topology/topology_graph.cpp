@@ -127,6 +127,38 @@ std::vector<Hop> NodeGraph::route(const std::string& from, const std::string& to
   return routes_[f][t];
 }
 
+std::vector<Hop> NodeGraph::route_through_switches(const std::string& from,
+                                                        const std::string& to) const {
+  const std::size_t f = index_of(from), t = index_of(to);
+  const std::size_t n = topo_.vertices.size();
+  // Dijkstra by hand with route()'s path order; node templates have tens of vertices.
+  std::vector<PathCost> cost(n);
+  std::vector<bool> done(n, false);
+  for (auto& c : cost) c.hops = kUnreached;
+  cost[f] = PathCost{};
+  const PathLess less;
+  for (;;) {
+    std::size_t u = n;
+    for (std::size_t v = 0; v < n; ++v)
+      if (!done[v] && cost[v].hops != kUnreached && (u == n || less(cost[v], cost[u]))) u = v;
+    if (u == n || u == t) break;
+    done[u] = true;
+    const VertexKind kind = topo_.vertices[u].kind;
+    if (u != f && kind != VertexKind::switch_ && kind != VertexKind::cpu) continue;  // not a relay
+    for (std::size_t l = 0; l < topo_.links.size(); ++l) {
+      const Link& link = topo_.links[l];
+      const std::string& here = topo_.vertices[u].id;
+      if (link.a != here && link.b != here) continue;
+      const std::size_t v = index_of(link.a == here ? link.b : link.a);
+      if (done[v]) continue;
+      const PathCost c = PathExtend{}(cost[u], EdgeInfo{l, to_picoseconds(link.latency)});
+      if (cost[v].hops == kUnreached || less(c, cost[v])) cost[v] = c;
+    }
+  }
+  if (f == t || cost[t].hops == kUnreached) return {};
+  return hops_from(topo_, f, cost[t]);
+}
+
 Seconds NodeGraph::route_latency(const std::string& from, const std::string& to) const {
   Seconds total = 0;
   for (const Hop& h : route(from, to)) total += topo_.links[h.link_index].latency;

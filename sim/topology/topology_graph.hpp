@@ -26,6 +26,12 @@ public:
   [[nodiscard]] std::vector<std::string> unreachable_from_first() const;
   /// The links from `from` to `to` (empty when from == to). Throws InvariantError if unknown.
   [[nodiscard]] std::vector<Hop> route(const std::string& from, const std::string& to) const;
+  /// The shortest route from `from` to `to` (same ordering as route) whose inner vertices are all
+  /// switches or CPUs: how a GPU reaches another NIC of its node over PCIe, neither relayed by a
+  /// peer GPU (NCCL's later PXN) nor looping through the gateway and another NIC. Empty when
+  /// none exists or from == to.
+  [[nodiscard]] std::vector<Hop> route_through_switches(const std::string& from,
+                                                             const std::string& to) const;
   /// Sum of link latencies along route(from, to).
   [[nodiscard]] Seconds route_latency(const std::string& from, const std::string& to) const;
   /// Smallest bandwidth along route(from, to).

@@ -172,6 +172,26 @@ TEST(ShippedTopology, P4dRoutesCrossTheNvswitch) {
             (Ids{"gpu4", "pcie_switch2", "efa2", "uplink"}));
 }
 
+TEST(ShippedTopology, DgxA100ReachesAnotherHcaOverPcieOnly) {
+  const Topology t = load_topology("topologies/dgx-a100-80g-ib.json");
+  const NodeGraph g(t);
+  // Each GPU's own route to the fabric keeps its one-link HCA (2 hops; through the switch, 3).
+  for (int k = 0; k < 8; ++k) {
+    const std::string gpu = "gpu" + std::to_string(k), hca = "hca" + std::to_string(k);
+    EXPECT_EQ(vertices_on(t, g.route(gpu, "uplink"), gpu), (Ids{gpu, hca, "uplink"}));
+  }
+  // A sibling's HCA: across their PCIe switch, not through the sibling (NVLink, 3 hops) nor
+  // through the gateway and its own HCA (gpu1, hca1, uplink, hca0: 3 hops too).
+  EXPECT_EQ(vertices_on(t, g.route_through_switches("gpu1", "hca0"), "gpu1"),
+            (Ids{"gpu1", "pcie_switch0", "hca0"}));
+  // Another switch's HCA: up to the CPU and down (NCCL's SYS path).
+  EXPECT_EQ(vertices_on(t, g.route_through_switches("gpu0", "hca2"), "gpu0"),
+            (Ids{"gpu0", "pcie_switch0", "cpu", "pcie_switch1", "hca2"}));
+  // The shortest route of all goes through gpu2 over NVLink, which 2.8.3 does not relay.
+  EXPECT_EQ(vertices_on(t, g.route("gpu0", "hca2"), "gpu0"), (Ids{"gpu0", "nvswitch", "gpu2", "hca2"}));
+  EXPECT_TRUE(g.route_through_switches("gpu0", "gpu0").empty());
+}
+
 // ---- Loading ---------------------------------------------------------------------------------
 
 TEST(TopologyLoader, MinimalFixture) {
