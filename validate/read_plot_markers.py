@@ -66,6 +66,7 @@ def load_png(path):
 
 
 def runs(values):
+    """Ascending integers grouped into runs of consecutive ones (a gap of one pixel or more splits)."""
     out = []
     for v in values:
         if out and v - out[-1][-1] <= 1:
@@ -88,6 +89,10 @@ def main():
     ap.add_argument("--debug", action="store_true", help="print each tick column's colour runs")
     ap.add_argument("--series", default="orange,blue", help="colours, comma-separated")
     args = ap.parse_args()
+    for option, names in (("--series", args.series), ("--drawn", args.drawn)):
+        unknown = [c for c in names.split(",") if c not in COLOURS]
+        if unknown:
+            ap.error(f"{option}: unknown colour(s) {', '.join(unknown)}; expected {', '.join(COLOURS)}")
     width, height, px = load_png(args.png)
 
     def dark(x, y):
@@ -101,9 +106,15 @@ def main():
     axis_x = next(x for x in range(width) if col[x] >= 0.9 * max(col))
     bottom = max(y for y in range(height) if row[y] >= 0.9 * max(row))
     y_ticks = [y for y in range(bottom + 1) if dark(axis_x - 4, y)]
+    if not y_ticks or y_ticks[0] >= bottom:
+        raise SystemExit(f"{args.png}: no y tick marks left of the axis at column {axis_x}: expected a plot "
+                         "with tick marks outside its left axis")
     y_zero, y_top = bottom, y_ticks[0]
     per_px = (args.y_top - args.y_bottom) / (y_zero - y_top)
     x_ticks = [r[len(r) // 2] for r in runs([x for x in range(axis_x + 1, width) if dark(x, bottom + 4)])]
+    if not x_ticks:
+        raise SystemExit(f"{args.png}: no x tick marks under the axis at row {bottom}: expected a plot with tick "
+                         "marks outside its bottom axis")
     print(f"y axis: {args.y_bottom:g} at row {y_zero}, {args.y_top:g} at row {y_top} ({per_px:.3f} per pixel); "
           f"x ticks at columns {x_ticks}")
 
@@ -174,6 +185,7 @@ def main():
                 centre, how = marker[0] + (full - 1) / 2, " (top edge)"
             values.append(f"{args.y_bottom + (y_zero - centre) * per_px:.{digits}f}{how}")
         print(f"{colour}: " + ", ".join(values))
+
 
 if __name__ == "__main__":
     main()

@@ -133,8 +133,9 @@ std::optional<Seconds> nccl_estimated_time(const NcclCostModel& m, Op op, Algori
   if (!c) return std::nullopt;
   const double bw = c->bandwidth_gbps * nccl_tree_correction(op, a, p, size, m.version);
   double lat = c->latency;
-  // "Plateau effect of ring": 2.27 (Ampere and later 1.4) once every channel has work; 2.8.3
-  // (1.9) across nodes from ranks / 16 x 64 KiB.
+  // NCCL's "plateau effect of ring" multiplies the latency: 2.27 by 1.9 (Ampere and later 1.4)
+  // once every channel has work; 2.8.3 by 1.9 from ranks / 16 x 64 KiB (both across nodes only,
+  // which nccl_cost already requires).
   if (a == Algorithm::ring && p == Protocol::simple && op == Op::all_reduce) {
     if (m.version == NcclVersion::v2_8_3) {
       if (size >= ranks / 16.0 * 65536) lat *= 1.9;

@@ -63,7 +63,7 @@ struct NcclCost {
                                                        Protocol p, int nodes, int ranks);
 
 /// NCCL's tree correction factor for a size (1 for every other algorithm); LL128's row differs
-/// between releases from 8 MiB up.
+/// between releases from 512 KiB up.
 [[nodiscard]] double nccl_tree_correction(Op op, Algorithm a, Protocol p, Bytes size,
                                           NcclVersion v = NcclVersion::v2_27_7);
 

@@ -41,8 +41,9 @@ std::optional<NcclCost> nccl_cost_v2_8_3(const NcclCostModel& m, Op op, Algorith
   const bool all_reduce = op == Op::all_reduce;
   if (!all_reduce && op != Op::all_gather && op != Op::reduce_scatter) return std::nullopt;
   // 2.8 has ring and tree (and CollNet, which needs SHARP); no NVLS.
-  if (a != Algorithm::ring && !(all_reduce && a == Algorithm::tree)) return std::nullopt;
-  const NcclGraph& gr = a == Algorithm::ring ? m.ring : m.tree;
+  const bool ring = a == Algorithm::ring;
+  if (!ring && !(all_reduce && a == Algorithm::tree)) return std::nullopt;
+  const NcclGraph& gr = ring ? m.ring : m.tree;
   if (gr.channels <= 0) return std::nullopt;
 
   const bool ampere = m.arch == NcclArch::ampere;
@@ -59,18 +60,16 @@ std::optional<NcclCost> nccl_cost_v2_8_3(const NcclCostModel& m, Op op, Algorith
 
   double bus = nc * (nodes <= 2 ? gr.bw_intra : gr.bw_inter);
   if (ampere) bus = std::min(bus, 235.0);
-  if (a == Algorithm::ring && p == Protocol::ll) bus = std::min(ll_max, bus / 4);
-  if (a == Algorithm::ring && p == Protocol::ll128)
-    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), ll128_per_ch * nc);
-  if (a == Algorithm::tree) {
+  if (ring && p == Protocol::ll) bus = std::min(ll_max, bus / 4);
+  if (ring && p == Protocol::ll128) bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), ll128_per_ch * nc);
+  if (!ring) {  // the tree
     bus = std::min(bus * .92, nc * kPerChMaxTree[ampere ? 1 : 0][by_nodes]);
     if (p == Protocol::ll) bus = std::min(bus / 3.8, ll_max);
     if (p == Protocol::ll128) bus = std::min(bus * 0.915, ll128_per_ch * nc);
   }
   NcclCost c;
-  c.bandwidth_gbps = bus * (a == Algorithm::ring ? static_cast<double>(ranks) / nsteps : 0.5);
+  c.bandwidth_gbps = bus * (ring ? static_cast<double>(ranks) / nsteps : 0.5);
 
-  const bool ring = a == Algorithm::ring;
   double intra = ring ? kNvlinkRingLat[pi] : kNvlinkTreeLat[pi];
   const double inter = ring ? kNetRingLat[pi] : kNetTreeLat[pi];
   if (p == Protocol::ll) intra *= 1.8;  // across nodes

@@ -80,6 +80,17 @@ BytesPerSecond attached_capacity(const topology::Topology& topo, const std::stri
   return sum;
 }
 
+/// The first of `nic_ids` (by index) that `hops` pass through, -1 for none.
+int first_nic_on(const topology::Topology& topo, const std::vector<topology::Hop>& hops,
+                 const std::vector<std::string>& nic_ids) {
+  for (const auto& h : hops) {
+    const auto& l = topo.links[h.link_index];
+    for (std::size_t n = 0; n < nic_ids.size(); ++n)
+      if (l.a == nic_ids[n] || l.b == nic_ids[n]) return static_cast<int>(n);
+  }
+  return -1;
+}
+
 }  // namespace
 
 void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_bandwidth) {
@@ -87,9 +98,9 @@ void check_hbm_link(const topology::Topology& topo, BytesPerSecond hbm_link_band
   // out of the flows' components on that ground): it carries at least what the accelerator's
   // other links can bring in and take out together.
   for (const auto& a : topo.accelerators())
-    if (attached_capacity(topo, a) > hbm_link_bandwidth)
+    if (const BytesPerSecond attached = attached_capacity(topo, a); attached > hbm_link_bandwidth)
       throw ConfigError(topo.file, "/node/links",
-                        "accelerator " + a + "'s links carry " + std::to_string(attached_capacity(topo, a)) +
+                        "accelerator " + a + "'s links carry " + std::to_string(attached) +
                             " B/s in and out, more than its HBM link's " + std::to_string(hbm_link_bandwidth) +
                             " B/s (the device's streaming rate / HBM bytes per link byte): expected at most that");
 }
@@ -136,15 +147,7 @@ Platform build_platform(const topology::Topology& topo, int nodes, BytesPerSecon
     std::vector<topology::Hop> up;  ///< accelerator -> NIC -> gateway
   };
   std::vector<ViaNic> via;
-  for (const auto& acc : accs) {
-    int own = -1;
-    for (const auto& h : routes[{acc, gw_id}])
-      for (std::size_t n = 0; n < nic_ids.size(); ++n) {
-        const auto& l = topo.links[h.link_index];
-        if (own < 0 && (l.a == nic_ids[n] || l.b == nic_ids[n])) own = static_cast<int>(n);
-      }
-    p.own_nic.push_back(own);
-  }
+  for (const auto& acc : accs) p.own_nic.push_back(first_nic_on(topo, routes[{acc, gw_id}], nic_ids));
   for (int nic : via_nics) {
     if (nic < 0 || static_cast<std::size_t>(nic) >= nic_ids.size())
       throw ConfigError(topo.file, "/node/vertices",

@@ -9,7 +9,6 @@
 #include <numeric>
 #include <set>
 #include <tuple>
-#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 

@@ -1,6 +1,6 @@
 #pragma once
-// Filling a compute task's memory-bound part (Task::memory_bound, memory_bytes) from the cost
-// model's, for the schedules whose compute overlaps collectives.
+// Filling a compute task's memory-bound part (Task::memory_bound) from the cost model's
+// (model::ops_memory_bound), for the schedules whose compute overlaps collectives.
 #include <algorithm>
 
 #include "model/compute_cost.hpp"

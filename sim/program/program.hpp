@@ -77,9 +77,9 @@ struct Task {
   TaskRef host_after{-1, -1};
   /// Compute tasks: the part of `duration` its memory-bound kernels take (model::ops_memory_bound:
   /// elementwise ops at their streaming rate, launch costs left out), <= duration. With HBM
-  /// sharing the engine runs it after the rest, as a transfer over the accelerator's HBM link
-  /// that concurrent NCCL kernels share (engine/program_executor.hpp). 0: none, or not given by
-  /// the schedule.
+  /// sharing the engine runs it in slices alternating with the rest, each slowed by what the
+  /// flows crossing the accelerator's HBM link take of it (engine/program_executor.hpp). 0: none,
+  /// or not given by the schedule.
   Seconds memory_bound = 0;
 };
 

@@ -624,8 +624,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             if (k >= 2) fdeps.push_back({kCompute, done[k - 2]});
             ready.push_back(copy_task(name[u].fetch, CopyDirection::to_device, fdeps));
           }
-          if (p.activation_checkpointing && units[u].tensor_parallel) {
-            // The recomputed forward's all-reduce, then the backward proper.
+          // A tensor-parallel unit's recomputed forward is a task of its own (its all-reduce sits
+          // between it and the backward proper), taken out of `backward`.
+          const bool recompute_apart = p.activation_checkpointing && units[u].tensor_parallel;
+          if (recompute_apart) {
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].forward, -1, {}};
             set_memory_bound(r, units[u].forward_memory);
@@ -633,13 +635,11 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             r.kernels = units[u].forward_kernels;
             ready = {pass(r, ready, of_rank(c[u].tensor_recompute), sp_gather(c[u].gather_recompute_sp))};
           }
-          const Seconds dur = units[u].backward - (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward : 0);
+          const Seconds dur = units[u].backward - (recompute_apart ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
-          set_memory_bound(b, units[u].backward_memory -
-                                  (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_memory : 0));
+          set_memory_bound(b, units[u].backward_memory - (recompute_apart ? units[u].forward_memory : 0));
           b.workspace = mem.workspace;
-          b.kernels = units[u].backward_kernels -
-                      (p.activation_checkpointing && units[u].tensor_parallel ? units[u].forward_kernels : 0);
+          b.kernels = units[u].backward_kernels - (recompute_apart ? units[u].forward_kernels : 0);
           if (per_tensor) {
             const auto bp = backward_pass(u);
             b.workspace = pass_allocations[bp].workspace;

@@ -145,9 +145,9 @@ std::vector<Hop> NodeGraph::route_through_switches(const std::string& from,
     done[u] = true;
     const VertexKind kind = topo_.vertices[u].kind;
     if (u != f && kind != VertexKind::switch_ && kind != VertexKind::cpu) continue;  // not a relay
+    const std::string& here = topo_.vertices[u].id;
     for (std::size_t l = 0; l < topo_.links.size(); ++l) {
       const Link& link = topo_.links[l];
-      const std::string& here = topo_.vertices[u].id;
       if (link.a != here && link.b != here) continue;
       const std::size_t v = index_of(link.a == here ? link.b : link.a);
       if (done[v]) continue;
