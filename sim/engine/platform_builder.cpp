@@ -26,10 +26,15 @@ Seconds Platform::route_latency(int src_rank, int dst_rank) const {
 Seconds Platform::route_latency(int src_rank, int dst_rank, int src_nic, int dst_nic) const {
   const int sn = src_rank / ranks_per_node, dn = dst_rank / ranks_per_node;
   if (sn == dn || (src_nic < 0 && dst_nic < 0)) return route_latency(src_rank, dst_rank);
+  // Same rule as endpoint(): no NIC or the rank's own is its own route; any other NIC must have
+  // been built, or a plan naming it would silently run at the own route's latency.
   auto leg = [&](int rank, int nic) {
     const int local = rank % ranks_per_node;
+    if (nic < 0 || nic == own_nic[static_cast<std::size_t>(local)]) return gateway_latency[static_cast<std::size_t>(local)];
     const auto it = via_nic_latency.find({local, nic});
-    return it == via_nic_latency.end() ? gateway_latency[local] : it->second;
+    TRAINSIM_CHECK(it != via_nic_latency.end(), "the platform has no route from local rank " + std::to_string(local) +
+                                                    " through NIC " + std::to_string(nic) + " (build_platform's via_nics)");
+    return it->second;
   };
   return leg(src_rank, src_nic) + fabric_latency + leg(dst_rank, dst_nic);
 }
