@@ -53,6 +53,8 @@ namespace trainsim::model {
 ///   tensor and the copy into it: 2 kernels.
 /// Traffic: what each kernel reads and writes of the mask (1 B), the int32 row lengths and the
 /// int64 indices; generic streaming (no measured class), each op's launch overhead included.
+/// ATen was read at pytorch 0358b9e9 (newer than 2.1, which these runs used): ASSUMED 2.1 has the
+/// same count / sync / select structure in nonzero and the same cast in the reduction.
 [[nodiscard]] std::vector<Operation> unpad_index_ops(const std::string& name, double batch, double seq);
 /// unpad_input's IndexFirstAxis forward (bert_padding.py:17-19): torch.gather of `elements` bf16
 /// elements into a new tensor, read + write.
