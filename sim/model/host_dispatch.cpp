@@ -19,4 +19,14 @@ DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Sec
   return t;
 }
 
+std::vector<std::vector<Operation>> split_at_host_syncs(const std::vector<Operation>& ops) {
+  std::vector<std::vector<Operation>> runs(1);
+  for (const auto& op : ops) {
+    runs.back().push_back(op);
+    if (op.host_sync_after) runs.emplace_back();
+  }
+  if (runs.size() > 1 && runs.back().empty()) runs.pop_back();
+  return runs;
+}
+
 }  // namespace trainsim::model

@@ -7,7 +7,10 @@
 // collective) the device restarts only as fast as the host issues again. This is the arithmetic
 // of that race for a run of kernels, shared by the engine (a task's kernels) and validate/ (a
 // layer's ops).
+#include <vector>
+
 #include "core/units.hpp"
+#include "model/operation.hpp"
 
 namespace trainsim::model {
 
@@ -24,5 +27,10 @@ struct DispatchTimes {
 /// taken as equally long inside the run: a run mixing long and short kernels can end later.
 [[nodiscard]] DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
                                      Seconds device_time);
+
+/// A pass's ops cut after each op the host synchronises on (Operation::host_sync_after), in
+/// order: the runs of kernels the host issues between two synchronisations. One run (the whole
+/// list) without any; a synchronising last op ends the last run (no empty run follows it).
+[[nodiscard]] std::vector<std::vector<Operation>> split_at_host_syncs(const std::vector<Operation>& ops);
 
 }  // namespace trainsim::model

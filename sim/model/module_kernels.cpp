@@ -26,6 +26,27 @@ Operation unpad_gather(const std::string& name, double elements) {
   return make_elementwise(name, 2 * kBf16 * elements, 0, "index_gather");
 }
 
+std::vector<Operation> unpad_index_ops(const std::string& name, double batch, double seq) {
+  constexpr double kMask = 1, kInt32 = 4, kInt64 = 8;
+  const double tokens = batch * seq;
+  std::vector<Operation> ops{
+      make_elementwise(name + "_mask_to_int32", tokens * (kMask + kInt32)),
+      make_elementwise(name + "_seqlens_sum", tokens * kInt32 + batch * kInt32),
+      make_elementwise(name + "_nonzero_count_tiles", tokens * kMask),
+      make_elementwise(name + "_nonzero_count", kInt32),
+      make_elementwise(name + "_nonzero_select_init", 0),
+      make_elementwise(name + "_nonzero_select", tokens * (kMask + kInt64)),
+      make_elementwise(name + "_seqlens_max", batch * kInt32),
+      make_elementwise(name + "_cumsum_init", 0),
+      make_elementwise(name + "_cumsum", 2 * batch * kInt32),
+      make_elementwise(name + "_pad_fill", (batch + 1) * kInt32),
+      make_elementwise(name + "_pad_copy", 2 * batch * kInt32),
+  };
+  ops[3].host_sync_after = true;  // torch.nonzero: the count, for the output's size
+  ops[6].host_sync_after = true;  // .item() on the longest sequence
+  return ops;
+}
+
 namespace {
 // A zero-filled tensor, then `elements` values written into it at indices (scatter_ or
 // index_put_): both flash-attn padding directions.

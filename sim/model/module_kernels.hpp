@@ -36,6 +36,26 @@ namespace trainsim::model {
 // 8 B per token from cache, are left out. Kernel classes "index_gather", "index_scatter",
 // "zeros_fill": no measured sample on any profile, so the stream-copy rate (a fill writes only).
 
+/// unpad_input's index bookkeeping for one tensor (bert_padding.py:98-101 at v2.4.2) on the
+/// `batch` x `seq` bool mask, before its gather: one op per kernel PyTorch 2.1 launches (11),
+/// two of them followed by a host synchronisation (Operation::host_sync_after):
+/// - mask.sum(-1, dtype=int32): the bool mask cast to int32 (ATen ReduceOpsUtils.h
+///   make_reduction: `self.to(in_dtype)` when the input's dtype is not the reduction's), then
+///   the row sum: 2 kernels;
+/// - torch.nonzero(mask.flatten()) (ATen cuda/Nonzero.cu nonzero_cuda_out_impl): cub
+///   DeviceReduce::Sum counts the nonzeros (a pass over tiles, then one over their partials: 2
+///   kernels; batch x seq is over one tile), memcpy_and_sync brings the count to the host (the
+///   first sync: the output's size), cub DeviceSelect::Flagged writes the int64 indices (tile
+///   state init + select sweep: 2 kernels; a 1-D input needs no write_indices);
+/// - seqlens.max().item(): one reduction, then the second sync;
+/// - torch.cumsum(seqlens, 0, dtype=int32) on a 1-D tensor: cub DeviceScan (ScanUtils.cuh
+///   scan_dim, init + scan: 2 kernels); F.pad(..., (1, 0)): constant_pad_nd's fill of the new
+///   tensor and the copy into it: 2 kernels.
+/// Traffic: what each kernel reads and writes of the mask (1 B), the int32 row lengths and the
+/// int64 indices; generic streaming (no measured class), each op's launch overhead included.
+/// ATen was read at pytorch 0358b9e9 (newer than 2.1, which these runs used): ASSUMED 2.1 has the
+/// same count / sync / select structure in nonzero and the same cast in the reduction.
+[[nodiscard]] std::vector<Operation> unpad_index_ops(const std::string& name, double batch, double seq);
 /// unpad_input's IndexFirstAxis forward (bert_padding.py:17-19): torch.gather of `elements` bf16
 /// elements into a new tensor, read + write.
 [[nodiscard]] Operation unpad_gather(const std::string& name, double elements);

@@ -44,6 +44,10 @@ struct Operation {
   /// backward op (a GEMM's dgrad and wgrad: 2). A GEMM's extra ones (a bias gradient's reduction)
   /// go to its wgrad.
   int backward_kernels = 0;
+  /// The host reads this op's result before it issues the next op (a device-to-host copy and
+  /// a stream synchronise: torch.nonzero's output size, .item()), so the device's queue drains
+  /// there and the next kernels start only as the host issues them (split_at_host_syncs).
+  bool host_sync_after = false;
 };
 
 /// Kernels launched by a list of ops (Operation::kernels summed).

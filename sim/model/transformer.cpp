@@ -266,8 +266,14 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     // select), with or without padding in the batch.
     const bool unpad = mk == ModuleKernels::mpt_flash;
     if (unpad) {
-      Part p{{unpad_gather("unpad_q", tH), unpad_gather("unpad_k", x.t * kv_cols), unpad_gather("unpad_v", x.t * kv_cols)},
-             {}, true};
+      // Each unpad_input call first derives the indices from the mask (two host syncs each):
+      // the q, k and v calls in turn, each followed by its gather (attention.py:280-288).
+      Part p{{}, {}, true};
+      for (const auto& [name, elements] : {std::pair{"unpad_q", tH}, std::pair{"unpad_k", x.t * kv_cols},
+                                           std::pair{"unpad_v", x.t * kv_cols}}) {
+        for (auto& op : unpad_index_ops(name, x.b, x.sq)) p.forward.push_back(std::move(op));
+        p.forward.push_back(unpad_gather(name, elements));
+      }
       for (const auto& [name, elements] : {std::pair{"unpad_v_grad", x.t * kv_cols}, std::pair{"unpad_k_grad", x.t * kv_cols},
                                            std::pair{"unpad_q_grad", tH}})
         for (auto& op : unpad_gather_grad(name, elements)) p.backward.push_back(std::move(op));

@@ -13,6 +13,7 @@
 #include "model/composer_metrics.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
+#include "model/host_dispatch.hpp"
 #include "program/memory_bound_task.hpp"
 
 namespace trainsim::program {
@@ -22,6 +23,14 @@ namespace {
 using model::ops_duration;
 
 enum Streams { kCompute = 0, kGather = 1, kReduce = 2, kTensor = 3, kCopy = 4 };
+
+/// A run of a pass's kernels that the host issues between two synchronisations inside the pass
+/// (model::split_at_host_syncs).
+struct SyncedRun {
+  Seconds duration = 0;
+  int kernels = 0;
+  Seconds memory = 0;  ///< its memory-bound part
+};
 
 /// One FSDP unit: what it costs to compute on this rank and how many parameters it gathers.
 struct Unit {
@@ -39,6 +48,11 @@ struct Unit {
   /// The memory-bound parts of `forward` and `backward` (Task::memory_bound); the backward's
   /// includes the recomputed forward's, like `backward`.
   Seconds forward_memory = 0, backward_memory = 0;
+  /// Where the host synchronises inside a pass (llm-foundry's flash_attn_fn: unpad_input's
+  /// torch.nonzero and .item()), the pass's runs in order, summing to `forward` / `backward`;
+  /// the backward's are its recomputed forward's, the backward proper in the last. Empty: none,
+  /// or no host dispatch modelled (the cut would change nothing).
+  std::vector<SyncedRun> forward_runs{}, backward_runs{};
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -79,6 +93,27 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
     lbk += model::ops_kernels(recomputed);
   }
   const auto lfm = model::ops_memory_bound(layer_f, dev);
+  auto runs_of = [&](const std::vector<model::Operation>& ops) {
+    std::vector<SyncedRun> runs;
+    const auto split = model::split_at_host_syncs(ops);
+    if (!p.host_dispatch || split.size() <= 1) return runs;
+    for (const auto& run : split)
+      runs.push_back({ops_duration(run, dev), model::ops_kernels(run), model::ops_memory_bound(run, dev)});
+    return runs;
+  };
+  const auto forward_runs = runs_of(layer_f);
+  std::vector<SyncedRun> backward_runs;
+  if (p.activation_checkpointing) {
+    backward_runs = runs_of(p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+                                ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op)
+                                : layer_f);
+    if (!backward_runs.empty()) {
+      auto& last = backward_runs.back();
+      last.duration += ops_duration(layer_b, dev);
+      last.kernels += model::ops_kernels(layer_b);
+      last.memory += model::ops_memory_bound(layer_b, dev);
+    }
+  }
   auto lbm = model::ops_memory_bound(layer_b, dev);
   if (p.activation_checkpointing)
     lbm += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
@@ -88,6 +123,8 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
     units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
     units.back().forward_memory = lfm;
     units.back().backward_memory = lbm;
+    units.back().forward_runs = forward_runs;
+    units.back().backward_runs = backward_runs;
   }
   if (p.fsdp_float8_all_gather)
     for (auto& u : units)
@@ -213,6 +250,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     InternedName gather, gather_backward, reduce_scatter, replica_all_reduce;
     InternedName forward, backward, recompute, offload, fetch;
     InternedName amax, amax_all_reduce, cast, amax_backward, amax_all_reduce_backward, cast_backward;
+    /// The runs of a pass cut at host syncs (Unit::forward_runs) but its last, which keeps the
+    /// pass's name: "<pass> to sync k".
+    std::vector<InternedName> forward_runs, recompute_runs, backward_runs;
   };
   std::vector<std::vector<UnitNames>> names(static_cast<std::size_t>(p.accumulation), std::vector<UnitNames>(n));
   for (long mb = 0; mb < p.accumulation; ++mb) {
@@ -230,6 +270,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       name.recompute = "recompute " + unit.name + tag;
       name.offload = "offload input " + unit.name + tag;
       name.fetch = "fetch input " + unit.name + tag;
+      for (std::size_t r = 1; r < unit.forward_runs.size(); ++r) {
+        name.forward_runs.emplace_back(name.forward.str() + " to sync " + std::to_string(r));
+        name.recompute_runs.emplace_back(name.recompute.str() + " to sync " + std::to_string(r));
+      }
+      for (std::size_t r = 1; r < unit.backward_runs.size(); ++r)
+        name.backward_runs.emplace_back(name.backward.str() + " to sync " + std::to_string(r));
       if (unit.fp8_weights > 0) {
         name.amax = "fp8 shard amax " + unit.name + tag;
         name.amax_all_reduce = "fp8 amax all-reduce " + unit.name + tag;
@@ -500,6 +546,28 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         }
         return after;
       };
+      // A pass the host synchronises inside (Unit::forward_runs): a task per run, each after the
+      // first issued only once the one before has ended (Task::host_sync). The gathers come
+      // before the first run and the TP calls after the last, which keeps the pass's name and its
+      // memory (allocations, workspace, frees): the pass ends there and issues most of its
+      // kernels there (the attention, the MLP, the backward).
+      auto synced_pass = [&](Task whole, const std::vector<SyncedRun>& runs, const std::vector<InternedName>& run_names,
+                             std::vector<TaskRef> ready, PassCalls tensor_calls, PassCalls gather_calls) {
+        if (runs.empty()) return pass(std::move(whole), std::move(ready), tensor_calls, gather_calls);
+        TRAINSIM_CHECK(run_names.size() + 1 == runs.size(), "a name for every run of a synced pass but its last");
+        for (std::size_t r = 0; r + 1 < runs.size(); ++r) {
+          Task run{run_names[r], TaskKind::compute, whole.phase, runs[r].duration, -1, {}};
+          set_memory_bound(run, runs[r].memory);
+          run.kernels = runs[r].kernels;
+          run.host_sync = r > 0;
+          ready = {pass(std::move(run), std::move(ready), kNoCalls, r == 0 ? gather_calls : kNoCalls)};
+        }
+        whole.duration = runs.back().duration;
+        set_memory_bound(whole, runs.back().memory);
+        whole.kernels = runs.back().kernels;
+        whole.host_sync = true;
+        return pass(std::move(whole), std::move(ready), tensor_calls, kNoCalls);
+      };
       auto sp_gather = [&](const std::vector<int>& by_rank) { return sequence_parallel ? of_rank(by_rank) : kNoCalls; };
       // The FP8 shard casts (and amax all-reduces) before unit u's gather, after `deps`; returns
       // what the gather waits for.
@@ -577,8 +645,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           }
           if (moved[u].forward_gather && !kept_through_backward(u)) frees_gathered(f, u);
           f.kernels = units[u].forward_kernels;
-          previous = pass(f, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
-                          units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
+          previous = synced_pass(f, units[u].forward_runs, name[u].forward_runs, ready,
+                                 units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
+                                 units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
           computed.push_back(static_cast<int>(comp.size()) - 1);
           if (offload && units[u].layer)
             offloaded[u] = copy_task(name[u].offload, CopyDirection::to_host,
@@ -633,7 +702,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
             set_memory_bound(r, units[u].forward_memory);
             r.workspace = mem.workspace;
             r.kernels = units[u].forward_kernels;
-            ready = {pass(r, ready, of_rank(c[u].tensor_recompute), sp_gather(c[u].gather_recompute_sp))};
+            ready = {synced_pass(r, units[u].forward_runs, name[u].recompute_runs, ready, of_rank(c[u].tensor_recompute),
+                                 sp_gather(c[u].gather_recompute_sp))};
           }
           const Seconds dur = units[u].backward - (recompute_apart ? units[u].forward : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
@@ -650,8 +720,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           }
           if (moved[u].backward_gather || kept_through_backward(u)) frees_gathered(b, u);
           b.alloc = gradient_bytes[u];
-          previous = pass(b, ready, units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
-                          units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
+          static const std::vector<SyncedRun> kOneRun;
+          previous = synced_pass(b, recompute_apart ? kOneRun : units[u].backward_runs, name[u].backward_runs, ready,
+                                 units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
+                                 units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
           if (post && k + 1 < n) gather_backward(k + 1, 2);
           if (shard > 1 && moved[u].reduce) {

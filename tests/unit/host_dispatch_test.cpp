@@ -26,6 +26,29 @@ TEST(HostDispatch, ADeviceBoundRunShowsOnlyTheFirstIssue) {
   EXPECT_NEAR(model::dispatch(0, 1e-3, 10, 50e-6, 10e-3).device_end, 11e-3, 1e-12);
 }
 
+TEST(HostDispatch, OpsAreCutAfterEachHostSync) {
+  auto op = [](const char* name, bool sync) {
+    model::Operation o = model::make_elementwise(name, 1);
+    o.host_sync_after = sync;
+    return o;
+  };
+  auto shape = [](const std::vector<std::vector<model::Operation>>& runs) {
+    std::vector<std::size_t> sizes;
+    for (const auto& r : runs) sizes.push_back(r.size());
+    return sizes;
+  };
+  using Sizes = std::vector<std::size_t>;
+  EXPECT_EQ(shape(model::split_at_host_syncs({})), Sizes{0});
+  EXPECT_EQ(shape(model::split_at_host_syncs({op("a", false), op("b", false)})), Sizes{2});
+  // A synchronising last op ends the last run; two in a row leave a run of one.
+  EXPECT_EQ(shape(model::split_at_host_syncs({op("a", false), op("b", true)})), Sizes{2});
+  EXPECT_EQ(shape(model::split_at_host_syncs({op("a", true), op("b", true), op("c", false)})), (Sizes{1, 1, 1}));
+  const auto runs = model::split_at_host_syncs({op("a", false), op("b", true), op("c", false), op("d", false)});
+  ASSERT_EQ(shape(runs), (Sizes{2, 2}));
+  EXPECT_EQ(runs[0].back().name, "b");
+  EXPECT_EQ(runs[1].front().name, "c");
+}
+
 TEST(HostDispatch, NoKernelsOrNoHostCostIsTheDeviceTime) {
   EXPECT_NEAR(model::dispatch(5, 1, 0, 50e-6, 2).device_end, 3, 1e-12);
   EXPECT_NEAR(model::dispatch(0, 1, 10, 0, 2).device_end, 3, 1e-12);

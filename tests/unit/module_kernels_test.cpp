@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/host_dispatch.hpp"
 #include "model/module_kernels.hpp"
 #include "model/published_models.hpp"
 #include "model/transformer.hpp"
@@ -81,7 +82,8 @@ TEST(ModuleKernels, MptFlashUnpadsQkvAndPadsTheOutputAroundTheKernel) {
   const auto mpt_bwd = layer_backward_ops(s, shape(ModuleKernels::mpt, 2, 1, true));
   const auto fwd = layer_forward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true));
   const auto bwd = layer_backward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true));
-  EXPECT_EQ(fwd.size(), mpt_fwd.size() + 5);
+  // 3 gathers + 2 pad kernels, and 11 index kernels per unpad_input call (the next test).
+  EXPECT_EQ(fwd.size(), mpt_fwd.size() + 5 + 3 * 11);
   EXPECT_EQ(bwd.size(), mpt_bwd.size() + 7);
   // Gathers, then the kernel, then the pad; nothing else moves.
   const auto n = names(fwd);
@@ -92,11 +94,45 @@ TEST(ModuleKernels, MptFlashUnpadsQkvAndPadsTheOutputAroundTheKernel) {
   EXPECT_LT(at("pad_out_index_put"), at("attn_out"));
   EXPECT_DOUBLE_EQ(find(fwd, "unpad_q")->bytes, 4.0 * t * h);
   EXPECT_DOUBLE_EQ(find(fwd, "unpad_k")->bytes, 4.0 * t * hkv);
-  EXPECT_DOUBLE_EQ(bytes_of(fwd) - bytes_of(mpt_fwd), 4.0 * t * (h + 2 * hkv) + 6.0 * t * h);
+  // Per call the index kernels move 19 B per token (mask cast 1 + 4, row sum 4, count 1,
+  // select 1 + 8) and 28 B per sequence (sum 4, max 4, cumsum 8, pad 4 + 8) plus 8 (the count
+  // 4, the pad's extra element 4).
+  const double index_bytes = 19 * t + 28 * 2 + 8;
+  EXPECT_DOUBLE_EQ(bytes_of(fwd) - bytes_of(mpt_fwd), 4.0 * t * (h + 2 * hkv) + 6.0 * t * h + 3 * index_bytes);
   EXPECT_DOUBLE_EQ(bytes_of(bwd) - bytes_of(mpt_bwd), 4.0 * t * h + 6.0 * t * (h + 2 * hkv));
   EXPECT_EQ(count_kernel(bwd, "zeros_fill"), 3);
   EXPECT_DOUBLE_EQ(find(bwd, "unpad_v_grad_scatter")->bytes, 4.0 * t * hkv);
   EXPECT_DOUBLE_EQ(find(bwd, "pad_out_grad")->bytes, 4.0 * t * h);
+}
+
+TEST(ModuleKernels, UnpadInputSynchronisesAfterNonzerosCountAndAfterTheMaxsItem) {
+  const auto ops = unpad_index_ops("u", 4, 2048);
+  ASSERT_EQ(ops.size(), 11u);  // one op per kernel
+  std::vector<std::string> synced;
+  for (const auto& op : ops) {
+    EXPECT_EQ(op.kernels, 1) << op.name;
+    if (op.host_sync_after) synced.push_back(op.name);
+  }
+  EXPECT_EQ(synced, (std::vector<std::string>{"u_nonzero_count", "u_seqlens_max"}));
+  EXPECT_DOUBLE_EQ(find(ops, "u_nonzero_select")->bytes, 9.0 * 4 * 2048);  // mask read, int64 index written
+  EXPECT_DOUBLE_EQ(find(ops, "u_seqlens_max")->bytes, 4.0 * 4);
+}
+
+TEST(ModuleKernels, MptFlashCutsTheLayerForwardAtSixHostSyncs) {
+  const auto s = llama3_8b(2048);
+  const auto fwd = layer_forward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true));
+  const auto runs = split_at_host_syncs(fwd);
+  ASSERT_EQ(runs.size(), 7u);  // q, k and v: nonzero's count and .item() each
+  // Between the syncs: nonzero's select (2) and the max (1); then cumsum (2), pad (2), the
+  // gather and the next call's mask sum (2) and nonzero count (2).
+  std::vector<int> between;
+  for (std::size_t r = 1; r + 1 < runs.size(); ++r) between.push_back(ops_kernels(runs[r]));
+  EXPECT_EQ(between, (std::vector<int>{3, 9, 3, 9, 3}));
+  EXPECT_EQ(runs.front().back().name, "unpad_q_nonzero_count");
+  EXPECT_EQ(runs.back().front().name, "unpad_v_cumsum_init");
+  // Nothing else synchronises: the mpt layer is one run, and so is every backward.
+  EXPECT_EQ(split_at_host_syncs(layer_forward_ops(s, shape(ModuleKernels::mpt, 2, 1, true))).size(), 1u);
+  EXPECT_EQ(split_at_host_syncs(layer_backward_ops(s, shape(ModuleKernels::mpt_flash, 2, 1, true))).size(), 1u);
 }
 
 TEST(ModuleKernels, FusedLeavesTheOpListsAlone) {

@@ -613,6 +613,92 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   }
 }
 
+// llm-foundry's flash_attn_fn (module_kernels mpt-flash) under torch FSDP1, host dispatch on or off.
+ScheduleInputs unpadding(bool checkpointing, bool host_dispatch) {
+  auto in = inputs(4, 4, 1);
+  in.model.layers = 3;
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
+  in.plan.flash_attention = true;
+  in.plan.module_kernels = plan::ModuleKernels::mpt_flash;
+  in.plan.activation_checkpointing = checkpointing;
+  in.plan.host_dispatch = host_dispatch;
+  return in;
+}
+
+// `pass` cut into `runs` tasks ("<pass> to sync k", then the pass's own name) in `cut`, against
+// the one task of that name in `whole`: in order, each after the first a host sync waiting on
+// the one before, the first waiting for what the whole pass waits for, kernels and time summed,
+// and the pass's memory all on the last. Returns the first run's index.
+int expect_cut(const Stream& cut, const Stream& whole, const std::string& pass, int runs) {
+  const Task& w = find(whole, pass);
+  const int first = index_of(cut, pass + " to sync 1");
+  EXPECT_EQ(index_of(cut, pass), first + runs - 1);
+  int kernels = 0;
+  double duration = 0, memory_bound = 0;
+  for (int k = 0; k < runs; ++k) {
+    const Task& t = cut.tasks[static_cast<std::size_t>(first + k)];
+    if (k + 1 < runs) {
+      EXPECT_EQ(t.name, pass + " to sync " + std::to_string(k + 1));
+    }
+    EXPECT_EQ(t.host_sync, k > 0) << t.name;
+    if (k > 0) {
+      EXPECT_EQ(t.deps, (std::vector<TaskRef>{{0, first + k - 1}})) << t.name;
+    }
+    if (k + 1 < runs) {
+      EXPECT_EQ(t.alloc + t.workspace + t.release + t.release_borrowed, 0) << t.name;
+      EXPECT_EQ(t.allocations, -1) << t.name;
+    }
+    kernels += t.kernels;
+    duration += t.duration;
+    memory_bound += t.memory_bound;
+  }
+  EXPECT_EQ(cut.tasks[static_cast<std::size_t>(first)].deps.size(), w.deps.size());
+  const Task& last = cut.tasks[static_cast<std::size_t>(first + runs - 1)];
+  EXPECT_EQ(last.alloc, w.alloc);
+  EXPECT_EQ(last.workspace, w.workspace);
+  EXPECT_EQ(last.release, w.release);
+  EXPECT_EQ(last.release_borrowed, w.release_borrowed);
+  EXPECT_EQ(last.allocations, w.allocations);
+  EXPECT_EQ(kernels, w.kernels);
+  EXPECT_NEAR(duration, w.duration, 1e-9 * w.duration);
+  EXPECT_NEAR(memory_bound, w.memory_bound, 1e-9 * w.duration);
+  return first;
+}
+
+TEST(ShardedSchedule, MptFlashCutsEachLayersForwardAtUnpadInputsSixHostSyncs) {
+  const Program cut = build_program(unpadding(false, true));
+  const Program whole = build_program(unpadding(false, false));
+  validate(cut);
+  const auto& comp = cut.ranks[0].streams[0];
+  // Three layers' forwards, six syncs each (q, k, v: nonzero's count and .item()); the backward,
+  // with nothing recomputed, is one task.
+  EXPECT_EQ(comp.tasks.size(), whole.ranks[0].streams[0].tasks.size() + 3 * 6);
+  for (const char* layer : {"forward layer 0 mb0", "forward layer 2 mb0"}) {
+    const int first = expect_cut(comp, whole.ranks[0].streams[0], layer, 7);
+    // What the host issues after each sync before the next: nonzero's select and the max (3),
+    // cumsum, pad, the gather and the next call's mask sum and nonzero count (9).
+    for (int k = 1; k <= 5; ++k)
+      EXPECT_EQ(comp.tasks[static_cast<std::size_t>(first + k)].kernels, k % 2 == 1 ? 3 : 9);
+  }
+  EXPECT_GT(find(whole.ranks[0].streams[0], "forward layer 0 mb0").release_borrowed, 0);
+  EXPECT_FALSE(find(comp, "backward layer 0 mb0").host_sync);
+  // The rate limiter's gather waits for the whole forward two units back: its last run.
+  EXPECT_TRUE(waits_for(find(cut.ranks[0].streams[1], "all-gather layer 2 mb0"), 0, index_of(comp, "forward layer 0 mb0")));
+}
+
+TEST(ShardedSchedule, MptFlashUnderCheckpointingCutsTheBackwardAtTheRecomputedForwardsSyncs) {
+  const Program cut = build_program(unpadding(true, true));
+  const Program whole = build_program(unpadding(true, false));
+  validate(cut);
+  const auto& comp = cut.ranks[0].streams[0];
+  EXPECT_EQ(comp.tasks.size(), whole.ranks[0].streams[0].tasks.size() + 3 * 6 * 2);
+  expect_cut(comp, whole.ranks[0].streams[0], "forward layer 1 mb0", 7);
+  expect_cut(comp, whole.ranks[0].streams[0], "backward layer 1 mb0", 7);
+  // The gradient's allocation and the activations' release stay with the backward proper.
+  EXPECT_GT(find(comp, "backward layer 1 mb0").alloc, 0);
+  EXPECT_EQ(find(comp, "backward layer 1 mb0 to sync 1").alloc, 0);
+}
+
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {
   ScheduleInputs in = inputs(4, 4, 1);
   EXPECT_TRUE(unsupported_plan(in).empty());
