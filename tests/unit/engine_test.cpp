@@ -17,6 +17,7 @@
 #include "collective/collective_calibration.hpp"
 #include "core/error.hpp"
 #include "collective/collective_plan.hpp"
+#include "exact_timing_engine.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
 #include "program/program.hpp"
@@ -40,16 +41,9 @@ constexpr double kRoceLink = 100e9 / 8;  // one link of the hpu mesh, per direct
 class EngineTest : public testing::Test {
 protected:
   void SetUp() override {
-    static bool engine_made = false;
-    if (engine_made) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own "
+    if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own "
                                      "(--gtest_filter), as ctest does";
-    engine_made = true;
-    xbt_log_control_set("root.thresh:critical");
-    int argc = 1;
-    char name[] = "engine_test";
-    char* argv[] = {name, nullptr};
-    engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
-    configure_exact_timing(*engine_);
+    engine_ = testing_support::make_exact_timing_engine("engine_test");
     topology_ = topology::load_topology("topologies/dl1.24xlarge.json");
     platform_ = build_platform(topology_, 2, hbm_link_);
   }

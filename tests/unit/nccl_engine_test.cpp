@@ -13,6 +13,7 @@
 
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
+#include "exact_timing_engine.hpp"
 #include "engine/fabric_rates.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
@@ -31,15 +32,8 @@ using program::TaskKind;
 class NcclEngineTest : public testing::Test {
 protected:
   void SetUp() override {
-    static bool engine_made = false;
-    if (engine_made) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own";
-    engine_made = true;
-    xbt_log_control_set("root.thresh:critical");
-    int argc = 1;
-    char name[] = "nccl_engine_test";
-    char* argv[] = {name, nullptr};
-    engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
-    configure_exact_timing(*engine_);
+    if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own";
+    engine_ = testing_support::make_exact_timing_engine("nccl_engine_test");
     topology_ = topology::load_topology("topologies/p5.48xlarge.json");
     cal_ = collective::load_collective_calibration(topology_.calibration_file);
     platform_ = build_platform(topology_, 2);
