@@ -10,16 +10,14 @@ points (gradient_dtype bf16, the rest as scenarios/llmfoundry-fsdp-a100.json) an
 error against each measurement. Run from the repository root:
   python3 validate/llmfoundry_80gb_stacks.py [--trainsim build/sim/trainsim]"""
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llmfoundry_tables as tables  # noqa: E402
 import make_llmfoundry_scenarios as scenarios  # noqa: E402
+from trainsim_runs import run, run_with_points  # noqa: E402
 
 SCENARIO = os.path.join("scenarios", "llmfoundry-fsdp-a100.json")
 
@@ -44,30 +42,16 @@ def matched_rows():
 
 def simulated_errors(trainsim, pairs):
     """trainsim's samples/s error (%) against the 2023-05 and the 2023-10 measurement, per pair."""
-    doc = json.load(open(SCENARIO))
     new_errors = {p["label"]: p for p in run(trainsim, SCENARIO) if p["label"].startswith("80GB ")}
     old_points = []
     for label, o in scenarios.labelled("80GB 2023-05 ", [o for o, _ in pairs]):
         p, _ = scenarios.point(label, o, 312, "2023-05 bf16 / PURE", topology="../topologies/mosaicml-a100-80g-roce.json")
         old_points.append(p)
-    doc["points"] = old_points
-    # Written beside the scenario so its relative topology paths still resolve.
-    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=os.path.dirname(SCENARIO), delete=False) as fh:
-        json.dump(doc, fh)
-    try:
-        old_out = run(trainsim, fh.name)
-    finally:
-        os.unlink(fh.name)
+    old_out = run_with_points(trainsim, SCENARIO, old_points)
     # The scenario's labels: make_llmfoundry_scenarios.py's order decides which of two rows sharing
     # model, seq and GPUs gets its micro-batch appended.
     new_labels = {key(r): label for label, r in scenarios.labelled("80GB ", scenarios.ordered(tables.A80, "A80"))}
     return [(o["error_pct"], new_errors[new_labels[key(n)]]["error_pct"]) for o, (_, n) in zip(old_out, pairs)]
-
-
-def run(trainsim, scenario):
-    out = subprocess.run([trainsim, "run", scenario, "--format", "json", "--no-wall-time"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["points"]
 
 
 def main():

@@ -11,8 +11,8 @@ The README's llm-foundry section quotes it.
 import argparse
 import json
 import os
-import subprocess
-import tempfile
+
+from trainsim_runs import run, run_with_points
 
 # Label prefixes written by make_llmfoundry_scenarios.py, longest first.
 TABLES = [("H100 large-scale ", "H100 80GB BF16 Large Scale"), ("H100 FP8 ", "H100 80GB FP8"), ("H100 ", "H100 80GB BF16"),
@@ -21,12 +21,6 @@ TABLES = [("H100 large-scale ", "H100 80GB BF16 Large Scale"), ("H100 FP8 ", "H1
 
 def table_of(label):
     return next(name for prefix, name in TABLES if label.startswith(prefix))
-
-
-def run(trainsim, scenario):
-    out = subprocess.run([trainsim, "run", scenario, "--format", "json", "--no-wall-time"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["points"]
 
 
 def halving_check(trainsim, root):
@@ -45,14 +39,7 @@ def halving_check(trainsim, root):
     for p in doubled:
         p["training"]["micro_batch"] *= 2
         p["training"]["gradient_accumulation"] //= 2
-    doc["points"] = doubled
-    # Written beside the original so its relative topology paths still resolve.
-    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=os.path.dirname(path), delete=False) as fh:
-        json.dump(doc, fh)
-    try:
-        out = run(trainsim, fh.name)
-    finally:
-        os.unlink(fh.name)
+    out = run_with_points(trainsim, path, doubled)
     fits = [f"{p['label']} (micro-batch {q['training']['micro_batch']}: {p['memory']['peak_bytes'] / 2**30:.1f} GiB)"
             for p, q in zip(out, doubled) if p["status"] == "simulated"]
     print(f"\nA100 40GB: {len(rows)} rows may be 'auto' halvings; at twice the micro-batch {len(rows) - len(fits)} do not fit "
