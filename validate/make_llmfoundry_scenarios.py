@@ -112,6 +112,7 @@ A100_TRAINING = {
  "fused_cross_entropy": True,
  "fused_cross_entropy_inplace": False,
  "composer_train_metrics": ["LanguageCrossEntropy", "LanguagePerplexity"],
+ "composer_metric_sync": True,
  "gradient_dtype": "bf16",
  "parameter_dtype": "bf16",
  "note": "FSDP FULL_SHARD over every GPU with MixedPrecision (fp32 sharded parameters and gradients, bf16 working copies), decoupled AdamW; per point: micro-batch, accumulation, checkpointing, gradient reduction dtype"
@@ -247,7 +248,7 @@ def a100_scenario():
         "schema_version": 1, "name": "llmfoundry-fsdp-a100", "title": A100_TITLE, "description": A100_DESCRIPTION,
         "topology": "../topologies/mosaicml-a100-40g-roce.json",
         "model": model_block(ordered(tables.A40, "A40")[0], A100_MODEL_SOURCE),
-        "training": A100_TRAINING, "assumptions": A100_ASSUMPTIONS, "reference": A100_REFERENCE,
+        "training": A100_TRAINING, "assumptions": A100_ASSUMPTIONS + [METRIC_SYNC], "reference": A100_REFERENCE,
         "points": a100_points(40, tables.A40) + a100_points(80, tables.A80)})
 
 
@@ -319,6 +320,15 @@ H100_LARGE_GRAD_OP = ("the Large Scale table's 6 SHARD_GRAD_OP rows (1B and 3B o
     "forward's gathers. Read at pytorch/pytorch 00ae0bc91 (the 2.0 line, the one whole copy at hand), ASSUMED unchanged at v2.1.0 (the stored "
     "2.x copies read the same). Composer 0.17 runs FSDP without no_sync (trainer.py v0.17.0 :2307, :2386, dist_strategy.py :71), so the "
     "gradients are reduce-scattered every micro-batch (these rows have one per step)")
+METRIC_SYNC = ("Composer's per-batch metric sync after the optimizer step (training.composer_metric_sync, model/composer_metric_sync.hpp): "
+               "Composer computes the train metrics every batch, not at log intervals (composer/trainer/trainer.py _train_loop: v0.13.4 :2010-2014, v0.16.4 :2086-2091, v0.17.2 :2102-2106; "
+               "reset in _train_batch, v0.17.2 :2231-2235), after the loss's all-reduce and .item() (v0.17.2 :2074-2076) and _accumulate_time_across_ranks (:1972-1992). "
+               "torchmetrics' compute() gathers each state over the world (metric.py v1.0.3 :407-438; utilities/distributed.py v1.0.3 :96-121, v0.11.3 :96-126: a barrier, "
+               "world_size torch.zeros_like, a list all_gather that ProcessGroupNCCL copies out with one copy_ per rank); LanguageCrossEntropy and LanguagePerplexity "
+               "hold two 0-dim states each (metrics/nlp.py v0.17.2 :101-102): 2 metrics x 2 states x 2 x world_size host calls per step, after a drain, at the device's "
+               "eager_copy_call (13 us, measured for Tensor.copy_ with PyTorch 2.11 on the project's H100 host; ASSUMPTION for a zeros_like and c10d's C++ copy_ "
+               "with PyTorch 1.13 / 2.1 on the runs' hosts): 13.3 ms per step on 128 GPUs, 53 ms on 512, 0.8 ms on 8. The constant part (the reads, barriers' latency, stacks) is left out")
+
 H100_SHARED = [A100_ASSUMPTIONS[i] for i in (1, 3, 5, 6, 8)]  # module kernels, GPT shapes, fused loss, train metrics, fp32 master state
 
 
@@ -369,7 +379,7 @@ def h100_scenario():
         "model": model_block(bf16[0], A100_MODEL_SOURCE + "; the H100 table's NumParams obeys the same count (13B at seq 2048: 12,853,954,560)"),
         "training": training,
         "assumptions": [H100_SOFTWARE, H100_PRECISION, H100_ATTENTION, H100_GEMMS, H100_FSDP, H100_ALLOCATOR, *H100_SHARED, H100_TOPOLOGY, H100_FP8,
-                        H100_LARGE, H100_LARGE_GRAD_OP],
+                        H100_LARGE, H100_LARGE_GRAD_OP, METRIC_SYNC],
         "reference": {"source": f"{README} at llm-foundry 5e85bd62d (2024-01-06), tables 'H100 80GB BF16' and 'H100 80GB FP8', every row (validate/llmfoundry_tables.py; added in b2a43a147, 2023-10-19, unchanged up to 8c8dd48f7). The first 13 rows are shared/VALIDATION.md 3.2's",
                       "table": A100_REFERENCE["table"],
                       "note": "MFU/HFU-to-TFLOP/s: as for the A100 tables, with 989 TFLOP/s (BF16) and 1979 (the FP8 rows: the README's Model TFLOP column is MFU x 1979 there)"},

@@ -318,6 +318,10 @@ struct TrainingPlan {
   /// Whether those updates run under torch.autocast(bf16) (Composer's amp_bf16), where nll_loss
   /// casts the log-probabilities to fp32, or not (amp_fp8: Transformer Engine's fp8_autocast only).
   bool composer_train_metrics_autocast = true;
+  /// Composer's per-batch metric sync after the optimizer step (model/composer_metric_sync.hpp):
+  /// every train metric's compute() gathers its states across the world, O(world) host calls
+  /// while the device waits. Modelled in the sharded schedule, needs composer_train_metrics.
+  bool composer_metric_sync = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

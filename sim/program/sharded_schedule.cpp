@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
 #include "program/activation_allocations.hpp"
+#include "model/composer_metric_sync.hpp"
 #include "model/composer_metrics.hpp"
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
@@ -207,6 +208,12 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
 
   Program prog;
   prog.samples_per_step = p.micro_batch * p.accumulation * L.dp;
+  // Composer's per-batch metric sync over the world group (model/composer_metric_sync.hpp): 0 when
+  // off or the device profile has no measured per-call time.
+  const Seconds metric_sync =
+      p.composer_metric_sync
+          ? model::composer_metric_sync_host_time(p.composer_train_metrics, L.world, in.device.eager_copy_call)
+          : 0.0;
   // torch FSDP's host waits and issue order are marked below (gathers' host_sync and host_after);
   // DeepSpeed's and a generic runtime's are not known.
   prog.host_bounds_modelled = torch_fsdp;
@@ -785,6 +792,17 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         scales.kernels = ops[1].kernels;
         set_memory_bound(scales, model::ops_memory_bound({ops[1]}, in.device));
         comp.push_back(std::move(scales));
+      }
+      if (metric_sync > 0) {
+        // Composer's metric sync after the step: the host waits for every stream (the loss's
+        // .item() and the barriers), then makes its O(world) calls while the device idles.
+        std::vector<TaskRef> drained;
+        for (int st = 0; st < static_cast<int>(rp.streams.size()); ++st)
+          if (!rp.streams[static_cast<std::size_t>(st)].tasks.empty())
+            drained.push_back(last(rp.streams[static_cast<std::size_t>(st)].tasks, st));
+        rp.streams.push_back({"host", StreamKind::host, {}});
+        rp.streams.back().tasks.push_back(
+            {"composer metric sync", TaskKind::host, Phase::other, metric_sync, -1, std::move(drained)});
       }
       prog.ranks.push_back(std::move(rp));
     }

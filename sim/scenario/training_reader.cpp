@@ -378,6 +378,11 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("composer_train_metrics_autocast", "describes Composer's train-metric updates: needs composer_train_metrics");
     t.composer_train_metrics_autocast = o.boolean_or("composer_train_metrics_autocast", true);
   }
+  if (o.has("composer_metric_sync")) {
+    t.composer_metric_sync = o.boolean_or("composer_metric_sync", false);
+    if (t.composer_metric_sync && t.composer_train_metrics == 0)
+      o.fail("composer_metric_sync", "syncs Composer's train metrics: needs composer_train_metrics");
+  }
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");

@@ -46,6 +46,10 @@
 //                       micro-batch's backward (model/composer_metrics.hpp; schedule fsdp, TP 1)
 //   composer_train_metrics_autocast [true]: those updates under torch.autocast(bf16), nll_loss
 //                       casting the log-probabilities to fp32 (Composer's amp_bf16), or not (amp_fp8)
+//   composer_metric_sync [false]: after every optimizer step the metrics' compute() gathers
+//                       their states over the world: 2 x world host calls per state at the
+//                       device's eager_copy_call, after a drain (model/composer_metric_sync.hpp);
+//                       needs composer_train_metrics
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   gradient_buffers    whose optimizer holds the gradients (plan::GradientBuffers): generic |
 //                       megatron-local-ddp (ddp) | megatron-core-distributed-optimizer |

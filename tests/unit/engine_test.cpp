@@ -20,7 +20,9 @@
 #include "exact_timing_engine.hpp"
 #include "engine/platform_builder.hpp"
 #include "engine/program_executor.hpp"
+#include "program/build_program.hpp"
 #include "program/program.hpp"
+#include "support/fixtures.hpp"
 #include "topology/topology.hpp"
 
 namespace trainsim::engine {
@@ -168,6 +170,45 @@ TEST_F(EngineTest, WithoutAHostCostTasksTakeTheirDeviceTime) {
   const ExecutionResult r = run(p, no_plan);
   ASSERT_TRUE(r.completed);
   EXPECT_NEAR(r.makespan, 200e-6, 1e-9);
+}
+
+TEST_F(EngineTest, ComposersMetricSyncLengthensTheStepByItsHostTimeAfterTheDeviceDrains) {
+  // The sharded schedule's program of one FSDP rank with Composer's metric sync (host dispatch
+  // on): the host task starts when the last device task ends (nothing else runs then) and the
+  // step ends 2 metrics x 2 states x 2 calls x 1 rank x 1 ms = 8 ms after it.
+  program::ScheduleInputs in;
+  in.model = {"tiny", 2, 64, 4, 256, 100, 16, false};
+  in.plan.sharding = plan::Sharding::fsdp;
+  in.plan.micro_batch = 2;
+  ASSERT_TRUE(plan::precision_recipe("fsdp_mixed", in.plan.precision));
+  in.layout = plan::layout_of(in.plan, 1, 1);
+  in.device = ::trainsim::testing_support::round_number_device();
+  in.device.eager_kernel_issue = 50e-6;
+  in.device.eager_copy_call = 1e-3;
+  in.plan.host_dispatch = true;
+  in.plan.composer_train_metrics = 2;
+  in.plan.composer_metric_sync = true;
+  in.stages = {{1000, 100, 10}};
+  const Program p = program::build_program(in);
+  ASSERT_GT(p.host_per_kernel, 0);
+  const int host_stream = static_cast<int>(p.ranks[0].streams.size()) - 1;
+  ASSERT_EQ(p.ranks[0].streams[static_cast<std::size_t>(host_stream)].kind, StreamKind::host);
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  Seconds device_end = 0, host_start = -1, host_end = -1;
+  for (const auto& rec : r.records) {
+    if (rec.stream == host_stream) {
+      host_start = rec.start;
+      host_end = rec.end;
+    } else {
+      device_end = std::max(device_end, rec.end);
+    }
+  }
+  ASSERT_GE(host_start, 0);
+  EXPECT_GT(device_end, 0);
+  EXPECT_NEAR(host_start, device_end, 1e-12);
+  EXPECT_NEAR(host_end - host_start, 2 * 2 * 2 * 1 * 1e-3, 1e-12);
+  EXPECT_NEAR(r.makespan, device_end + 8e-3, 1e-12);
 }
 
 TEST_F(EngineTest, GpuBoundTasksHideTheHostAfterTheFirstKernel) {

@@ -785,6 +785,20 @@ TEST(ScenarioErrors, FsdpPrefetchOptionsNeedFsdp1) {
   EXPECT_TRUE(contains(e.what(), "torch-fsdp1")) << e.what();
 }
 
+TEST(ScenarioErrors, ComposerMetricSyncNeedsTheMetrics) {
+  json doc = read_json_file("scenarios/llmfoundry-fsdp-a100.json");
+  doc["topology"] = absolute("topologies/mosaicml-a100-40g-roce.json");
+  doc["points"] = json::array({doc["points"][0]});
+  EXPECT_TRUE(load_scenario(write(doc, temp_file("on"))).points.at(0).training.composer_metric_sync);
+  doc["training"].erase("composer_metric_sync");
+  EXPECT_FALSE(load_scenario(write(doc, temp_file("default"))).points.at(0).training.composer_metric_sync);
+  doc["training"]["composer_metric_sync"] = true;
+  doc["training"].erase("composer_train_metrics");
+  const ConfigError e = error_of(doc);
+  EXPECT_EQ(e.json_path(), "/training/composer_metric_sync");
+  EXPECT_TRUE(contains(e.what(), "needs composer_train_metrics")) << e.what();
+}
+
 TEST(ScenarioErrors, ComposerTrainMetricsAutocastNeedsTheMetrics) {
   json doc = read_json_file("scenarios/llmfoundry-fsdp-a100.json");
   doc["topology"] = absolute("topologies/mosaicml-a100-40g-roce.json");

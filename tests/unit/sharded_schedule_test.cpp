@@ -152,6 +152,51 @@ TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeT
   EXPECT_NEAR(one.duration, m0.duration / 2, 1e-12);
 }
 
+TEST(ShardedSchedule, ComposerMetricSyncIsOneHostTaskAfterTheStepGrowingWithTheWorld) {
+  // Every rank: after the optimizer step, a host task waiting for the last task of every stream
+  // (the drain of the loss's .item() and the barriers), lasting 2 metrics x 2 states x
+  // (world zeros_like + world copies) x eager_copy_call.
+  for (long world : {4L, 8L}) {
+    ScheduleInputs in = inputs(world, world, 1, 2);
+    in.plan.composer_train_metrics = 2;
+    in.device.eager_copy_call = 1e-3;
+    const Program plain = build_program(in);
+    in.plan.composer_metric_sync = true;
+    const Program prog = build_program(in);
+    validate(prog);
+    ASSERT_EQ(prog.ranks.size(), static_cast<std::size_t>(world));
+    for (const auto& r : prog.ranks) {
+      ASSERT_EQ(r.streams.size(), plain.ranks[0].streams.size() + 1);
+      const Stream& host = r.streams.back();
+      EXPECT_EQ(host.kind, StreamKind::host);
+      ASSERT_EQ(host.tasks.size(), 1u);
+      const Task& h = host.tasks[0];
+      EXPECT_EQ(h.kind, TaskKind::host);
+      EXPECT_DOUBLE_EQ(h.duration, 2 * 2 * 2 * static_cast<double>(world) * 1e-3);
+      EXPECT_EQ(h.kernels, 0);
+      std::size_t non_empty = 0;
+      for (std::size_t st = 0; st + 1 < r.streams.size(); ++st) {
+        if (r.streams[st].tasks.empty()) continue;
+        ++non_empty;
+        EXPECT_TRUE(waits_for(h, static_cast<int>(st), static_cast<int>(r.streams[st].tasks.size()) - 1))
+            << "does not wait for " << r.streams[st].name;
+      }
+      EXPECT_EQ(h.deps.size(), non_empty);
+      // The device's own tasks are those of the program without the sync.
+      for (std::size_t st = 0; st + 1 < r.streams.size(); ++st)
+        EXPECT_EQ(r.streams[st].tasks.size(), plain.ranks[0].streams[st].tasks.size());
+    }
+  }
+}
+
+TEST(ShardedSchedule, ComposerMetricSyncWithoutAMeasuredCallTimeAddsNothing) {
+  ScheduleInputs in = inputs(4, 4, 1);
+  in.plan.composer_train_metrics = 2;
+  in.plan.composer_metric_sync = true;  // round_number_device has no eager_copy_call
+  const Program prog = build_program(in);
+  for (const auto& s : prog.ranks[0].streams) EXPECT_NE(s.kind, StreamKind::host);
+}
+
 TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch) {
   // Backward order: head, layer 1, layer 0, embedding. Under BACKWARD_POST the gather of a unit
   // is issued after the unit before it in backward order has resharded; limit_all_gathers then
