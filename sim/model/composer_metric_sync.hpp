@@ -44,6 +44,7 @@ struct ComposerMetricSync {
 
 /// Host time of those calls at `per_call` each (the device profile's eager_copy_call: ASSUMPTION,
 /// a Python zeros_like and c10d's C++ copy_ each cost the host what a Python Tensor.copy_ does).
-[[nodiscard]] Seconds composer_metric_sync_host_time(int metrics, long world_size, Seconds per_call);
+[[nodiscard]] Seconds composer_metric_sync_host_time(int metrics, long world_size,
+                                                     Seconds per_call);
 
 }  // namespace trainsim::model
