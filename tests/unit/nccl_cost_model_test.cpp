@@ -4,15 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_cost_model.hpp"
 #include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
+
+using testing_support::ranks;
 
 /// Hopper, AMD CPU, 75 us network latency, every graph 8 channels of 48 GB/s (p5's file).
 NcclCostModel p5_like() {
@@ -118,12 +120,6 @@ CollectiveCalibration cal_with_estimate() {
   inter.ll128_chunk = 576000;
   c.nccl_cost_model = std::make_shared<const NcclCostModel>(p5_like());
   return c;
-}
-
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
 }
 
 TEST(NcclCostModel, TunerChoosesByNcclsEstimateAcrossNodes) {

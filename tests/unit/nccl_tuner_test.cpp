@@ -4,14 +4,16 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
+
+using testing_support::ranks;
 
 /// Round numbers: protocols as NCCL's (LL 1/2, LL128 120/128) with base latencies 5 / 8 /
 /// 10 us, 1 MB chunks; NVSwitch with ring 0.8 and NVLS 0.5 efficiency and a 40 us NVLS call;
@@ -43,12 +45,6 @@ CollectiveCalibration round_cal(bool nvls) {
 
 /// 100 GB/s NVLink port, 1 us hop; 50 GB/s node uplink, 10 us hop.
 FabricRates round_rates() { return {100e9, 1e-6, 50e9, 10e-6}; }
-
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
 
 TEST(NcclTuner, RingPredictionIsLatencyPlusFillPlusBandwidth) {
   const auto cal = round_cal(false);
