@@ -1,6 +1,6 @@
 #pragma once
-// Finding a rank's stream and a stream's task by name, and a task's dependencies, for schedule
-// tests that check the order and dependencies of named tasks.
+// Reading a rank's program in schedule tests: its streams and tasks by name, a task's
+// dependencies, and the bytes its tasks allocate and release.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,6 +48,23 @@ inline int index_of(const program::Stream& s, const std::string& name) {
 /// Whether `t` waits for task `index` of stream `stream`.
 inline bool waits_for(const program::Task& t, int stream, int index) {
   return std::find(t.deps.begin(), t.deps.end(), program::TaskRef{stream, index}) != t.deps.end();
+}
+
+/// The bytes the tasks of `r` allocate, over all its streams.
+inline double allocated_bytes(const program::RankProgram& r) {
+  double bytes = 0;
+  for (const auto& s : r.streams)
+    for (const auto& t : s.tasks) bytes += t.alloc;
+  return bytes;
+}
+
+/// The bytes the tasks of `r` release, their own allocations and borrowed ones, over all its
+/// streams.
+inline double released_bytes(const program::RankProgram& r) {
+  double bytes = 0;
+  for (const auto& s : r.streams)
+    for (const auto& t : s.tasks) bytes += t.release + t.release_borrowed;
+  return bytes;
 }
 
 }  // namespace trainsim::testing_support

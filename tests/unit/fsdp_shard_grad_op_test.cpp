@@ -17,7 +17,9 @@ namespace trainsim::program {
 namespace {
 
 using testing_support::find_task;
+using testing_support::allocated_bytes;
 using testing_support::index_of;
+using testing_support::released_bytes;
 
 constexpr int kCompute = 0, kGather = 1;
 
@@ -160,13 +162,7 @@ TEST(FsdpShardGradOp, EveryUnitIsGatheredWhenTheBackwardStartsAndThePeakGrowsWit
       EXPECT_DOUBLE_EQ(gathered_live_at(r, kCompute, index_of(comp, "backward embedding mb0")),
                        root * wire);
       // Whatever was allocated is released by the end of the step.
-      double allocated = 0, released = 0;
-      for (const auto& s : r.streams)
-        for (const auto& t : s.tasks) {
-          allocated += t.alloc;
-          released += t.release + t.release_borrowed;
-        }
-      EXPECT_DOUBLE_EQ(allocated, released);
+      EXPECT_DOUBLE_EQ(allocated_bytes(r), released_bytes(r));
     }
   }
 }

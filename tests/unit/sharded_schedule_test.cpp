@@ -16,7 +16,9 @@ namespace trainsim::program {
 namespace {
 
 using testing_support::find_task;
+using testing_support::allocated_bytes;
 using testing_support::index_of;
+using testing_support::released_bytes;
 using testing_support::waits_for;
 
 ScheduleInputs inputs(long world, long shard, long tp, long accumulation = 1) {
@@ -490,13 +492,7 @@ TEST(ShardedSchedule, GatheredUnitsAndGradientsComeFromTheirStreamsPools) {
   EXPECT_DOUBLE_EQ(rs.workspace, layer * reduce * 2);
   EXPECT_EQ(rs.alloc_pool, 2);
   // Every gather's allocation is released once: the timeline ends where it began.
-  double allocated = 0, released = 0;
-  for (const auto& s : r.streams)
-    for (const auto& t : s.tasks) {
-      allocated += t.alloc;
-      released += t.release + t.release_borrowed;
-    }
-  EXPECT_DOUBLE_EQ(allocated, released);
+  EXPECT_DOUBLE_EQ(allocated_bytes(r), released_bytes(r));
 }
 
 TEST(ShardedSchedule, WithoutShardingTheGatheredTermsStayResident) {
