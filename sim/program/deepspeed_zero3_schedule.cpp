@@ -78,6 +78,14 @@ Model submodules_of(const ScheduleInputs& in) {
     sm.tensors.push_back(small(name + (shift ? " weight" : ""), h));
     if (shift) sm.tensors.push_back(small(name + " bias", h));
   };
+  // The embedding's and the head's costs: their forward ops, and the generic backward of those
+  // (a layer's parts share the layer's own backward instead).
+  auto set_costs = [&](Submodule& sm, const std::vector<model::Operation>& ops) {
+    sm.forward = ops_duration(ops, dev);
+    sm.backward = ops_duration(model::backward_of(ops), dev);
+    sm.forward_kernels = model::ops_kernels(ops);
+    sm.backward_kernels = model::ops_kernels(model::backward_of(ops));
+  };
 
   const double word_numel = static_cast<double>(s.vocab) * h;
   const int word = tensor("word embedding", word_numel);
@@ -85,11 +93,7 @@ Model submodules_of(const ScheduleInputs& in) {
     Submodule e{"embedding", {word}, 0, 0, -1};
     const double rest = model::embedding_parameters(s) - word_numel;
     if (rest > 0) e.tensors.push_back(tensor("position embedding", rest));
-    const auto ops = model::embedding_forward_ops(s, shape);
-    e.forward = ops_duration(ops, dev);
-    e.backward = ops_duration(model::backward_of(ops), dev);
-    e.forward_kernels = model::ops_kernels(ops);
-    e.backward_kernels = model::ops_kernels(model::backward_of(ops));
+    set_costs(e, model::embedding_forward_ops(s, shape));
     m.modules.push_back(std::move(e));
   }
   const auto layer_ops = model::layer_forward_ops(s, shape);
@@ -156,11 +160,7 @@ Model submodules_of(const ScheduleInputs& in) {
       own -= norm_numel;
     }
     if (own > 0) hd.tensors.push_back(small("head norm", own));
-    const auto ops = model::head_forward_ops(s, shape);
-    hd.forward = ops_duration(ops, dev);
-    hd.backward = ops_duration(model::backward_of(ops), dev);
-    hd.forward_kernels = model::ops_kernels(ops);
-    hd.backward_kernels = model::ops_kernels(model::backward_of(ops));
+    set_costs(hd, model::head_forward_ops(s, shape));
     m.modules.push_back(std::move(hd));
   }
   return m;
