@@ -16,8 +16,8 @@
 namespace trainsim::program {
 namespace {
 
-using testing_support::find_task;
 using testing_support::allocated_bytes;
+using testing_support::find_task;
 using testing_support::index_of;
 using testing_support::released_bytes;
 
