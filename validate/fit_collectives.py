@@ -21,39 +21,42 @@ import json
 import re
 import subprocess
 import sys
+from collections import namedtuple
 
 TRAINSIM = sys.argv[1] if len(sys.argv) > 1 else "build/sim/trainsim"
 CAL = "topologies/calibration/"
 REF = "validate/reference/"
 GIB, MIB = 1 << 30, 1 << 20
 
-# (fabric file, JSON path, unit, lo, hi, busbw rises with the value, topology, reference, op,
-#  nodes, size)
+# One fitted value: where it is (fabric file, JSON path, the unit its string carries, "" for a
+# bare number), its bisection range [lo, hi], whether busbw rises with it, and the reference row
+# it is fitted to (topology, reference file, op, nodes, size).
+Fit = namedtuple("Fit", "fabric path unit lo hi rising topology reference op nodes size")
+
+
+def all_reduce_fits(fabric, topology, rows):
+    """The fits of one fabric file, all to all_reduce rows measured on `topology`; a row is
+    (path, unit, lo, hi, rising, reference, nodes, size)."""
+    return [Fit(fabric, path, unit, lo, hi, rising, topology, reference, "all_reduce", nodes, size)
+            for path, unit, lo, hi, rising, reference, nodes, size in rows]
+
+
 FITS = {
-    "a100": [
-        ("nccl-nvswitch-a100.json", ["efficiency", "ring"], "", 0.3, 1.0, True,
-         "p4de.24xlarge", "azure-nd-a100-v4", "all_reduce", 1, 8 * GIB),
-        ("nccl-nvswitch-a100.json", ["step_latency", "Simple"], "us", 0.0, 20.0, False,
-         "p4de.24xlarge", "azure-nd-a100-v4", "all_reduce", 1, MIB),
-        ("nccl-nvswitch-a100.json", ["simple_chunk", "value"], "MB", 0.05, 40.0, False,
-         "p4de.24xlarge", "azure-nd-a100-v4", "all_reduce", 1, 64 * MIB),
-    ],
-    "h100": [
-        ("nccl-nvswitch-h100.json", ["efficiency", "nvls"], "", 0.3, 1.0, True,
-         "p5.48xlarge", "azure-nd-h100-v5", "all_reduce", 1, 8 * GIB),
-        ("nccl-nvswitch-h100.json", ["nvls_latency", "value"], "us", 0.0, 60.0, False,
-         "p5.48xlarge", "azure-nd-h100-v5", "all_reduce", 1, MIB),
-        ("nccl-nvswitch-h100.json", ["simple_chunk", "value"], "MB", 0.05, 60.0, False,
-         "p5.48xlarge", "azure-nd-h100-v5", "all_reduce", 1, 64 * MIB),
-    ],
-    "efa": [
-        ("nccl-efa.json", ["efficiency", "tree"], "", 0.2, 1.0, True,
-         "p5.48xlarge", "awsome-p5-2node-all-reduce", "all_reduce", 2, 8 * GIB),
-        ("nccl-efa.json", ["efficiency", "ring"], "", 0.3, 1.0, True,
-         "p5.48xlarge", "crazyguitar-p5-scaling", "all_reduce", 8, 8 * GIB),
-        ("nccl-efa.json", ["ll128_efficiency", "value"], "", 0.3, 1.0, True,
-         "p5.48xlarge", "crazyguitar-p5-scaling", "all_reduce", 8, 2 * GIB),
-    ],
+    "a100": all_reduce_fits("nccl-nvswitch-a100.json", "p4de.24xlarge", [
+        (["efficiency", "ring"], "", 0.3, 1.0, True, "azure-nd-a100-v4", 1, 8 * GIB),
+        (["step_latency", "Simple"], "us", 0.0, 20.0, False, "azure-nd-a100-v4", 1, MIB),
+        (["simple_chunk", "value"], "MB", 0.05, 40.0, False, "azure-nd-a100-v4", 1, 64 * MIB),
+    ]),
+    "h100": all_reduce_fits("nccl-nvswitch-h100.json", "p5.48xlarge", [
+        (["efficiency", "nvls"], "", 0.3, 1.0, True, "azure-nd-h100-v5", 1, 8 * GIB),
+        (["nvls_latency", "value"], "us", 0.0, 60.0, False, "azure-nd-h100-v5", 1, MIB),
+        (["simple_chunk", "value"], "MB", 0.05, 60.0, False, "azure-nd-h100-v5", 1, 64 * MIB),
+    ]),
+    "efa": all_reduce_fits("nccl-efa.json", "p5.48xlarge", [
+        (["efficiency", "tree"], "", 0.2, 1.0, True, "awsome-p5-2node-all-reduce", 2, 8 * GIB),
+        (["efficiency", "ring"], "", 0.3, 1.0, True, "crazyguitar-p5-scaling", 8, 8 * GIB),
+        (["ll128_efficiency", "value"], "", 0.3, 1.0, True, "crazyguitar-p5-scaling", 8, 2 * GIB),
+    ]),
 }
 
 
@@ -104,7 +107,7 @@ def main():
         for _ in range(3):
             values = [bisect(f) for f in FITS[name]]
         for f, v in zip(FITS[name], values):
-            print(f"{f[0]} /{'/'.join(f[1])} = {v:.4g}{f[2]}")
+            print(f"{f.fabric} /{'/'.join(f.path)} = {v:.4g}{f.unit}")
 
 
 if __name__ == "__main__":

@@ -112,8 +112,8 @@ std::string beside(const std::string& file, const std::string& name) {
 void read_protocols(const std::string& path, CollectiveCalibration& c) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
-  if (root.string("kind") != "nccl_protocols") root.fail("kind", "expected \"nccl_protocols\"");
+  root.require_schema_version(1);
+  root.require_kind("nccl_protocols");
   root.allow("description");
   for (Protocol p : kProtocols) {
     JsonObject o = root.object(protocol_name(p));
@@ -130,8 +130,8 @@ void read_protocols(const std::string& path, CollectiveCalibration& c) {
 FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
-  if (root.string("kind") != "nccl_fabric") root.fail("kind", "expected \"nccl_fabric\"");
+  root.require_schema_version(1);
+  root.require_kind("nccl_fabric");
   FabricLevel f;
   f.file = path;
   f.name = root.string("name");

@@ -190,8 +190,8 @@ std::vector<int> ring_nics(const CollectiveCalibration& cal) {
 NcclCostModel load_nccl_cost_model(const std::string& path) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
-  if (root.string("kind") != "nccl_cost_model") root.fail("kind", "expected \"nccl_cost_model\"");
+  root.require_schema_version(1);
+  root.require_kind("nccl_cost_model");
   NcclCostModel m;
   m.file = path;
   m.version = root.choice("nccl_version", {"2.8.3", "2.27.7"}) == "2.8.3" ? NcclVersion::v2_8_3

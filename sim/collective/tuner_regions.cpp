@@ -54,9 +54,8 @@ std::optional<std::pair<Algorithm, Protocol>> region_choice(
 TunerRegions load_tuner_regions(const std::string& path) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
-  if (root.string("kind") != "nccl_tuner_regions")
-    root.fail("kind", "expected \"nccl_tuner_regions\"");
+  root.require_schema_version(1);
+  root.require_kind("nccl_tuner_regions");
   TunerRegions t;
   t.file = path;
   t.name = root.string("name");

@@ -57,6 +57,14 @@ void JsonObject::require_source() {
   if (string("source").empty()) fail("source", "expected a non-empty source");
 }
 
+void JsonObject::require_schema_version(int version) {
+  if (number("schema_version") != version) fail("schema_version", "expected " + std::to_string(version));
+}
+
+void JsonObject::require_kind(const std::string& kind) {
+  if (string("kind") != kind) fail("kind", "expected \"" + kind + "\"");
+}
+
 std::string JsonObject::string_or(const std::string& key, const std::string& fallback) {
   return has(key) ? string(key) : (allow(key), fallback);
 }

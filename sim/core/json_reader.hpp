@@ -55,6 +55,10 @@ public:
   void allow(const std::string& key);
   /// Reads "source", which every hardware number and calibration carries; fails when it is empty.
   void require_source();
+  /// Reads "schema_version", which must be `version`.
+  void require_schema_version(int version);
+  /// Reads "kind", which must be `kind` (it tells apart files that share a folder and a schema).
+  void require_kind(const std::string& kind);
 
   /// Throws ConfigError naming the first key that was never read or allowed.
   void finish() const;

@@ -16,7 +16,6 @@
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/NetZone.hpp>
-#include <xbt/log.h>
 
 #include "core/error.hpp"
 #include "engine/platform_builder.hpp"
@@ -328,12 +327,7 @@ private:
 
 pipeline::PipelineResult simulate_input_pipeline(const PipelineSetup& setup) {
   TRAINSIM_CHECK(setup.plan && setup.topology && setup.topology->host, "incomplete pipeline setup");
-  xbt_log_control_set("root.thresh:critical");
-  int argc = 1;
-  char name[] = "trainsim";
-  char* argv[] = {name, nullptr};
-  sg4::Engine e(&argc, argv);
-  configure_exact_timing(e);
+  const auto simgrid_engine = make_exact_timing_engine();
   PipelineSim sim(setup);
   return sim.run();
 }

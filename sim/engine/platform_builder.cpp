@@ -6,6 +6,7 @@
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
+#include <xbt/log.h>
 
 #include "core/error.hpp"
 #include "topology/topology_graph.hpp"
@@ -52,6 +53,16 @@ void configure_exact_timing(sg4::Engine& e) {
   e.set_config("network/model:CM02");
   e.set_config("network/crosstraffic:0");
   e.set_config("network/TCP-gamma:0");
+}
+
+std::unique_ptr<sg4::Engine> make_exact_timing_engine(const std::string& program_name) {
+  xbt_log_control_set("root.thresh:critical");
+  int argc = 1;
+  std::string name = program_name;
+  char* argv[] = {name.data(), nullptr};
+  auto e = std::make_unique<sg4::Engine>(&argc, argv);
+  configure_exact_timing(*e);
+  return e;
 }
 
 namespace {

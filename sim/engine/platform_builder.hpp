@@ -6,6 +6,8 @@
 // algorithm step (SIMGRID-NOTES.md: CM02 weights sharing by RTT otherwise), so bandwidth sharing
 // is plain max-min.
 #include <map>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -59,6 +61,10 @@ struct Platform {
 
 /// Sets the exact-timing network model options. Call after the Engine exists and before any zone.
 void configure_exact_timing(simgrid::s4u::Engine& e);
+
+/// The process's SimGrid Engine (SimGrid allows one per process), with SimGrid's own logging
+/// quietened to critical messages and the exact-timing options set. `program_name` is its argv[0].
+[[nodiscard]] std::unique_ptr<simgrid::s4u::Engine> make_exact_timing_engine(const std::string& program_name = "trainsim");
 
 /// ConfigError unless every accelerator's HBM link (`hbm_link_bandwidth`, link units per second)
 /// carries at least what its other links can carry in and out at once.

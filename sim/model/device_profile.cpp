@@ -81,7 +81,7 @@ const AttentionKernel* active_attention_kernel(const DeviceProfile& dev) {
 DeviceProfile load_device_profile(const std::string& path) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
+  root.require_schema_version(1);
   DeviceProfile d;
   d.file = path;
   d.name = root.string("name");

@@ -78,6 +78,14 @@ Model submodules_of(const ScheduleInputs& in) {
     sm.tensors.push_back(small(name + (shift ? " weight" : ""), h));
     if (shift) sm.tensors.push_back(small(name + " bias", h));
   };
+  // The embedding's and the head's costs: their forward ops, and the generic backward of those
+  // (a layer's parts share the layer's own backward instead).
+  auto set_costs = [&](Submodule& sm, const std::vector<model::Operation>& ops) {
+    sm.forward = ops_duration(ops, dev);
+    sm.backward = ops_duration(model::backward_of(ops), dev);
+    sm.forward_kernels = model::ops_kernels(ops);
+    sm.backward_kernels = model::ops_kernels(model::backward_of(ops));
+  };
 
   const double word_numel = static_cast<double>(s.vocab) * h;
   const int word = tensor("word embedding", word_numel);
@@ -85,11 +93,7 @@ Model submodules_of(const ScheduleInputs& in) {
     Submodule e{"embedding", {word}, 0, 0, -1};
     const double rest = model::embedding_parameters(s) - word_numel;
     if (rest > 0) e.tensors.push_back(tensor("position embedding", rest));
-    const auto ops = model::embedding_forward_ops(s, shape);
-    e.forward = ops_duration(ops, dev);
-    e.backward = ops_duration(model::backward_of(ops), dev);
-    e.forward_kernels = model::ops_kernels(ops);
-    e.backward_kernels = model::ops_kernels(model::backward_of(ops));
+    set_costs(e, model::embedding_forward_ops(s, shape));
     m.modules.push_back(std::move(e));
   }
   const auto layer_ops = model::layer_forward_ops(s, shape);
@@ -156,11 +160,7 @@ Model submodules_of(const ScheduleInputs& in) {
       own -= norm_numel;
     }
     if (own > 0) hd.tensors.push_back(small("head norm", own));
-    const auto ops = model::head_forward_ops(s, shape);
-    hd.forward = ops_duration(ops, dev);
-    hd.backward = ops_duration(model::backward_of(ops), dev);
-    hd.forward_kernels = model::ops_kernels(ops);
-    hd.backward_kernels = model::ops_kernels(model::backward_of(ops));
+    set_costs(hd, model::head_forward_ops(s, shape));
     m.modules.push_back(std::move(hd));
   }
   return m;
@@ -295,6 +295,23 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     const TaskRef h = issue(kHost, {std::move(name), TaskKind::host, Phase::parameter_sync, d, -1, {}});
     fence = {h};
   };
+  // torch.distributed.all_gather into a list (PyTorch 1.8 ProcessGroupNCCL::allgather): NCCL
+  // gathers into a flat buffer, then one copy_ per rank back into the list, on the NCCL stream
+  // after the collective. The host issues them one by one (the host is the slower side: a call
+  // takes longer than its copy of S/n bytes), so what waits for the list waits for the later of
+  // the host's last call and the copies' device time after the gather.
+  auto all_gather_into_list = [&](const std::string& name, Bytes gathered, const std::vector<TaskRef>& after) {
+    prog.collectives.push_back({name, collective::Op::all_gather, gathered, group});
+    issue(kNccl, {name, TaskKind::collective, Phase::parameter_sync, 0,
+                  static_cast<int>(prog.collectives.size()) - 1, {}},
+          after);
+    if (!host_loops) return;
+    issue(kNccl, {"copy-out " + name, TaskKind::compute, Phase::parameter_sync,
+                  (n - 1) * in.device.launch_overhead +
+                      ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
+                  -1, {}});
+    host("host: " + std::to_string(L.shard) + " copy calls for " + name, n * copy_call);
+  };
   auto gather = [&](int k, const std::string& why) {
     const Tensor& t = model.tensors[k];
     const Bytes gathered = t.numel * p.parameter_wire_bytes;
@@ -308,21 +325,7 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
     device_synchronize();  // then torch.cuda.synchronize()
     // A Python loop narrows the flat buffer into one view per rank (the device is idle).
     host("host: " + std::to_string(L.shard) + " views for " + name, n * view_call);
-    prog.collectives.push_back({name, collective::Op::all_gather, gathered, group});
-    issue(kNccl, {name, TaskKind::collective, Phase::parameter_sync, 0,
-                  static_cast<int>(prog.collectives.size()) - 1, {}});
-    if (host_loops) {
-      // torch.distributed.all_gather into a list (PyTorch 1.8 ProcessGroupNCCL::allgather): NCCL
-      // gathers into a flat buffer, then one copy_ per rank back into the list, on the NCCL
-      // stream after the collective. The host issues them one by one (the host is the slower
-      // side: a call takes longer than its copy of S/n bytes), so the fetch waits for the later
-      // of the host's last call and the copies' device time after the gather.
-      issue(kNccl, {"copy-out " + name, TaskKind::compute, Phase::parameter_sync,
-                    (n - 1) * in.device.launch_overhead +
-                        ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
-                    -1, {}});
-      host("host: " + std::to_string(L.shard) + " copy calls for " + name, n * copy_call);
-    }
+    all_gather_into_list(name, gathered, {});
     status[k] = Status::in_flight;
     in_flight.push_back(k);
     live += t.numel;
@@ -467,16 +470,8 @@ Program build_deepspeed_zero3(const ScheduleInputs& in) {
       host("host: " + std::to_string(persistent.size()) + " shard copies for " + what,
            count * (view_call + copy_call));
       const Bytes gathered = numel * p.parameter_wire_bytes;
-      prog.collectives.push_back({what, collective::Op::all_gather, gathered, group});
-      issue(kNccl,
-            {what, TaskKind::collective, Phase::parameter_sync, 0, static_cast<int>(prog.collectives.size()) - 1, {}},
-            {stepped});
+      all_gather_into_list(what, gathered, {stepped});
       if (host_loops) {
-        issue(kNccl, {"copy-out " + what, TaskKind::compute, Phase::parameter_sync,
-                      (n - 1) * in.device.launch_overhead +
-                          ops_duration({model::make_elementwise("copy", 2 * gathered)}, in.device),
-                      -1, {}});
-        host("host: " + std::to_string(L.shard) + " copy calls for " + what, n * copy_call);
         host("host: " + std::to_string(static_cast<long>(slices)) + " slice copies into the persistent parameters",
              slices * slice_iteration);
         issue(kCompute,

@@ -8,41 +8,55 @@
 
 namespace trainsim::scenario {
 
-nlohmann::json run_in_child(const std::function<nlohmann::json()>& work, const std::string& what) {
+namespace {
+
+void write_all(int fd, const std::string& text) {
+  const char* data = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, data, left);
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+ForkedChild fork_child(const std::function<ChildReply()>& work, const std::vector<int>& close_in_child) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
+  // Buffered output would otherwise be written twice, once by each process.
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork() failed");
   if (pid == 0) {
     close(fds[0]);
-    int code = 0;
-    std::string out;
-    try {
-      out = nlohmann::json{{"result", work()}}.dump();
-    } catch (const std::exception& e) {
-      out = nlohmann::json{{"error", e.what()}}.dump();
-      code = 1;
-    }
-    const char* data = out.data();
-    std::size_t left = out.size();
-    while (left > 0) {
-      const ssize_t n = write(fds[1], data, left);
-      if (n <= 0) break;
-      data += n;
-      left -= static_cast<std::size_t>(n);
-    }
+    for (const int fd : close_in_child) close(fd);
+    const ChildReply reply = work();
+    write_all(fds[1], reply.text);
     close(fds[1]);
-    _exit(code);
+    _exit(reply.exit_code);
   }
   close(fds[1]);
+  return {pid, fds[0]};
+}
+
+nlohmann::json run_in_child(const std::function<nlohmann::json()>& work, const std::string& what) {
+  const ForkedChild child = fork_child([&]() -> ChildReply {
+    try {
+      return {nlohmann::json{{"result", work()}}.dump(), 0};
+    } catch (const std::exception& e) {
+      return {nlohmann::json{{"error", e.what()}}.dump(), 1};
+    }
+  });
   std::string text;
   char buf[65536];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
+  while ((n = read(child.read_fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(child.read_fd);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   if (text.empty())
     throw std::runtime_error(what + " crashed (status " + std::to_string(status) + ")");
   auto j = nlohmann::json::parse(text);

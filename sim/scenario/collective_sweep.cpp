@@ -2,9 +2,6 @@
 
 #include <numeric>
 
-#include <simgrid/s4u/Engine.hpp>
-#include <xbt/log.h>
-
 #include "core/error.hpp"
 #include "collective/nccl_cost_model.hpp"
 #include "engine/fabric_rates.hpp"
@@ -54,12 +51,7 @@ program::Program sweep_program(const SweepRequest& req, const std::vector<int>& 
 
 nlohmann::json simulate(const topology::Topology& topo,
                         const collective::CollectiveCalibration& cal, const SweepRequest& req) {
-  xbt_log_control_set("root.thresh:critical");
-  int argc = 1;
-  char name[] = "trainsim";
-  char* argv[] = {name, nullptr};
-  simgrid::s4u::Engine e(&argc, argv);
-  engine::configure_exact_timing(e);
+  const auto simgrid_engine = engine::make_exact_timing_engine();
   const auto platform = engine::build_platform(topo, req.nodes, 0, collective::ring_nics(cal));
   const int ranks = req.nodes * platform.ranks_per_node;
   const auto group = sweep_group(req.op, req.nodes, platform.ranks_per_node);

@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
-#include <simgrid/s4u/Engine.hpp>
-#include <xbt/log.h>
 
 #include "core/error.hpp"
 #include "collective/nccl_cost_model.hpp"
@@ -73,12 +71,7 @@ std::string unsupported_reason(const Scenario& s, const Point& p) {
 PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool trace) {
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = process_cpu_seconds();
-  xbt_log_control_set("root.thresh:critical");
-  int argc = 1;
-  char name[] = "trainsim";
-  char* argv[] = {name, nullptr};
-  simgrid::s4u::Engine e(&argc, argv);
-  engine::configure_exact_timing(e);
+  const auto simgrid_engine = engine::make_exact_timing_engine();
   const auto platform = engine::build_platform(p.machine->topology, p.nodes,
                                                p.hbm_sharing ? model::hbm_link_bandwidth(p.machine->device) : 0,
                                                collective::ring_nics(p.machine->collectives));

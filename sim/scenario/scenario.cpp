@@ -84,7 +84,7 @@ Scenario load_scenario(const std::string& path) {
 
 Scenario load_scenario_document(const nlohmann::json& doc, const std::string& path) {
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
+  root.require_schema_version(1);
   Scenario s;
   s.file = path;
   s.name = root.string("name");

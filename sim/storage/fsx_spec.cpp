@@ -37,7 +37,7 @@ FsxDeployment read_deployment(JsonObject o) {
 FsxSpec load_fsx_spec(const std::string& path) {
   const auto doc = read_json_file(path);
   JsonObject root = root_object(doc, path);
-  if (root.number("schema_version") != 1) root.fail("schema_version", "expected 1");
+  root.require_schema_version(1);
   FsxSpec s;
   s.file = path;
   root.allow("name");

@@ -1,29 +1,15 @@
 #include "sweep/child_pool.hpp"
 
+#include "scenario/child_process.hpp"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <stdexcept>
 
 namespace trainsim::sweep {
-
-namespace {
-
-void write_all(int fd, const std::string& text) {
-  const char* data = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = write(fd, data, left);
-    if (n <= 0) return;
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
-
-}  // namespace
 
 ChildPool::~ChildPool() {
   for (auto& c : children_) {
@@ -34,28 +20,18 @@ ChildPool::~ChildPool() {
 }
 
 void ChildPool::start(std::size_t task) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    for (const auto& c : children_) close(c.fd);  // siblings' pipes are not ours
-    int code = 0;
-    std::string out;
-    try {
-      out = "ok\n" + work_(task);
-    } catch (const std::exception& e) {
-      out = std::string("error\n") + e.what();
-      code = 1;
-    }
-    write_all(fds[1], out);
-    close(fds[1]);
-    _exit(code);
-  }
-  close(fds[1]);
-  children_.push_back({pid, fds[0], task, {}});
+  std::vector<int> sibling_pipes;  // the siblings' pipes are not the new child's
+  for (const auto& c : children_) sibling_pipes.push_back(c.fd);
+  const scenario::ForkedChild child = scenario::fork_child(
+      [&]() -> scenario::ChildReply {
+        try {
+          return {"ok\n" + work_(task), 0};
+        } catch (const std::exception& e) {
+          return {std::string("error\n") + e.what(), 1};
+        }
+      },
+      sibling_pipes);
+  children_.push_back({child.pid, child.read_fd, task, {}});
 }
 
 std::vector<ChildOutput> ChildPool::wait_some(int timeout_ms) {

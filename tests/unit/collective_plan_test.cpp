@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -12,9 +11,12 @@
 #include "collective/collective_plan.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
+
+using testing_support::ranks;
 
 constexpr double kS = 64e6;  // collective size S in bytes
 
@@ -32,12 +34,6 @@ CollectiveCalibration two_level() {
   c.intra_node = level(Algorithm::direct, 0.9, 20e-6);
   c.inter_node = level(Algorithm::ring, 0.5, 1e-3);
   return c;
-}
-
-std::vector<int> ranks(int first, int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), first);
-  return r;
 }
 
 Bytes total_bytes(const Phase& p) {

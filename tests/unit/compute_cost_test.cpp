@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "support/fixtures.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,17 @@ namespace {
 DeviceProfile test_device() { return testing_support::round_number_device(); }
 
 constexpr double kRel = 1e-12;
+
+/// Expects the passes `ops` to move `bytes` each, in order, and returns the bytes they move in all.
+double expect_pass_bytes(const std::vector<Operation>& ops, const std::vector<double>& bytes) {
+  EXPECT_EQ(ops.size(), bytes.size());
+  double total = 0;
+  for (std::size_t i = 0; i < ops.size() && i < bytes.size(); ++i) {
+    EXPECT_DOUBLE_EQ(ops[i].bytes, bytes[i]) << ops[i].name;
+    total += ops[i].bytes;
+  }
+  return total;
+}
 
 TEST(TileUtilisation, PartialTilesCostFullOnes) {
   // 1600 = 3 x 512 + 64: padded to 4 tiles = 2048 in each dimension.
@@ -101,13 +113,7 @@ TEST(OptimizerStep, MegatronFp16PassesMove52BytesPerParameter) {
   ASSERT_EQ(ops.size(), 5u);
   // grad to fp32 (2 + 4), unscale in place (4 + 4), L2 norm (4), FusedAdam (16 + 12), params to
   // fp16 (4 + 2).
-  const double bytes[] = {6e6, 8e6, 4e6, 28e6, 6e6};
-  double total = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    EXPECT_DOUBLE_EQ(ops[i].bytes, bytes[i]) << ops[i].name;
-    total += ops[i].bytes;
-  }
-  EXPECT_DOUBLE_EQ(total, 52e6);
+  EXPECT_DOUBLE_EQ(expect_pass_bytes(ops, {6e6, 8e6, 4e6, 28e6, 6e6}), 52e6);
   // Five kernels (launches) at the memory rate: slower than the one fused pass's 30 bytes.
   EXPECT_NEAR(ops_duration(ops, test_device()), 52e6 / 0.8e12 + 5 * 5e-6, kRel);
 }
@@ -131,13 +137,7 @@ TEST(OptimizerStep, TorchForeachAdamwPassesMove80BytesPerParameter) {
   // weight decay (4 + 4), lerp into the first moment (8 + 4), second moment decay (4 + 4) and
   // addcmul (8 + 4), sqrt into a new list (4 + 4), bias correction (4 + 4), eps (4 + 4),
   // addcdiv into the parameters (12 + 4).
-  const double bytes[] = {8e6, 12e6, 8e6, 12e6, 8e6, 8e6, 8e6, 16e6};
-  double total = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    EXPECT_DOUBLE_EQ(ops[i].bytes, bytes[i]) << ops[i].name;
-    total += ops[i].bytes;
-  }
-  EXPECT_DOUBLE_EQ(total, 80e6);
+  EXPECT_DOUBLE_EQ(expect_pass_bytes(ops, {8e6, 12e6, 8e6, 12e6, 8e6, 8e6, 8e6, 16e6}), 80e6);
   // Eight launches at the memory rate: well over twice the fused kernel's time.
   EXPECT_NEAR(ops_duration(ops, test_device()), 80e6 / 0.8e12 + 8 * 5e-6, kRel);
   EXPECT_GT(ops_duration(ops, test_device()), 2.0 * op_duration(optimizer_step_op(1e6), test_device()));

@@ -15,6 +15,7 @@
 namespace trainsim::program {
 namespace {
 
+using testing_support::waits_for;
 using testing_support::stream_named;
 using testing_support::task_named;
 
@@ -35,12 +36,6 @@ model::LayerShape shape_of(const ScheduleInputs& in) {
   model::LayerShape shape{in.plan.micro_batch, in.plan.tp, in.plan.sequence_parallel};
   shape.flash_attention = true;
   return shape;
-}
-
-bool waits_for(const Task& t, int stream, int index) {
-  for (const TaskRef& d : t.deps)
-    if (d.stream == stream && d.index == index) return true;
-  return false;
 }
 
 TEST(ContextParallel, LayoutCountsTheContextRanksOutOfDataParallelism) {

@@ -12,10 +12,14 @@
 #include "program/data_parallel_schedule.hpp"
 #include "program/schedule_inputs.hpp"
 #include "program/program.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
 
+using testing_support::find_task;
+using testing_support::index_of;
+using testing_support::waits_for;
 using collective::Op;
 
 model::TransformerSpec small_model() {
@@ -278,21 +282,6 @@ Program two_ranks(const std::vector<int>& order0, const std::vector<int>& order1
   return p;
 }
 
-const Task& find(const Stream& s, const std::string& name) {
-  for (const auto& t : s.tasks)
-    if (t.name == name) return t;
-  ADD_FAILURE() << "no task " << name << " on " << s.name;
-  return s.tasks.front();
-}
-
-int index_of(const Stream& s, const std::string& name) { return static_cast<int>(&find(s, name) - s.tasks.data()); }
-
-bool waits_for(const Task& t, int stream, int index) {
-  for (const auto& d : t.deps)
-    if (d == TaskRef{stream, index}) return true;
-  return false;
-}
-
 DataParallelConfig offloading(double bucket_elements = 1e12) {
   DataParallelConfig c = config(DataParallelKind::ddp, bucket_elements);
   c.activation_checkpointing = true;
@@ -319,20 +308,20 @@ TEST(DataParallel, OffloadingCopiesEachLayerInputToHostAndBackPerMicroBatch) {
     EXPECT_EQ(t.kind, TaskKind::host_copy);
     EXPECT_DOUBLE_EQ(t.copy_bytes, 2.0 * 2 * 32 * 64);
   }
-  EXPECT_EQ(find(copy, "offload input layer 0 mb1").copy_direction, CopyDirection::to_host);
-  EXPECT_EQ(find(copy, "fetch input layer 0 mb1").copy_direction, CopyDirection::to_device);
+  EXPECT_EQ(find_task(copy, "offload input layer 0 mb1").copy_direction, CopyDirection::to_host);
+  EXPECT_EQ(find_task(copy, "fetch input layer 0 mb1").copy_direction, CopyDirection::to_device);
   // The offload follows its layer's forward; a forward waits for the offload two layers back.
-  EXPECT_TRUE(waits_for(find(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
-  EXPECT_TRUE(waits_for(find(comp, "forward layer 2 mb0"), 2, index_of(copy, "offload input layer 0 mb0")));
+  EXPECT_TRUE(waits_for(find_task(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find_task(comp, "forward layer 2 mb0"), 2, index_of(copy, "offload input layer 0 mb0")));
   // A layer's backward waits for its fetch, which starts once the backward two units later is
   // done (it overlaps the one in between); the first two fetches start right after the offloads.
-  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 2, index_of(copy, "fetch input layer 1 mb0")));
-  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
-  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
-  EXPECT_TRUE(find(copy, "fetch input layer 3 mb0").deps.empty());
+  EXPECT_TRUE(waits_for(find_task(comp, "backward layer 1 mb0"), 2, index_of(copy, "fetch input layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find_task(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
+  EXPECT_TRUE(waits_for(find_task(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
+  EXPECT_TRUE(find_task(copy, "fetch input layer 3 mb0").deps.empty());
   // Memory: allocated by the embedding's forward, freed by its backward.
-  EXPECT_DOUBLE_EQ(find(comp, "forward embedding mb2").alloc, 50);
-  EXPECT_DOUBLE_EQ(find(comp, "backward embedding mb2").release, 50);
+  EXPECT_DOUBLE_EQ(find_task(comp, "forward embedding mb2").alloc, 50);
+  EXPECT_DOUBLE_EQ(find_task(comp, "backward embedding mb2").release, 50);
 }
 
 TEST(DataParallel, OffloadingKeepsTheComputeAndTheBucketsOfThePlainProgram) {

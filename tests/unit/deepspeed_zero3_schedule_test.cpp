@@ -9,9 +9,12 @@
 
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::waits_for;
 
 enum { kCompute = 0, kNccl = 1 };
 
@@ -45,10 +48,6 @@ int index_of(const Stream& s, const std::string& prefix) {
     if (starts_with(s.tasks[i].name.str(), prefix)) return static_cast<int>(i);
   ADD_FAILURE() << "no task " << prefix << "... on " << s.name;
   return 0;
-}
-
-bool waits_for(const Task& t, int stream, int index) {
-  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
 }
 
 long count(const Stream& s, const std::string& prefix) {

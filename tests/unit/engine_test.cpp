@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <simgrid/s4u/Engine.hpp>
-#include <xbt/log.h>
 
 #include "collective/collective_calibration.hpp"
 #include "core/error.hpp"
@@ -45,7 +44,7 @@ protected:
   void SetUp() override {
     if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own "
                                      "(--gtest_filter), as ctest does";
-    engine_ = testing_support::make_exact_timing_engine("engine_test");
+    engine_ = make_exact_timing_engine("engine_test");
     topology_ = topology::load_topology("topologies/dl1.24xlarge.json");
     platform_ = build_platform(topology_, 2, hbm_link_);
   }

@@ -11,9 +11,15 @@
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::allocated_bytes;
+using testing_support::find_task;
+using testing_support::index_of;
+using testing_support::released_bytes;
 
 constexpr int kCompute = 0, kGather = 1;
 
@@ -46,17 +52,6 @@ std::vector<std::string> gathers_of(const Stream& s, const std::string& micro_ba
       names.push_back(n);
   }
   return names;
-}
-
-const Task& find(const Stream& s, const std::string& name) {
-  for (const auto& t : s.tasks)
-    if (t.name.str() == name) return t;
-  ADD_FAILURE() << "no task " << name << " on " << s.name;
-  return s.tasks.front();
-}
-
-int index_of(const Stream& s, const std::string& name) {
-  return static_cast<int>(&find(s, name) - s.tasks.data());
 }
 
 /// The gathered-parameter bytes certainly allocated and not yet freed when task (stream, index)
@@ -118,7 +113,7 @@ TEST(FsdpShardGradOp, NoUnitIsFreedAfterItsForwardAndEachBackwardFreesItsOwn) {
     }
   }
   for (int l = 0; l < 4; ++l) {
-    const Task& b = find(comp, "backward layer " + std::to_string(l) + " mb0");
+    const Task& b = find_task(comp, "backward layer " + std::to_string(l) + " mb0");
     EXPECT_DOUBLE_EQ(b.release_borrowed, layer_bytes);
     EXPECT_EQ(b.borrowed_pool, kGather);
     // Nothing to wait for on the gather stream: the parameters are still there.
@@ -126,7 +121,7 @@ TEST(FsdpShardGradOp, NoUnitIsFreedAfterItsForwardAndEachBackwardFreesItsOwn) {
   }
   // Under FULL_SHARD the same forward frees the layer.
   const Program full = build_program(fsdp1(4, kFull));
-  EXPECT_DOUBLE_EQ(find(full.ranks[1].streams[kCompute], "forward layer 2 mb0").release_borrowed,
+  EXPECT_DOUBLE_EQ(find_task(full.ranks[1].streams[kCompute], "forward layer 2 mb0").release_borrowed,
                    layer_bytes);
 }
 
@@ -135,11 +130,11 @@ TEST(FsdpShardGradOp, ForwardGathersWaitForNoRateLimiterSlot) {
   // SHARD_GRAD_OP no forward frees one, so the gathers wait only for the stream's order.
   const Program grad_op = build_program(fsdp1(4, kGradOp));
   const Program full = build_program(fsdp1(4, kFull));
-  const Task& g = find(grad_op.ranks[0].streams[kGather], "all-gather layer 3 mb0");
+  const Task& g = find_task(grad_op.ranks[0].streams[kGather], "all-gather layer 3 mb0");
   for (const auto& d : g.deps) EXPECT_NE(d.stream, kCompute);
   EXPECT_FALSE(g.host_sync);
   const auto& full_comp = full.ranks[0].streams[kCompute];
-  const Task& limited = find(full.ranks[0].streams[kGather], "all-gather layer 3 mb0");
+  const Task& limited = find_task(full.ranks[0].streams[kGather], "all-gather layer 3 mb0");
   EXPECT_TRUE(limited.host_sync);
   EXPECT_NE(std::find(limited.deps.begin(), limited.deps.end(),
                       TaskRef{kCompute, index_of(full_comp, "forward layer 1 mb0")}),
@@ -167,13 +162,7 @@ TEST(FsdpShardGradOp, EveryUnitIsGatheredWhenTheBackwardStartsAndThePeakGrowsWit
       EXPECT_DOUBLE_EQ(gathered_live_at(r, kCompute, index_of(comp, "backward embedding mb0")),
                        root * wire);
       // Whatever was allocated is released by the end of the step.
-      double allocated = 0, released = 0;
-      for (const auto& s : r.streams)
-        for (const auto& t : s.tasks) {
-          allocated += t.alloc;
-          released += t.release + t.release_borrowed;
-        }
-      EXPECT_DOUBLE_EQ(allocated, released);
+      EXPECT_DOUBLE_EQ(allocated_bytes(r), released_bytes(r));
     }
   }
 }
@@ -202,7 +191,7 @@ TEST(FsdpShardGradOp,
   validate(prog);
   const auto& r = prog.ranks[1];
   EXPECT_EQ(gathers_of(r.streams[kGather], "mb0").size(), 5u);
-  const Task& g = find(r.streams[kGather], "all-gather layer 2 mb0");
+  const Task& g = find_task(r.streams[kGather], "all-gather layer 2 mb0");
   EXPECT_EQ(prog.collectives[static_cast<std::size_t>(g.collective)].group,
             (std::vector<int>{0, 1}));
   int replica_all_reduces = 0;

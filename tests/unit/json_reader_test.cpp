@@ -160,6 +160,18 @@ TEST(JsonObject, ChoiceListsTheAcceptedValues) {
   EXPECT_TRUE(contains(e.what(), "unknown value \"tree\"; expected one of: ring, direct")) << e.what();
 }
 
+TEST(JsonObject, SchemaVersionAndKindMustBeTheExpectedOnes) {
+  const json doc = json::parse(R"({"schema_version": 2, "kind": "nccl_fabric"})");
+  JsonObject o = root_object(doc, kFile);
+  EXPECT_STREQ(error_of([&] { o.require_schema_version(1); }).what(),
+               "config.json: at /schema_version: expected 1");
+  EXPECT_NO_THROW(o.require_schema_version(2));
+  EXPECT_STREQ(error_of([&] { o.require_kind("nccl_protocols"); }).what(),
+               "config.json: at /kind: expected \"nccl_protocols\"");
+  EXPECT_NO_THROW(o.require_kind("nccl_fabric"));
+  EXPECT_NO_THROW(o.finish()) << "both keys count as read";
+}
+
 TEST(JsonObject, RootMustBeAnObject) {
   const json doc = json::parse("[1, 2]");
   EXPECT_TRUE(contains(error_of([&] { (void)root_object(doc, kFile); }).what(), "top level"));

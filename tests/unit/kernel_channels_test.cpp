@@ -11,15 +11,12 @@
 #include "collective/collective_plan.hpp"
 #include "collective/kernel_channels.hpp"
 #include "core/error.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
 
-std::vector<int> ranks(int first, int count, int stride = 1) {
-  std::vector<int> r;
-  for (int k = 0; k < count; ++k) r.push_back(first + k * stride);
-  return r;
-}
+using testing_support::ranks;
 
 const RankLayout kEight{8};
 

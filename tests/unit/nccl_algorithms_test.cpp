@@ -4,21 +4,17 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_algorithms.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
 
-constexpr double kS = 64e6;  // collective size S in bytes
+using testing_support::ranks;
 
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
+constexpr double kS = 64e6;  // collective size S in bytes
 
 GroupShape shape(int nodes, int per_node) {
   return shape_of(ranks(nodes * per_node), RankLayout{per_node});

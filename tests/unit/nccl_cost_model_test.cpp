@@ -4,15 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_cost_model.hpp"
 #include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
+#include "support/rank_groups.hpp"
+#include "support/round_calibration.hpp"
 
 namespace trainsim::collective {
 namespace {
+
+using testing_support::ranks;
 
 /// Hopper, AMD CPU, 75 us network latency, every graph 8 channels of 48 GB/s (p5's file).
 NcclCostModel p5_like() {
@@ -95,35 +98,13 @@ TEST(NcclCostModel, ShippedP5FileLoadsAndBadInputNamesThePath) {
 
 /// The tuner test's round fabric with NVLS, LL128 across nodes and the p5-like estimate.
 CollectiveCalibration cal_with_estimate() {
-  CollectiveCalibration c;
-  c.schema_version = 2;
-  c.protocols[0] = {0.5, 5e-6, 64e3};
-  c.protocols[1] = {0.9375, 8e-6, 0};
-  c.protocols[2] = {1.0, 10e-6, 0};
-  auto& intra = c.intra_fabric;
-  intra.algorithms = {Algorithm::ring, Algorithm::nvls};
-  intra.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
-  intra.ring_efficiency = 0.8;
-  intra.nvls_efficiency = 0.5;
-  intra.step_latency = {1e-6, 1e-6, 1e-6};
-  intra.nvls_latency = 40e-6;
-  intra.simple_chunk = intra.tree_chunk = intra.ll128_chunk = 1e6;
+  CollectiveCalibration c = testing_support::round_nccl_calibration(true);
+  c.intra_fabric.ll128_chunk = 1e6;
   auto& inter = c.inter_fabric;
-  inter.algorithms = {Algorithm::ring, Algorithm::tree};
   inter.protocols = {Protocol::ll128, Protocol::simple};
-  inter.ring_efficiency = 0.9;
-  inter.tree_efficiency = 0.6;
-  inter.step_latency = {0, 0, 10e-6};
-  inter.simple_chunk = inter.tree_chunk = 1e6;
   inter.ll128_chunk = 576000;
   c.nccl_cost_model = std::make_shared<const NcclCostModel>(p5_like());
   return c;
-}
-
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
 }
 
 TEST(NcclCostModel, TunerChoosesByNcclsEstimateAcrossNodes) {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include <simgrid/s4u/Engine.hpp>
-#include <xbt/log.h>
 
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
@@ -33,7 +32,7 @@ class NcclEngineTest : public testing::Test {
 protected:
   void SetUp() override {
     if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own";
-    engine_ = testing_support::make_exact_timing_engine("nccl_engine_test");
+    engine_ = make_exact_timing_engine("nccl_engine_test");
     topology_ = topology::load_topology("topologies/p5.48xlarge.json");
     cal_ = collective::load_collective_calibration(topology_.calibration_file);
     platform_ = build_platform(topology_, 2);

@@ -4,54 +4,24 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_tuner.hpp"
 #include "core/error.hpp"
+#include "support/rank_groups.hpp"
+#include "support/round_calibration.hpp"
 
 namespace trainsim::collective {
 namespace {
 
-/// Round numbers: protocols as NCCL's (LL 1/2, LL128 120/128) with base latencies 5 / 8 /
-/// 10 us, 1 MB chunks; NVSwitch with ring 0.8 and NVLS 0.5 efficiency and a 40 us NVLS call;
-/// network ring 0.9, tree 0.6.
-CollectiveCalibration round_cal(bool nvls) {
-  CollectiveCalibration c;
-  c.schema_version = 2;
-  c.protocols[0] = {0.5, 5e-6, 64e3};
-  c.protocols[1] = {0.9375, 8e-6, 0};
-  c.protocols[2] = {1.0, 10e-6, 0};
-  auto& intra = c.intra_fabric;
-  intra.algorithms = {Algorithm::ring};
-  if (nvls) intra.algorithms.push_back(Algorithm::nvls);
-  intra.protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
-  intra.ring_efficiency = 0.8;
-  intra.nvls_efficiency = 0.5;
-  intra.step_latency = {1e-6, 1e-6, 1e-6};
-  intra.nvls_latency = 40e-6;
-  intra.simple_chunk = intra.tree_chunk = 1e6;
-  auto& inter = c.inter_fabric;
-  inter.algorithms = {Algorithm::ring, Algorithm::tree};
-  inter.protocols = {Protocol::simple};
-  inter.ring_efficiency = 0.9;
-  inter.tree_efficiency = 0.6;
-  inter.step_latency = {0, 0, 10e-6};
-  inter.simple_chunk = inter.tree_chunk = 1e6;
-  return c;
-}
+using testing_support::ranks;
+using testing_support::round_nccl_calibration;
 
 /// 100 GB/s NVLink port, 1 us hop; 50 GB/s node uplink, 10 us hop.
 FabricRates round_rates() { return {100e9, 1e-6, 50e9, 10e-6}; }
 
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
-
 TEST(NcclTuner, RingPredictionIsLatencyPlusFillPlusBandwidth) {
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{4};
   const auto g = shape_of(ranks(4), layout);
   const Bytes s = 64e6;
@@ -70,7 +40,7 @@ TEST(NcclTuner, FillCrossesEachHopAtItsLevelsRate) {
   // Tree over 2 nodes x 4, S = 64 MB: the busiest NVLink port's chain bytes at 0.8 x 100 GB/s
   // (intra stage), the node uplink's S at 0.6 x 50 GB/s (network stage). The first chunk (1 MB of the S/2 unit) crosses k = 4 chain hops at the
   // NVLink stage rate and 2 tree hops at the network's; the slowest stage streams, not fills.
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{4};
   const auto g = shape_of(ranks(8), layout);
   const Bytes s = 64e6;
@@ -94,7 +64,7 @@ TEST(NcclTuner, FillCrossesEachHopAtItsLevelsRate) {
 TEST(NcclTuner, AlltoallPaysOneStepPerPeerRound) {
   // 2 nodes x 4 = 8 ranks: 7 rounds at the network's Simple step latency (10 us), one 10 us
   // network hop, the 10 us base; alltoall has no pipeline fill.
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{4};
   const auto g = shape_of(ranks(8), layout);
   const auto p = predict(pairwise_schedule(Op::alltoall, 8e6, g), Protocol::simple, g, layout,
@@ -111,7 +81,7 @@ TEST(NcclTuner, AlltoallPaysOneStepPerPeerRound) {
 TEST(NcclTuner, ARingExchangeCostsWhatEachOfItsSendRecvsCosts) {
   // The n transfers of a ring step run at once on n different ports: the same latency and
   // bandwidth time as one of them alone; contention with other traffic is the engine's.
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{4};
   const auto ring = shape_of(ranks(4), layout);
   const auto pair = shape_of({0, 1}, layout);
@@ -126,7 +96,7 @@ TEST(NcclTuner, ARingExchangeCostsWhatEachOfItsSendRecvsCosts) {
 }
 
 TEST(NcclTuner, SmallMessagesTakeLLAndLargeOnesSimple) {
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{8};
   const auto small = plan_nccl(Op::all_reduce, 1024, ranks(8), layout, cal, round_rates(), {});
   EXPECT_EQ(small.algorithm, "ring");
@@ -139,7 +109,7 @@ TEST(NcclTuner, NvlsWinsLargeAllReduceWhenItBeatsTheRingLimit) {
   // Ring: 2(n-1)/n S = 1.75 S per port at 0.8 -> S / 45.7 GB/s; NVLS: S per port at 0.5 ->
   // S / 50 GB/s: NVLS is faster for large S; for 8 bytes ring/LL's 5 + 14 x 2 = 33 us beats
   // NVLS's 10 + 40 + 1 = 51 us.
-  const auto cal = round_cal(true);
+  const auto cal = round_nccl_calibration(true);
   const RankLayout layout{8};
   EXPECT_EQ(plan_nccl(Op::all_reduce, 1e9, ranks(8), layout, cal, round_rates(), {}).algorithm,
             "nvls");
@@ -154,7 +124,7 @@ TEST(NcclTuner, TwoNodesPickTheTreeAboveTheRingLimit) {
   // 2 nodes x 8: ring moves 2(n-1)/n S = 1.875 S out of each node at 0.9 x 50 GB/s; tree moves
   // S at 0.6 x 50 GB/s: 1.875 / 45 > 1 / 30, so the tree wins and its busbw (1.875 S / t) is
   // above what the ring could ever reach (45 GB/s).
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   const RankLayout layout{8};
   const Bytes s = 4e9;
   const auto plan = plan_nccl(Op::all_reduce, s, ranks(16), layout, cal, round_rates(), {});
@@ -168,7 +138,7 @@ TEST(NcclTuner, TwoNodesPickTheTreeAboveTheRingLimit) {
 }
 
 TEST(NcclTuner, OverridesForceTheChoiceWhereTheyApply) {
-  const auto cal = round_cal(true);
+  const auto cal = round_nccl_calibration(true);
   const RankLayout layout{8};
   TunerOverride force;
   force.algorithm = Algorithm::ring;
@@ -184,7 +154,7 @@ TEST(NcclTuner, OverridesForceTheChoiceWhereTheyApply) {
 }
 
 TEST(NcclTuner, PhaseBytesIncludeEfficiencyAndProtocol) {
-  const auto cal = round_cal(false);
+  const auto cal = round_nccl_calibration(false);
   TunerOverride force;
   force.protocol = Protocol::ll;
   const auto p = plan_nccl(Op::all_gather, 8e6, ranks(4), RankLayout{4}, cal, round_rates(), force);

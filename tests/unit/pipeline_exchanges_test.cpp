@@ -8,9 +8,13 @@
 #include "program/build_program.hpp"
 #include "program/pipeline_exchanges.hpp"
 #include "support/pipeline_fixture.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::index_of;
+using testing_support::waits_for;
 
 /// Slots as F<mb>/B<mb> (c<chunk> when not 0), exchanges as [s|r A|G <boundary> m<mb> ...].
 /// An exchange left in flight (overlap_p2p_comm) as {...}.
@@ -143,17 +147,6 @@ TEST(PipelineExchanges, AsManyMicroBatchesAsStagesRunsEveryInterleavedForwardFir
 // --- the PTD-P program: tasks, groups, bytes and what waits for what ---
 
 enum { kCompute = 0, kTensor = 1, kRecvPrev = 3, kSendNext = 4, kRecvNext = 5, kSendPrev = 6 };
-
-bool waits_for(const Task& t, int stream, int index) {
-  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
-}
-
-int index_of(const Stream& s, const std::string& name) {
-  for (std::size_t i = 0; i < s.tasks.size(); ++i)
-    if (s.tasks[i].name == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no task " << name << " on " << s.name;
-  return -1;
-}
 
 TEST(PipelineExchangeProgram, ABatchWaitsForTheSlotAndTheNextSlotForTheWholeBatch) {
   const ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();  // 4 micro-batches, TP 2

@@ -14,17 +14,9 @@
 namespace trainsim::program {
 namespace {
 
-const Task& find(const Stream& s, const std::string& name) {
-  auto it = std::find_if(s.tasks.begin(), s.tasks.end(), [&](const Task& t) { return t.name == name; });
-  if (it == s.tasks.end()) ADD_FAILURE() << "no task " << name << " on " << s.name;
-  return *it;
-}
-
-int index_of(const Stream& s, const std::string& name) { return static_cast<int>(&find(s, name) - s.tasks.data()); }
-
-bool waits_for(const Task& t, int stream, int index) {
-  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
-}
+using testing_support::find_task;
+using testing_support::index_of;
+using testing_support::waits_for;
 
 enum { kCompute = 0, kTensor = 1, kDataParallel = 2 };
 
@@ -160,7 +152,7 @@ TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReduc
     EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
     EXPECT_EQ(dp[2].name, "gradient-norm all-reduce");
     EXPECT_EQ(prog.collectives[dp[2].collective].group.size(), 4u);  // pp 2 x tp 2
-    const Task& norm = find(comp, "optimizer gradient norm");
+    const Task& norm = find_task(comp, "optimizer gradient norm");
     EXPECT_TRUE(norm.host_sync);
     EXPECT_TRUE(waits_for(norm, kDataParallel, 1));
   }
@@ -195,10 +187,10 @@ TEST(PipelineProgram, AutogradAccumulationAddsEveryBackwardAfterTheFirstInThePas
       for (int l = 0; l < 2; ++l) {
         const std::string name = "backward mb" + std::to_string(b) + " c0 layer " + std::to_string(l);
         // The first micro-batch's gradients become .grad as they are; the others are added.
-        EXPECT_NEAR(find(after, name).duration - find(before, name).duration, b == 0 ? 0.0 : add, 1e-12) << name;
-        EXPECT_EQ(find(after, name).kernels - find(before, name).kernels, b == 0 ? 0 : 12) << name;  // a GPT layer's tensors
-        EXPECT_EQ(find(after, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration,
-                  find(before, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration);
+        EXPECT_NEAR(find_task(after, name).duration - find_task(before, name).duration, b == 0 ? 0.0 : add, 1e-12) << name;
+        EXPECT_EQ(find_task(after, name).kernels - find_task(before, name).kernels, b == 0 ? 0 : 12) << name;  // a GPT layer's tensors
+        EXPECT_EQ(find_task(after, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration,
+                  find_task(before, "forward mb" + std::to_string(b) + " c0 layer " + std::to_string(l)).duration);
       }
   }
 }
@@ -425,12 +417,12 @@ TEST(PipelineProgram, OffloadingCopiesEachLayerInputToHostAndBackOnACopyStream) 
   const auto& copy = r.streams.back();
   ASSERT_EQ(copy.tasks.size(), 2u * 4u * 2u);  // 2 micro-batches x 4 layers, out and back
   EXPECT_DOUBLE_EQ(copy.tasks.front().copy_bytes, model::layer_input_bytes(in.model, {1, 2}));
-  EXPECT_TRUE(waits_for(find(copy, "offload input mb0 c0 layer 1"), kCompute, index_of(comp, "forward mb0 c0 layer 1")));
-  EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 2"), kCopy, index_of(copy, "offload input mb0 c0 layer 0")));
-  EXPECT_TRUE(waits_for(find(comp, "backward mb1 c0 layer 2"), kCopy, index_of(copy, "fetch input mb1 c0 layer 2")));
+  EXPECT_TRUE(waits_for(find_task(copy, "offload input mb0 c0 layer 1"), kCompute, index_of(comp, "forward mb0 c0 layer 1")));
+  EXPECT_TRUE(waits_for(find_task(comp, "forward mb0 c0 layer 2"), kCopy, index_of(copy, "offload input mb0 c0 layer 0")));
+  EXPECT_TRUE(waits_for(find_task(comp, "backward mb1 c0 layer 2"), kCopy, index_of(copy, "fetch input mb1 c0 layer 2")));
   // Prefetched one pass ahead: the fetch waits for the compute task two before its pass.
-  EXPECT_TRUE(waits_for(find(copy, "fetch input mb1 c0 layer 2"), kCompute, index_of(comp, "backward mb1 c0 layer 0")));
-  EXPECT_EQ(find(copy, "fetch input mb0 c0 layer 0").copy_direction, CopyDirection::to_device);
+  EXPECT_TRUE(waits_for(find_task(copy, "fetch input mb1 c0 layer 2"), kCompute, index_of(comp, "backward mb1 c0 layer 0")));
+  EXPECT_EQ(find_task(copy, "fetch input mb0 c0 layer 0").copy_direction, CopyDirection::to_device);
   // Without offloading there is no copy stream.
   in.plan.activation_offloading = false;
   EXPECT_NE(build_program(in).ranks[0].streams.back().kind, StreamKind::copy);
@@ -490,11 +482,11 @@ TEST(PipelineProgram, EmbeddingLossAndHeadReduceOverTheTensorGroup) {
     EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
     EXPECT_DOUBLE_EQ(call.size, activation);
     EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar)], kCompute, emb));
-    EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 0"), kTensor, ar));
+    EXPECT_TRUE(waits_for(find_task(comp, "forward mb0 c0 layer 0"), kTensor, ar));
     EXPECT_EQ(emb, 0);  // the forward's stored activations are allocated by its first task
     EXPECT_GT(comp.tasks[0].alloc, 0);
     // Its backward has no collective without sequence parallelism; it frees the activations.
-    const auto& back = find(comp, "embedding backward mb0 c0");
+    const auto& back = find_task(comp, "embedding backward mb0 c0");
     ASSERT_EQ(back.deps.size(), 1u);  // the last layer pass's all-reduce
     EXPECT_EQ(back.deps[0].stream, kTensor);
     EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(back.deps[0].index)].name, "tp all-reduce mb0 c0");
@@ -522,7 +514,7 @@ TEST(PipelineProgram, EmbeddingLossAndHeadReduceOverTheTensorGroup) {
     const int ar = index_of(tensor, "tp head all-reduce mb0 c0");
     EXPECT_DOUBLE_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(ar)].collective].size, activation);
     EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar)], kCompute, head_b));
-    EXPECT_TRUE(waits_for(find(comp, "backward mb0 c0 layer 0"), kTensor, ar));
+    EXPECT_TRUE(waits_for(find_task(comp, "backward mb0 c0 layer 0"), kTensor, ar));
     EXPECT_GT(comp.tasks[static_cast<std::size_t>(index_of(comp, "backward mb0 c0 layer 1"))].release, 0);
   }
   // Without tensor parallelism the ends have no collective.
@@ -653,12 +645,12 @@ TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
     }
     EXPECT_EQ(regathers, 2);  // stage 0's two layers
     // The embedding: reduce-scattered in forward, its gradient all-gathered in backward.
-    const auto& rs = prog.collectives[find(tensor, "tp embedding reduce-scatter mb0 c0").collective];
+    const auto& rs = prog.collectives[find_task(tensor, "tp embedding reduce-scatter mb0 c0").collective];
     EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
     EXPECT_DOUBLE_EQ(rs.size, activation);
     const int ag = index_of(tensor, "tp embedding all-gather mb0 c0");
     EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(ag)].collective].op, collective::Op::all_gather);
-    EXPECT_TRUE(waits_for(find(comp, "embedding backward mb0 c0"), kTensor, ag));
+    EXPECT_TRUE(waits_for(find_task(comp, "embedding backward mb0 c0"), kTensor, ag));
   }
   {
     // The head: its input all-gathered in forward; in backward re-gathered beside the head's
@@ -666,7 +658,7 @@ TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
     const auto& comp = prog.ranks[4].streams[kCompute];
     const auto& tensor = prog.ranks[4].streams[kTensor];
     const int ag = index_of(tensor, "tp head all-gather mb0 c0");
-    EXPECT_TRUE(waits_for(find(comp, "head forward mb0 c0"), kTensor, ag));
+    EXPECT_TRUE(waits_for(find_task(comp, "head forward mb0 c0"), kTensor, ag));
     const int regather = index_of(tensor, "tp head re-gather mb0 c0");
     const int rs = index_of(tensor, "tp head reduce-scatter mb0 c0");
     EXPECT_EQ(rs, regather + 1);
@@ -679,7 +671,7 @@ TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
   // With a position table the embedding is all-reduced (and its sequence slice kept).
   in.model.learned_positions = true;
   const Program learned = build_program(in);
-  EXPECT_EQ(learned.collectives[find(learned.ranks[0].streams[kTensor], "tp embedding all-reduce mb0 c0").collective].op,
+  EXPECT_EQ(learned.collectives[find_task(learned.ranks[0].streams[kTensor], "tp embedding all-reduce mb0 c0").collective].op,
             collective::Op::all_reduce);
 }
 
@@ -709,9 +701,9 @@ TEST(PipelineProgram, OverlappedParameterGatherOpensTheStepBucketByBucket) {
   // The first micro-batch's embedding waits for bucket 0, its layer 1 for bucket 1, which is
   // dispatched once bucket 0 is waited for (one bucket ahead); later micro-batches wait for none.
   EXPECT_TRUE(dp[0].deps.empty());  // stage 0's first forward needs nothing else
-  EXPECT_TRUE(waits_for(find(comp, "embedding forward mb0 c0"), kDataParallel, 0));
+  EXPECT_TRUE(waits_for(find_task(comp, "embedding forward mb0 c0"), kDataParallel, 0));
   EXPECT_TRUE(waits_for(dp[1], kDataParallel, 0));
-  EXPECT_TRUE(waits_for(find(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
+  EXPECT_TRUE(waits_for(find_task(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
   for (const auto& t : comp.tasks)
     if (t.name.str().find("mb1") != std::string::npos) {
       for (const auto& dep : t.deps) EXPECT_NE(dep.stream, kDataParallel) << t.name;
@@ -762,10 +754,10 @@ TEST(PipelineProgram, DeferredHeadWeightGradientsRunAfterTheLastStagesLastBackwa
   const auto& comp = r.streams[kCompute];
   const auto& tensor = r.streams[kTensor];
   const auto& plain_comp = plain.ranks[4].streams[kCompute];
-  const Task& deferred_head = find(comp, "head backward mb0 c0");
-  const Task& kept_head = find(comp, "head backward mb3 c0");
-  EXPECT_DOUBLE_EQ(kept_head.duration, find(plain_comp, "head backward mb3 c0").duration);
-  const Task& gemm0 = find(comp, "deferred head weight gradient mb0 c0");
+  const Task& deferred_head = find_task(comp, "head backward mb0 c0");
+  const Task& kept_head = find_task(comp, "head backward mb3 c0");
+  EXPECT_DOUBLE_EQ(kept_head.duration, find_task(plain_comp, "head backward mb3 c0").duration);
+  const Task& gemm0 = find_task(comp, "deferred head weight gradient mb0 c0");
   EXPECT_GT(gemm0.duration, 0);
   EXPECT_NEAR(deferred_head.duration + gemm0.duration, kept_head.duration, 1e-15);
   EXPECT_EQ(deferred_head.kernels + gemm0.kernels, kept_head.kernels);
@@ -795,10 +787,10 @@ TEST(PipelineProgram, DeferredHeadWeightGradientsRunAfterTheLastStagesLastBackwa
   const Program held = build_program(in);
   const auto& held_comp = held.ranks[4].streams[kCompute];
   for (int k = 0; k < 3; ++k) {
-    EXPECT_EQ(find(held_comp, "head backward mb" + std::to_string(k) + " c0").alloc, 77) << k;
-    EXPECT_EQ(find(held_comp, "deferred head weight gradient mb" + std::to_string(k) + " c0").release, 77) << k;
+    EXPECT_EQ(find_task(held_comp, "head backward mb" + std::to_string(k) + " c0").alloc, 77) << k;
+    EXPECT_EQ(find_task(held_comp, "deferred head weight gradient mb" + std::to_string(k) + " c0").release, 77) << k;
   }
-  EXPECT_EQ(find(held_comp, "head backward mb3 c0").alloc, 0);
+  EXPECT_EQ(find_task(held_comp, "head backward mb3 c0").alloc, 0);
   in.stages.back().deferred_head_wgrad_per_micro_batch = 0;
   // The gradients are reduced (after the flush here) once the last deferred GEMM is done.
   const auto& reduce = r.streams[kDataParallel].tasks.front();
@@ -940,7 +932,7 @@ TEST(PipelineProgram, SelectiveAttentionRecomputesTheCoreAttentionBeforeEachBack
         EXPECT_DOUBLE_EQ(before.duration, recompute);
         EXPECT_EQ(before.kernels, model::ops_kernels(core));
         EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(bwd)], kCompute, bwd - 1)) << rank << tag;
-        EXPECT_DOUBLE_EQ(comp.tasks[static_cast<std::size_t>(bwd)].duration, find(plain, "backward" + tag).duration);
+        EXPECT_DOUBLE_EQ(comp.tasks[static_cast<std::size_t>(bwd)].duration, find_task(plain, "backward" + tag).duration);
       }
     // One recompute per layer backward, none in forwards.
     const auto recomputes = std::count_if(comp.tasks.begin(), comp.tasks.end(), [](const Task& t) {

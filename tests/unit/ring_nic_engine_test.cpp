@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <simgrid/s4u/Engine.hpp>
-#include <xbt/log.h>
 
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
@@ -38,7 +37,7 @@ class RingNicEngineTest : public testing::Test {
 protected:
   void start(bool with_rule) {
     if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own";
-    engine_ = testing_support::make_exact_timing_engine("ring_nic_engine_test");
+    engine_ = make_exact_timing_engine("ring_nic_engine_test");
     topology_ = topology::load_topology("topologies/dgx-a100-80g-ib.json");
     cal_ = collective::load_collective_calibration(topology_.calibration_file);
     if (!with_rule) {

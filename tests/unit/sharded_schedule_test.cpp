@@ -10,9 +10,16 @@
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
+#include "support/program_lookup.hpp"
 
 namespace trainsim::program {
 namespace {
+
+using testing_support::allocated_bytes;
+using testing_support::find_task;
+using testing_support::index_of;
+using testing_support::released_bytes;
+using testing_support::waits_for;
 
 ScheduleInputs inputs(long world, long shard, long tp, long accumulation = 1) {
   ScheduleInputs in;
@@ -27,20 +34,6 @@ ScheduleInputs inputs(long world, long shard, long tp, long accumulation = 1) {
   in.device = testing_support::round_number_device();
   in.stages = {{1000, 100, 10}};
   return in;
-}
-
-const Task& find(const Stream& s, const std::string& name) {
-  auto it = std::find_if(s.tasks.begin(), s.tasks.end(), [&](const Task& t) { return t.name == name; });
-  if (it == s.tasks.end()) ADD_FAILURE() << "no task " << name << " on " << s.name;
-  return *it;
-}
-
-int index_of(const Stream& s, const std::string& name) {
-  return static_cast<int>(&find(s, name) - s.tasks.data());
-}
-
-bool waits_for(const Task& t, int stream, int index) {
-  return std::find(t.deps.begin(), t.deps.end(), TaskRef{stream, index}) != t.deps.end();
 }
 
 TEST(ShardedSchedule, FullShardTaskCountsAndValidity) {
@@ -62,10 +55,10 @@ TEST(ShardedSchedule, ForwardGathersRunAtMostTwoUnitsAhead) {
   const auto& comp = r.streams[0];
   const auto& gather = r.streams[1];
   // Gathering layer 1 (the third unit) waits for the embedding's forward to finish.
-  const Task& g = find(gather, "all-gather layer 1 mb0");
+  const Task& g = find_task(gather, "all-gather layer 1 mb0");
   EXPECT_TRUE(waits_for(g, 0, index_of(comp, "forward embedding mb0")));
   // Computing a unit waits for its own gather and for the unit before it.
-  const Task& f = find(comp, "forward layer 1 mb0");
+  const Task& f = find_task(comp, "forward layer 1 mb0");
   EXPECT_TRUE(waits_for(f, 1, index_of(gather, "all-gather layer 1 mb0")));
   EXPECT_TRUE(waits_for(f, 0, index_of(comp, "forward layer 0 mb0")));
 }
@@ -75,10 +68,10 @@ TEST(ShardedSchedule, BackwardReduceScattersOverlapTheNextUnit) {
   const auto& r = prog.ranks[2];
   const auto& comp = r.streams[0];
   const auto& reduce = r.streams[2];
-  const Task& rs = find(reduce, "reduce-scatter layer 1 mb0");
+  const Task& rs = find_task(reduce, "reduce-scatter layer 1 mb0");
   EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "backward layer 1 mb0")));
   // The next unit's backward does not wait for that reduce-scatter: they overlap.
-  const Task& next = find(comp, "backward layer 0 mb0");
+  const Task& next = find_task(comp, "backward layer 0 mb0");
   for (const auto& d : next.deps) EXPECT_NE(d.stream, 2);
   // The optimizer waits for every reduction.
   const Task& step = comp.tasks.back();
@@ -114,7 +107,7 @@ TEST(ShardedSchedule, ComputeTasksCarryTheirMemoryBoundPart) {
   const Program prog = build_program(in);
   const auto& comp = prog.ranks[0].streams[0];
   const model::LayerShape shape{in.plan.micro_batch};
-  const Task& f = find(comp, "forward layer 0 mb0");
+  const Task& f = find_task(comp, "forward layer 0 mb0");
   // The layer's elementwise ops at the streaming rate; its GEMMs and launches are the rest.
   EXPECT_DOUBLE_EQ(f.memory_bound, model::ops_memory_bound(model::layer_forward_ops(in.model, shape), in.device));
   EXPECT_GT(f.memory_bound, 0);
@@ -134,7 +127,7 @@ TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeT
   validate(prog);
   const auto& comp = prog.ranks[0].streams[0];
   EXPECT_EQ(comp.tasks.size(), plain + 2);  // one metrics task per micro-batch
-  const Task& m0 = find(comp, "train metrics mb0");
+  const Task& m0 = find_task(comp, "train metrics mb0");
   EXPECT_TRUE(waits_for(m0, 0, index_of(comp, "backward embedding mb0")));
   // In stream order before the next micro-batch's forward (the compute stream runs them in turn).
   EXPECT_EQ(index_of(comp, "forward embedding mb1"), index_of(comp, "train metrics mb0") + 1);
@@ -148,7 +141,7 @@ TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeT
   EXPECT_EQ(m0.phase, Phase::backward);
   // One metric: half the passes.
   in.plan.composer_train_metrics = 1;
-  const Task& one = find(build_program(in).ranks[0].streams[0], "train metrics mb0");
+  const Task& one = find_task(build_program(in).ranks[0].streams[0], "train metrics mb0");
   EXPECT_NEAR(one.duration, m0.duration / 2, 1e-12);
 }
 
@@ -206,15 +199,15 @@ TEST(ShardedSchedule, BackwardGathersFollowTheRateLimiterOfBackwardPostPrefetch)
   const auto& r = prog.ranks[0];
   const auto& comp = r.streams[0];
   const auto& gather = r.streams[1];
-  const Task& g0 = find(gather, "all-gather layer 0 (backward) mb0");
+  const Task& g0 = find_task(gather, "all-gather layer 0 (backward) mb0");
   EXPECT_TRUE(waits_for(g0, 0, index_of(comp, "backward head mb0")));
   EXPECT_FALSE(waits_for(g0, 0, index_of(comp, "backward layer 1 mb0")));
-  const Task& ge = find(gather, "all-gather embedding (backward) mb0");
+  const Task& ge = find_task(gather, "all-gather embedding (backward) mb0");
   EXPECT_TRUE(waits_for(ge, 0, index_of(comp, "backward layer 1 mb0")));
   // The first two backward gathers wait for nothing on the compute stream but the gather
   // stream's order (the forward's gathers before them).
-  for (const auto& d : find(gather, "all-gather head (backward) mb0").deps) EXPECT_NE(d.stream, 0);
-  for (const auto& d : find(gather, "all-gather layer 1 (backward) mb0").deps) EXPECT_NE(d.stream, 0);
+  for (const auto& d : find_task(gather, "all-gather head (backward) mb0").deps) EXPECT_NE(d.stream, 0);
+  for (const auto& d : find_task(gather, "all-gather layer 1 (backward) mb0").deps) EXPECT_NE(d.stream, 0);
 }
 
 ScheduleInputs torch_fsdp1(long world, long shard, long accumulation = 1) {
@@ -239,17 +232,17 @@ TEST(ShardedSchedule, TorchFsdp1GathersTheRootUnitOnceAndKeepsItThroughTheBackwa
   const auto& gather = r.streams[1];
   const auto& model = torch_fsdp1(4, 4).model;
   const double root = model::embedding_parameters(model) + model::head_parameters(model);
-  const Task& g = find(gather, "all-gather embedding mb0");
+  const Task& g = find_task(gather, "all-gather embedding mb0");
   EXPECT_DOUBLE_EQ(prog.collectives[g.collective].size, root * 2);  // bf16
-  const Task& rs = find(gather, "reduce-scatter embedding mb0");
+  const Task& rs = find_task(gather, "reduce-scatter embedding mb0");
   EXPECT_DOUBLE_EQ(prog.collectives[rs.collective].size, root * 2);
   for (const auto& t : gather.tasks) {
     EXPECT_EQ(t.name.str().find("head"), std::string::npos) << t.name.str();
     EXPECT_NE(t.name.str(), "all-gather embedding (backward) mb0");
   }
   // The head's forward and backward wait for no gather of their own.
-  for (const auto& d : find(r.streams[0], "forward head mb0").deps) EXPECT_EQ(d.stream, 0);
-  for (const auto& d : find(r.streams[0], "backward head mb0").deps) EXPECT_EQ(d.stream, 0);
+  for (const auto& d : find_task(r.streams[0], "forward head mb0").deps) EXPECT_EQ(d.stream, 0);
+  for (const auto& d : find_task(r.streams[0], "backward head mb0").deps) EXPECT_EQ(d.stream, 0);
 }
 
 TEST(ShardedSchedule, TorchFsdp1QueuesGathersAndReduceScattersOnOneStreamInIssueOrder) {
@@ -272,9 +265,9 @@ TEST(ShardedSchedule, TorchFsdp1QueuesGathersAndReduceScattersOnOneStreamInIssue
   EXPECT_EQ(names[8], "all-gather embedding mb1");
   const auto& comp = r.streams[0];
   const auto& gather = r.streams[1];
-  EXPECT_TRUE(waits_for(find(gather, "reduce-scatter layer 1 mb0"), 0, index_of(comp, "backward layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find_task(gather, "reduce-scatter layer 1 mb0"), 0, index_of(comp, "backward layer 1 mb0")));
   // The rate limiter's wait: the gather of layer 0 for its backward waits for the head's.
-  EXPECT_TRUE(waits_for(find(gather, "all-gather layer 0 (backward) mb0"), 0, index_of(comp, "backward head mb0")));
+  EXPECT_TRUE(waits_for(find_task(gather, "all-gather layer 0 (backward) mb0"), 0, index_of(comp, "backward head mb0")));
   // The optimizer waits for every reduce-scatter of both micro-batches.
   EXPECT_EQ(comp.tasks.back().deps.size(), 6u);
 }
@@ -340,7 +333,7 @@ TEST(ShardedSchedule, TorchFsdp1BackwardPreIssuesTheGatherBeforeTheGradientAndWa
     const auto& comp = prog->ranks[0].streams[0];
     const auto& gather = prog->ranks[0].streams[1];
     const bool is_pre = prog == &pre;
-    const Task& g = find(gather, "all-gather layer 0 (backward) mb0");
+    const Task& g = find_task(gather, "all-gather layer 0 (backward) mb0");
     // Issued in layer 1's pre-backward (after layer 2's backward was issued) or in layer 1's
     // post-backward (after layer 1's).
     EXPECT_EQ(g.host_after, (TaskRef{0, index_of(comp, is_pre ? "backward layer 2 mb0" : "backward layer 1 mb0")}));
@@ -362,14 +355,14 @@ TEST(ShardedSchedule, TorchFsdp1ForwardPrefetchIssuesTheNextGatherBeforeTheForwa
   for (const Program* prog : {&plain, &ahead}) {
     const bool early = prog == &ahead;
     const auto& comp = prog->ranks[0].streams[0];
-    const Task& g = find(prog->ranks[0].streams[1], "all-gather layer 3 mb0");
+    const Task& g = find_task(prog->ranks[0].streams[1], "all-gather layer 3 mb0");
     // Issued in layer 2's pre-forward (after layer 1's forward) or in layer 3's (after layer 2's).
     EXPECT_EQ(g.host_after, (TaskRef{0, index_of(comp, early ? "forward layer 1 mb0" : "forward layer 2 mb0")}));
     EXPECT_EQ(waits_for(g, 0, index_of(comp, "forward layer 0 mb0")), early);
     EXPECT_EQ(waits_for(g, 0, index_of(comp, "forward layer 1 mb0")), !early);
   }
   // The first layer is prefetched by the root's pre-forward, before the embedding's forward.
-  const Task& first = find(ahead.ranks[0].streams[1], "all-gather layer 0 mb0");
+  const Task& first = find_task(ahead.ranks[0].streams[1], "all-gather layer 0 mb0");
   EXPECT_EQ(first.host_after, (TaskRef{-1, -1}));
 }
 
@@ -420,14 +413,14 @@ TEST(ShardedSchedule, TorchaoFp8AllGatherCastsEachShardAfterPerWeightAmaxAllRedu
   // Each gather of a layer: amax pass, a scalar all-reduce per weight (the tiny model's GELU MLP:
   // wq wk wv wo and two MLP linears), the cast.
   const int cast = index_of(g, "fp8 shard cast layer 0 mb0");
-  EXPECT_TRUE(waits_for(find(g, "all-gather layer 0 mb0"), 1, cast));
+  EXPECT_TRUE(waits_for(find_task(g, "all-gather layer 0 mb0"), 1, cast));
   EXPECT_TRUE(waits_for(g.tasks[static_cast<std::size_t>(cast)], 1, cast - 1));
   EXPECT_EQ(g.tasks[static_cast<std::size_t>(cast - 1)].name, "fp8 amax all-reduce layer 0 mb0");
   EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 mb0", 0), 6);
   EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 (backward) mb0", 0), 6);
   EXPECT_DOUBLE_EQ(call_bytes(prog, "fp8 amax all-reduce layer 0 mb0"), 4);
-  EXPECT_EQ(find(g, "fp8 shard amax layer 0 mb0").kernels, 2 * 6);
-  EXPECT_EQ(find(g, "fp8 shard cast layer 1 (backward) mb0").kernels, 3 * 6);
+  EXPECT_EQ(find_task(g, "fp8 shard amax layer 0 mb0").kernels, 2 * 6);
+  EXPECT_EQ(find_task(g, "fp8 shard cast layer 1 (backward) mb0").kernels, 3 * 6);
   // The root unit has no float8 weights: nothing cast before its gather.
   for (const auto& t : g.tasks) EXPECT_EQ(t.name.str().find("embedding mb0") != std::string::npos &&
                                               t.name.str().find("fp8") != std::string::npos,
@@ -442,7 +435,7 @@ TEST(ShardedSchedule, PrecomputedFloat8ScalesReplaceThePerWeightAmaxByOneAllRedu
   const auto& r = prog.ranks[0];
   EXPECT_EQ(calls_named(prog, "fp8 amax all-reduce layer 0 mb0", 0), 0);
   for (const auto& t : r.streams[1].tasks) EXPECT_EQ(t.name.str().find("fp8 shard amax"), std::string::npos);
-  EXPECT_TRUE(waits_for(find(r.streams[1], "all-gather layer 0 mb0"), 1,
+  EXPECT_TRUE(waits_for(find_task(r.streams[1], "all-gather layer 0 mb0"), 1,
                         index_of(r.streams[1], "fp8 shard cast layer 0 mb0")));
   // After the optimizer: the amax pass, one all-reduce of 2 layers x 6 amaxes, the scales.
   const auto& comp = r.streams[0];
@@ -457,7 +450,7 @@ TEST(ShardedSchedule, TorchFsdp1HybridShardingAllReducesOnTheReplicaStream) {
   const Program prog = build_program(torch_fsdp1(4, 2));
   validate(prog);
   const auto& r = prog.ranks[1];
-  const Task& ar = find(r.streams[2], "replica all-reduce embedding mb0");
+  const Task& ar = find_task(r.streams[2], "replica all-reduce embedding mb0");
   EXPECT_TRUE(waits_for(ar, 1, index_of(r.streams[1], "reduce-scatter embedding mb0")));
 }
 
@@ -466,8 +459,8 @@ TEST(ShardedSchedule, HybridShardingReducesWithinAShardGroupThenAcrossReplicas) 
   const Program prog = build_program(inputs(4, 2, 1));
   validate(prog);
   const auto& reduce = prog.ranks[1].streams[2];
-  const Task& rs = find(reduce, "reduce-scatter head mb0");
-  const Task& ar = find(reduce, "replica all-reduce head mb0");
+  const Task& rs = find_task(reduce, "reduce-scatter head mb0");
+  const Task& ar = find_task(reduce, "replica all-reduce head mb0");
   EXPECT_EQ(prog.collectives[rs.collective].group, (std::vector<int>{0, 1}));
   EXPECT_EQ(prog.collectives[ar.collective].group, (std::vector<int>{1, 3}));
   EXPECT_TRUE(waits_for(ar, 2, index_of(reduce, "reduce-scatter head mb0")));
@@ -491,9 +484,9 @@ TEST(ShardedSchedule, TensorParallelLayersEndWithAnAllReduceInTheCriticalPath) {
   EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(ar + 1)].name, "forward layer 0 mb0 all-reduce");
   EXPECT_DOUBLE_EQ(attention.size, mlp.size);
   EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(ar + 1)], 3, ar));
-  const Task& next = find(comp, "forward layer 1 mb0");
+  const Task& next = find_task(comp, "forward layer 1 mb0");
   EXPECT_TRUE(waits_for(next, 3, ar + 1));
-  const Task& g = find(r.streams[1], "all-gather layer 0 mb0");
+  const Task& g = find_task(r.streams[1], "all-gather layer 0 mb0");
   EXPECT_EQ(prog.collectives[g.collective].group, (std::vector<int>{1, 3}));
 }
 
@@ -501,9 +494,9 @@ TEST(ShardedSchedule, MemoryIsAllocatedByTheFirstForwardAndFreedByTheLastBackwar
   const Program prog = build_program(inputs(4, 4, 1));
   const auto& comp = prog.ranks[0].streams[0];
   EXPECT_EQ(prog.ranks[0].resident, 1000);
-  EXPECT_EQ(find(comp, "forward embedding mb0").alloc, 100);
-  EXPECT_EQ(find(comp, "backward embedding mb0").release, 100);
-  EXPECT_EQ(find(comp, "backward layer 0 mb0").workspace, 10);
+  EXPECT_EQ(find_task(comp, "forward embedding mb0").alloc, 100);
+  EXPECT_EQ(find_task(comp, "backward embedding mb0").release, 100);
+  EXPECT_EQ(find_task(comp, "backward layer 0 mb0").workspace, 10);
 }
 
 TEST(ShardedSchedule, GatheredUnitsAndGradientsComeFromTheirStreamsPools) {
@@ -523,34 +516,28 @@ TEST(ShardedSchedule, GatheredUnitsAndGradientsComeFromTheirStreamsPools) {
   const double layer = model::parameters_per_layer(in.model);
   const double root = model::embedding_parameters(in.model) + model::head_parameters(in.model);
   const double wire = in.plan.parameter_wire_bytes, reduce = in.plan.gradient_wire_bytes;
-  const Task& g = find(gather, "all-gather layer 0 mb0");
+  const Task& g = find_task(gather, "all-gather layer 0 mb0");
   EXPECT_DOUBLE_EQ(g.alloc, layer * wire);
   EXPECT_EQ(g.alloc_pool, -1);  // its own (gather) stream
-  const Task& f = find(comp, "forward layer 0 mb0");
+  const Task& f = find_task(comp, "forward layer 0 mb0");
   EXPECT_DOUBLE_EQ(f.release_borrowed, layer * wire);
   EXPECT_EQ(f.borrowed_pool, 1);
   // The root unit is released by the embedding's backward only, which allocates its gradient.
-  EXPECT_EQ(find(comp, "forward embedding mb0").release_borrowed, 0);
-  const Task& be = find(comp, "backward embedding mb0");
+  EXPECT_EQ(find_task(comp, "forward embedding mb0").release_borrowed, 0);
+  const Task& be = find_task(comp, "backward embedding mb0");
   EXPECT_DOUBLE_EQ(be.release_borrowed, root * wire);
   EXPECT_DOUBLE_EQ(be.alloc, root * wire);
-  EXPECT_EQ(find(comp, "backward head mb0").alloc, 0);
-  const Task& bl = find(comp, "backward layer 1 mb0");
+  EXPECT_EQ(find_task(comp, "backward head mb0").alloc, 0);
+  const Task& bl = find_task(comp, "backward layer 1 mb0");
   EXPECT_DOUBLE_EQ(bl.alloc, layer * wire);  // autograd's gradient, in the compute dtype
   EXPECT_DOUBLE_EQ(bl.release_borrowed, layer * wire);
-  const Task& rs = find(gather, "reduce-scatter layer 1 mb0");
+  const Task& rs = find_task(gather, "reduce-scatter layer 1 mb0");
   EXPECT_DOUBLE_EQ(rs.release_borrowed, layer * wire);
   EXPECT_EQ(rs.borrowed_pool, 0);
   EXPECT_DOUBLE_EQ(rs.workspace, layer * reduce * 2);
   EXPECT_EQ(rs.alloc_pool, 2);
   // Every gather's allocation is released once: the timeline ends where it began.
-  double allocated = 0, released = 0;
-  for (const auto& s : r.streams)
-    for (const auto& t : s.tasks) {
-      allocated += t.alloc;
-      released += t.release + t.release_borrowed;
-    }
-  EXPECT_DOUBLE_EQ(allocated, released);
+  EXPECT_DOUBLE_EQ(allocated_bytes(r), released_bytes(r));
 }
 
 TEST(ShardedSchedule, WithoutShardingTheGatheredTermsStayResident) {
@@ -607,15 +594,15 @@ TEST(ShardedSchedule, OffloadFollowsTheForwardAndFetchIsPrefetchedOneLayerAhead)
   const auto& comp = prog.ranks[1].streams[0];
   const auto& copy = prog.ranks[1].streams[4];
   // The offload waits for its layer's forward.
-  EXPECT_TRUE(waits_for(find(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find_task(copy, "offload input layer 1 mb0"), 0, index_of(comp, "forward layer 1 mb0")));
   // Two layer inputs on device: a forward waits for the offload of the layer two before it.
-  EXPECT_TRUE(waits_for(find(comp, "forward layer 2 mb0"), 4, index_of(copy, "offload input layer 0 mb0")));
+  EXPECT_TRUE(waits_for(find_task(comp, "forward layer 2 mb0"), 4, index_of(copy, "offload input layer 0 mb0")));
   // Backward (without TP the recompute is part of it) waits for its fetch ...
-  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 4, index_of(copy, "fetch input layer 1 mb0")));
+  EXPECT_TRUE(waits_for(find_task(comp, "backward layer 1 mb0"), 4, index_of(copy, "fetch input layer 1 mb0")));
   // ... which starts once the backward two units later is done: it overlaps the one in between.
-  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
-  EXPECT_TRUE(find(copy, "fetch input layer 3 mb0").deps.empty());  // right after the offloads
-  EXPECT_TRUE(waits_for(find(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
+  EXPECT_TRUE(waits_for(find_task(copy, "fetch input layer 1 mb0"), 0, index_of(comp, "backward layer 3 mb0")));
+  EXPECT_TRUE(find_task(copy, "fetch input layer 3 mb0").deps.empty());  // right after the offloads
+  EXPECT_TRUE(waits_for(find_task(copy, "fetch input layer 2 mb0"), 0, index_of(comp, "backward head mb0")));
 }
 
 TEST(ShardedSchedule, UnderTensorParallelismTheRecomputeWaitsForTheFetch) {
@@ -623,7 +610,7 @@ TEST(ShardedSchedule, UnderTensorParallelismTheRecomputeWaitsForTheFetch) {
   validate(prog);
   const auto& comp = prog.ranks[0].streams[0];
   const auto& copy = prog.ranks[0].streams[4];
-  EXPECT_TRUE(waits_for(find(comp, "recompute layer 0 mb0"), 4, index_of(copy, "fetch input layer 0 mb0")));
+  EXPECT_TRUE(waits_for(find_task(comp, "recompute layer 0 mb0"), 4, index_of(copy, "fetch input layer 0 mb0")));
 }
 
 TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndReduceScatter) {
@@ -633,16 +620,16 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   validate(prog);
   const auto& comp = prog.ranks[0].streams[0];
   const auto& tensor = prog.ranks[0].streams[3];
-  const Task& ag = find(tensor, "forward layer 0 mb0 all-gather");
-  const Task& rs = find(tensor, "forward layer 0 mb0 reduce-scatter");
+  const Task& ag = find_task(tensor, "forward layer 0 mb0 all-gather");
+  const Task& rs = find_task(tensor, "forward layer 0 mb0 reduce-scatter");
   EXPECT_EQ(prog.collectives[ag.collective].op, collective::Op::all_gather);
   EXPECT_EQ(prog.collectives[rs.collective].op, collective::Op::reduce_scatter);
   EXPECT_DOUBLE_EQ(prog.collectives[ag.collective].size, prog.collectives[rs.collective].size);
   // all-gather -> layer -> reduce-scatter, in the critical path.
-  EXPECT_TRUE(waits_for(find(comp, "forward layer 0 mb0"), 3, index_of(tensor, "forward layer 0 mb0 all-gather") + 1));
+  EXPECT_TRUE(waits_for(find_task(comp, "forward layer 0 mb0"), 3, index_of(tensor, "forward layer 0 mb0 all-gather") + 1));
   EXPECT_TRUE(waits_for(rs, 0, index_of(comp, "forward layer 0 mb0")));
   // In backward too (the output gradients are gathered before the pass).
-  EXPECT_TRUE(waits_for(find(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather") + 1));
+  EXPECT_TRUE(waits_for(find_task(comp, "backward layer 1 mb0"), 3, index_of(tensor, "backward layer 1 mb0 all-gather") + 1));
   for (const auto& t : tensor.tasks) EXPECT_EQ(t.name.str().find("all-reduce"), std::string::npos) << t.name;
   // Transformer Engine's FP8 linears gather the sequence in FP8 (model/fp8_linear.hpp).
   in.plan.linear_precision = plan::LinearPrecision::fp8;
@@ -652,8 +639,8 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
   validate(fp8);
   const auto& fp8_tensor = fp8.ranks[0].streams[3];
   for (const char* pass : {"forward layer 0 mb0", "backward layer 1 mb0"}) {
-    const auto& gather = fp8.collectives[find(fp8_tensor, std::string(pass) + " all-gather").collective];
-    const auto& scatter = fp8.collectives[find(fp8_tensor, std::string(pass) + " reduce-scatter").collective];
+    const auto& gather = fp8.collectives[find_task(fp8_tensor, std::string(pass) + " all-gather").collective];
+    const auto& scatter = fp8.collectives[find_task(fp8_tensor, std::string(pass) + " reduce-scatter").collective];
     EXPECT_DOUBLE_EQ(gather.size, scatter.size / 2) << pass;
   }
 }
@@ -675,7 +662,7 @@ ScheduleInputs unpadding(bool checkpointing, bool host_dispatch) {
 // the one before, the first waiting for what the whole pass waits for, kernels and time summed,
 // and the pass's memory all on the last. Returns the first run's index.
 int expect_cut(const Stream& cut, const Stream& whole, const std::string& pass, int runs) {
-  const Task& w = find(whole, pass);
+  const Task& w = find_task(whole, pass);
   const int first = index_of(cut, pass + " to sync 1");
   EXPECT_EQ(index_of(cut, pass), first + runs - 1);
   int kernels = 0;
@@ -725,10 +712,10 @@ TEST(ShardedSchedule, MptFlashCutsEachLayersForwardAtUnpadInputsSixHostSyncs) {
     for (int k = 1; k <= 5; ++k)
       EXPECT_EQ(comp.tasks[static_cast<std::size_t>(first + k)].kernels, k % 2 == 1 ? 3 : 9);
   }
-  EXPECT_GT(find(whole.ranks[0].streams[0], "forward layer 0 mb0").release_borrowed, 0);
-  EXPECT_FALSE(find(comp, "backward layer 0 mb0").host_sync);
+  EXPECT_GT(find_task(whole.ranks[0].streams[0], "forward layer 0 mb0").release_borrowed, 0);
+  EXPECT_FALSE(find_task(comp, "backward layer 0 mb0").host_sync);
   // The rate limiter's gather waits for the whole forward two units back: its last run.
-  EXPECT_TRUE(waits_for(find(cut.ranks[0].streams[1], "all-gather layer 2 mb0"), 0, index_of(comp, "forward layer 0 mb0")));
+  EXPECT_TRUE(waits_for(find_task(cut.ranks[0].streams[1], "all-gather layer 2 mb0"), 0, index_of(comp, "forward layer 0 mb0")));
 }
 
 TEST(ShardedSchedule, MptFlashUnderCheckpointingCutsTheBackwardAtTheRecomputedForwardsSyncs) {
@@ -740,8 +727,8 @@ TEST(ShardedSchedule, MptFlashUnderCheckpointingCutsTheBackwardAtTheRecomputedFo
   expect_cut(comp, whole.ranks[0].streams[0], "forward layer 1 mb0", 7);
   expect_cut(comp, whole.ranks[0].streams[0], "backward layer 1 mb0", 7);
   // The gradient's allocation and the activations' release stay with the backward proper.
-  EXPECT_GT(find(comp, "backward layer 1 mb0").alloc, 0);
-  EXPECT_EQ(find(comp, "backward layer 1 mb0 to sync 1").alloc, 0);
+  EXPECT_GT(find_task(comp, "backward layer 1 mb0").alloc, 0);
+  EXPECT_EQ(find_task(comp, "backward layer 1 mb0 to sync 1").alloc, 0);
 }
 
 TEST(BuildProgram, SaysWhatItCannotBuildYet) {

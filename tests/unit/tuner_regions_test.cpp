@@ -3,14 +3,16 @@
 // all_reduce regions as shipped in topologies/calibration.
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <vector>
 
 #include "collective/nccl_tuner.hpp"
 #include "collective/tuner_regions.hpp"
+#include "support/rank_groups.hpp"
 
 namespace trainsim::collective {
 namespace {
+
+using testing_support::ranks;
 
 TunerRegion square(Algorithm a, Protocol p, double x0, double x1, double y0, double y1) {
   return {a, p, {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}}};
@@ -91,12 +93,6 @@ CollectiveCalibration small_cal() {
     f->simple_chunk = f->tree_chunk = f->ll128_chunk = 1e6;
   }
   return c;
-}
-
-std::vector<int> ranks(int count) {
-  std::vector<int> r(static_cast<std::size_t>(count));
-  std::iota(r.begin(), r.end(), 0);
-  return r;
 }
 
 TEST(TunerRegions, ThePluginOverridesTheFastestEstimate) {
