@@ -137,6 +137,7 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   f.name = root.string("name");
   root.allow("description");
   root.allow("protocols_source");
+  root.allow("algorithms_source");
   for (const auto& a : root.string_array("algorithms")) {
     if (a == "ring") f.algorithms.push_back(Algorithm::ring);
     else if (a == "tree") f.algorithms.push_back(Algorithm::tree);
@@ -268,6 +269,8 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
     if (!c.inter_fabric.allows(Algorithm::ring))
       root.fail("inter_node", "the inter-node fabric must allow ring");
     if (root.has("channels")) c.channels = read_channels(root.object("channels"));
+    if (root.has("partial_node_ring_nics"))
+      c.partial_node_ring_nic = read_partial_node_ring_nics(root.object("partial_node_ring_nics"));
   }
   root.finish();
   return c;

@@ -103,6 +103,10 @@ struct CollectiveCalibration {
   /// no region does, and sets the tree's rate across nodes (nccl_tuner.hpp).
   std::shared_ptr<const NcclCostModel> nccl_cost_model;
   KernelChannels channels;                    ///< schema 2, optional ("channels")
+  /// Schema 2, optional ("partial_node_ring_nics"): the same table as
+  /// NcclCostModel::partial_node_ring_nic, for a platform whose NCCL release's NIC choice is read
+  /// from its own logs rather than from a cost model (Jean Zay); a cost model's table wins.
+  std::vector<int> partial_node_ring_nic;
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 

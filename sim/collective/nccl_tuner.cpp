@@ -231,9 +231,7 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   bool found = false;
   Prediction best;
   Schedule best_schedule;
-  const std::vector<int> own_nics;
-  const std::vector<int>& ring_entry_nic =
-      cal.nccl_cost_model ? cal.nccl_cost_model->partial_node_ring_nic : own_nics;
+  const std::vector<int>& ring_entry_nic = partial_node_ring_nic(cal);
   for (Algorithm a : algorithms) {
     Schedule s = schedule_for(a, op, size, g, layout, ring_entry_nic);
     auto protocols = protocols_for(a);
