@@ -68,6 +68,10 @@ struct FabricLevel {
   /// Achieved fraction of LL128's wire rate on this level, on top of the algorithm's efficiency
   /// and LL128's 120/128 (1 where the file gives none).
   double ll128_efficiency = 1;
+  /// Most payload one NCCL channel moves per second across this level, whatever the links
+  /// offer (a software limit: e.g. a transport staging through host memory); 0 = none. Only
+  /// for the inter-node level, ring and point-to-point (the tuner's channel_payload_limit).
+  BytesPerSecond channel_rate_limit = 0;
 
   [[nodiscard]] bool allows(Algorithm a) const;
   [[nodiscard]] bool allows(Protocol p) const;
