@@ -137,6 +137,7 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   f.name = root.string("name");
   root.allow("description");
   root.allow("protocols_source");
+  root.allow("algorithms_source");
   for (const auto& a : root.string_array("algorithms")) {
     if (a == "ring") f.algorithms.push_back(Algorithm::ring);
     else if (a == "tree") f.algorithms.push_back(Algorithm::tree);
@@ -188,6 +189,17 @@ FabricLevel read_fabric(const std::string& path, CollectiveCalibration& c) {
   f.simple_chunk = chunk("simple_chunk");
   f.tree_chunk = root.has("tree_chunk") ? chunk("tree_chunk") : f.simple_chunk;
   f.ll128_chunk = root.has("ll128_chunk") ? chunk("ll128_chunk") : f.simple_chunk;
+  if (root.has("channel_rate_limit")) {
+    JsonObject s = root.object("channel_rate_limit");
+    f.channel_rate_limit = s.quantity("value", Dimension::bandwidth);
+    if (f.channel_rate_limit <= 0) s.fail("value", "expected a positive rate");
+    require_source(s);
+    s.finish();
+    // Only ring and point-to-point channels are mapped to flows (nccl_tuner.cpp); a tree's
+    // lanes are not NCCL's channels.
+    if (f.allows(Algorithm::tree) || f.allows(Algorithm::nvls))
+      root.fail("channel_rate_limit", "a per-channel limit is modelled for ring only; remove tree/nvls");
+  }
   if (root.has("ll128_efficiency")) {
     JsonObject s = root.object("ll128_efficiency");
     f.ll128_efficiency = fraction(s, "value");
@@ -268,6 +280,14 @@ CollectiveCalibration load_collective_calibration(const std::string& path) {
     if (!c.inter_fabric.allows(Algorithm::ring))
       root.fail("inter_node", "the inter-node fabric must allow ring");
     if (root.has("channels")) c.channels = read_channels(root.object("channels"));
+    if (c.intra_fabric.channel_rate_limit > 0)
+      root.fail("intra_node", "channel_rate_limit is modelled across nodes only");
+    // The cap is per NCCL channel: the channels a call runs must be known.
+    if (c.inter_fabric.channel_rate_limit > 0 &&
+        (c.channels.multi_node <= 0 || c.channels.net_peer <= 0))
+      root.fail("channels", "the inter-node fabric's channel_rate_limit needs multi_node and net_peer");
+    if (root.has("partial_node_ring_nics"))
+      c.partial_node_ring_nic = read_partial_node_ring_nics(root.object("partial_node_ring_nics"));
   }
   root.finish();
   return c;

@@ -68,6 +68,10 @@ struct FabricLevel {
   /// Achieved fraction of LL128's wire rate on this level, on top of the algorithm's efficiency
   /// and LL128's 120/128 (1 where the file gives none).
   double ll128_efficiency = 1;
+  /// Most payload one NCCL channel moves per second across this level, whatever the links
+  /// offer (a software limit: e.g. a transport staging through host memory); 0 = none. Only
+  /// for the inter-node level, ring and point-to-point (the tuner's channel_payload_limit).
+  BytesPerSecond channel_rate_limit = 0;
 
   [[nodiscard]] bool allows(Algorithm a) const;
   [[nodiscard]] bool allows(Protocol p) const;
@@ -103,6 +107,10 @@ struct CollectiveCalibration {
   /// no region does, and sets the tree's rate across nodes (nccl_tuner.hpp).
   std::shared_ptr<const NcclCostModel> nccl_cost_model;
   KernelChannels channels;                    ///< schema 2, optional ("channels")
+  /// Schema 2, optional ("partial_node_ring_nics"): the same table as
+  /// NcclCostModel::partial_node_ring_nic, for a platform whose NCCL release's NIC choice is read
+  /// from its own logs rather than from a cost model (Jean Zay); a cost model's table wins.
+  std::vector<int> partial_node_ring_nic;
   std::vector<std::string> fitted;       ///< JSON paths of fitted values, with the rows, as text
   std::vector<std::string> fitted_rows;  ///< every row ("scenario#label" or a measurement key)
 

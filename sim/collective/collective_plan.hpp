@@ -31,6 +31,10 @@ struct Flow {
   /// through and the one it enters the other node through; -1 = the rank's own route.
   int src_nic = -1;
   int dst_nic = -1;
+  /// Most bytes on the wire per second this flow may move whatever the links offer; 0 = none.
+  /// Set where the fabric caps each NCCL channel (FabricLevel::channel_rate_limit), scaled by
+  /// the channels the flow carries; the engine holds its phase to at least bytes / rate_limit.
+  BytesPerSecond rate_limit = 0;
 };
 
 struct Phase {

@@ -179,9 +179,26 @@ NcclGraph read_graph(JsonObject o) {
 
 }  // namespace
 
+std::vector<int> read_partial_node_ring_nics(JsonObject o) {
+  std::vector<int> nics;
+  for (long nic : o.index_array("nic_of_entry_accelerator")) {
+    if (nic > 63) o.fail("nic_of_entry_accelerator", "expected NIC indices in [0, 63]");
+    nics.push_back(static_cast<int>(nic));
+  }
+  o.require_source();
+  o.allow("rule");
+  o.finish();
+  return nics;
+}
+
+const std::vector<int>& partial_node_ring_nic(const CollectiveCalibration& cal) {
+  if (cal.nccl_cost_model && !cal.nccl_cost_model->partial_node_ring_nic.empty())
+    return cal.nccl_cost_model->partial_node_ring_nic;
+  return cal.partial_node_ring_nic;
+}
+
 std::vector<int> ring_nics(const CollectiveCalibration& cal) {
-  if (!cal.nccl_cost_model) return {};
-  std::vector<int> nics = cal.nccl_cost_model->partial_node_ring_nic;
+  std::vector<int> nics = partial_node_ring_nic(cal);
   std::sort(nics.begin(), nics.end());
   nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
   return nics;
@@ -219,16 +236,8 @@ NcclCostModel load_nccl_cost_model(const std::string& path) {
   if (graphs.has("tree")) m.tree = read_graph(graphs.object("tree"));
   if (graphs.has("nvls")) m.nvls = read_graph(graphs.object("nvls"));
   graphs.finish();
-  if (root.has("partial_node_ring_nics")) {
-    JsonObject o = root.object("partial_node_ring_nics");
-    for (long nic : o.index_array("nic_of_entry_accelerator")) {
-      if (nic > 63) o.fail("nic_of_entry_accelerator", "expected NIC indices in [0, 63]");
-      m.partial_node_ring_nic.push_back(static_cast<int>(nic));
-    }
-    o.require_source();
-    o.allow("rule");
-    o.finish();
-  }
+  if (root.has("partial_node_ring_nics"))
+    m.partial_node_ring_nic = read_partial_node_ring_nics(root.object("partial_node_ring_nics"));
   root.finish();
   return m;
 }

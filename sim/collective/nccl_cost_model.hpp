@@ -13,6 +13,7 @@
 
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
+#include "core/json_reader.hpp"
 
 namespace trainsim::collective {
 
@@ -84,8 +85,15 @@ struct NcclCost {
 [[nodiscard]] Bytes nccl_tree_ll128_chunk(Bytes step_data, Bytes size, int channels, int nodes,
                                           int ranks);
 
-/// The distinct NICs `cal`'s cost model routes ring channels through (partial_node_ring_nic),
-/// ascending; empty without one. What the platform must offer routes to.
+/// Reads a "partial_node_ring_nics" object ({"nic_of_entry_accelerator": [...], "source", "rule"}).
+[[nodiscard]] std::vector<int> read_partial_node_ring_nics(JsonObject o);
+
+/// The NIC table a partial-node ring follows on `cal`'s platform: its cost model's, else the
+/// calibration's own (logged) one; empty: every accelerator's own NIC.
+[[nodiscard]] const std::vector<int>& partial_node_ring_nic(const CollectiveCalibration& cal);
+
+/// The distinct NICs partial-node ring channels are routed through (partial_node_ring_nic),
+/// ascending; empty without a table. What the platform must offer routes to.
 [[nodiscard]] std::vector<int> ring_nics(const CollectiveCalibration& cal);
 
 /// Loads a cost-model file; ConfigError naming the file and JSON path on bad input.

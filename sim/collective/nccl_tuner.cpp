@@ -4,6 +4,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "collective/kernel_channels.hpp"
 #include "collective/nccl_cost_model.hpp"
 #include "collective/tuner_regions.hpp"
 #include "core/error.hpp"
@@ -103,6 +104,41 @@ Bytes wire_bytes(const PayloadFlow& f, const Schedule& s, Protocol p, const Grou
   return f.bytes / (eff * cal.protocol(p).bandwidth_fraction);
 }
 
+/// The most payload per second an inter-node flow may move where the inter-node fabric caps each
+/// NCCL channel (FabricLevel::channel_rate_limit); 0 = no cap. The schedule's flows are not
+/// NCCL's channels, so the cap is shared out by bytes: a ring's C channels (the communicator's,
+/// kernel_channels) carry a node's inter-node ring traffic, which the schedule splits evenly
+/// over its k flows leaving each node, so each flow gets C/k channels' rate (at C = k, as for
+/// BLOOM's 2-rank data-parallel groups, one flow is one channel). A point-to-point flow between
+/// two nodes runs on net_peer channels (NCCL_NCHANNELS_PER_NET_PEER).
+BytesPerSecond channel_payload_limit(const PayloadFlow& f, const Schedule& s, const GroupShape& g,
+                                     const RankLayout& layout, const CollectiveCalibration& cal) {
+  const BytesPerSecond per_channel = cal.inter_fabric.channel_rate_limit;
+  if (!f.inter_node || per_channel <= 0) return 0;
+  if (s.algorithm == Algorithm::pairwise) return per_channel * cal.channels.net_peer;
+  TRAINSIM_CHECK(s.algorithm == Algorithm::ring,
+                 "a per-channel rate limit is modelled for ring and point-to-point only");
+  std::vector<int> members;
+  for (const auto& node : g.nodes) members.insert(members.end(), node.begin(), node.end());
+  // Every ring op runs the communicator's ring channels; all_reduce stands for them.
+  const int channels = kernel_channels(Op::all_reduce, members, layout, cal, Algorithm::ring);
+  TRAINSIM_CHECK(channels > 0, "a per-channel rate limit needs the calibration's channels");
+  return per_channel * channels / g.per_node();
+}
+
+/// A flow on the wire: its bytes and, where the fabric caps channels, its rate limit in wire
+/// bytes. The cap was measured with Simple (busbw, payload); assumption: a channel moves the
+/// protocol's bytes (LL's flags included) at that rate, so LL's payload gets half of it and
+/// LL128's 120/128, as NCCL's own per-protocol bandwidths rank them.
+Flow wire_flow(const PayloadFlow& f, const Schedule& s, Protocol p, const GroupShape& g,
+               const RankLayout& layout, const CollectiveCalibration& cal) {
+  Flow w{f.src, f.dst, wire_bytes(f, s, p, g, cal), f.src_nic, f.dst_nic};
+  const BytesPerSecond payload_limit =
+      channel_payload_limit(f, s, g, layout, cal) * cal.protocol(p).bandwidth_fraction;
+  if (payload_limit > 0 && f.bytes > 0) w.rate_limit = payload_limit * w.bytes / f.bytes;
+  return w;
+}
+
 }  // namespace
 
 Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const RankLayout& layout,
@@ -112,8 +148,11 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
   r.protocol = p;
   // Port loads: each accelerator's link into its node fabric, each node's uplink.
   std::unordered_map<int, Bytes> rank_out, rank_in, node_out, node_in;
+  Seconds capped_time = 0;  // the slowest flow held to its channels' rate limit
   for (const auto& f : s.flows) {
-    const Bytes b = wire_bytes(f, s, p, g, cal);
+    const Flow w = wire_flow(f, s, p, g, layout, cal);
+    const Bytes b = w.bytes;
+    if (w.rate_limit > 0) capped_time = std::max(capped_time, b / w.rate_limit);
     if (f.inter_node) {
       node_out[layout.node_of(f.src)] += b;
       node_in[layout.node_of(f.dst)] += b;
@@ -128,7 +167,8 @@ Prediction predict(const Schedule& s, Protocol p, const GroupShape& g, const Ran
   for (const auto* m : {&node_out, &node_in})
     for (const auto& [k, b] : *m) inter_max = std::max(inter_max, b);
   const Seconds intra_time = intra_max > 0 ? intra_max / rates.intra_link : 0;
-  const Seconds inter_time = inter_max > 0 ? inter_max / rates.node_uplink : 0;
+  const Seconds inter_time =
+      std::max(inter_max > 0 ? inter_max / rates.node_uplink : 0, capped_time);
   r.bandwidth_time = std::max(intra_time, inter_time);
 
   const auto pi = static_cast<std::size_t>(p);
@@ -231,9 +271,7 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   bool found = false;
   Prediction best;
   Schedule best_schedule;
-  const std::vector<int> own_nics;
-  const std::vector<int>& ring_entry_nic =
-      cal.nccl_cost_model ? cal.nccl_cost_model->partial_node_ring_nic : own_nics;
+  const std::vector<int>& ring_entry_nic = partial_node_ring_nic(cal);
   for (Algorithm a : algorithms) {
     Schedule s = schedule_for(a, op, size, g, layout, ring_entry_nic);
     auto protocols = protocols_for(a);
@@ -253,8 +291,7 @@ CollectivePlan plan_nccl(Op op, Bytes size, const std::vector<int>& group,
   ph.name = std::string(op_name(op)) + " " + algorithm_name(best.algorithm) + "/" +
             protocol_name(best.protocol);
   for (const auto& f : best_schedule.flows) {
-    ph.flows.push_back({f.src, f.dst, wire_bytes(f, best_schedule, best.protocol, g, cal), f.src_nic,
-                        f.dst_nic});
+    ph.flows.push_back(wire_flow(f, best_schedule, best.protocol, g, layout, cal));
     ph.inter_node = ph.inter_node || f.inter_node;
   }
   ph.fixed_latency = best.latency + best.fill;

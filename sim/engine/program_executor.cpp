@@ -589,8 +589,11 @@ private:
           flows.push_back(sg4::Comm::sendto_async(platform_.endpoint(flow.src, flow.src_nic),
                                                   platform_.endpoint(flow.dst, flow.dst_nic),
                                                   static_cast<uint64_t>(flow.bytes)));
+      const Seconds phase_start = now();
       result_.flows += flows.size();
       for (auto& comm : flows) comm->wait();
+      const Seconds floor = phases[p].capped_duration;
+      if (floor > 0 && now() < phase_start + floor) sg4::this_actor::sleep_until(phase_start + floor);
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
       if (phases[p].latency > 0) sg4::this_actor::sleep_for(phases[p].latency);
     }
@@ -720,6 +723,14 @@ private:
 
   struct MergedPhase {
     std::unordered_map<int, std::vector<collective::Flow>> flows_by_class;
+    /// The phase's slowest rate-capped flow's bytes / rate_limit (0: none), over every flow of
+    /// the plans, simulated or not. A per-channel software limit (Flow::rate_limit) is a floor
+    /// on a phase's duration: its flows start together, so no class's part of it ends before
+    /// this. Assumption: SimGrid 3.32 cannot bound a host-to-host Comm (s4u Comm::start builds
+    /// its CommImpl without the rate set_rate stores), so on the links a capped flow runs at
+    /// its fair share and then waits out its floor; exact uncontended, and under contention
+    /// its bytes use the links in a shorter burst than NCCL's.
+    Seconds capped_duration = 0;
     Seconds latency = 0;
   };
   struct MergedFlows {
@@ -768,14 +779,14 @@ private:
   struct FlowAt {
     std::size_t instance, phase, flow;
   };
-  using FlowShape = std::tuple<std::size_t, Bytes, std::size_t, double, double>;
+  using FlowShape = std::tuple<std::size_t, Bytes, std::size_t, double, double, double>;
   using Shape = std::vector<FlowShape>;
 
-  /// What makes flows interchangeable: phase, bytes, route length, narrowest link and the
-  /// route's latency (CM02 weighs a flow's share by it).
+  /// What makes flows interchangeable: phase, bytes, route length, narrowest link, the
+  /// route's latency (CM02 weighs a flow's share by it) and the flow's own rate limit.
   [[nodiscard]] FlowShape flow_shape(std::size_t phase, const collective::Flow& f) {
     const auto& r = route(f);
-    return {phase, f.bytes, r.links.size(), r.narrowest, r.latency};
+    return {phase, f.bytes, r.links.size(), r.narrowest, r.latency, f.rate_limit};
   }
 
   /// Which flows of a merged call's instances (one per original call) must be sent, as
@@ -952,6 +963,7 @@ private:
         for (std::size_t f = 0; f < ph.flows.size(); ++f) {
           const auto& fl = ph.flows[f];
           hop = std::max(hop, platform_.route_latency(fl.src, fl.dst, fl.src_nic, fl.dst_nic));
+          if (fl.rate_limit > 0) out.capped_duration = std::max(out.capped_duration, fl.bytes / fl.rate_limit);
           if (fl.bytes > 0 && keep[i][p][f])
             out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(fl.src)]].push_back(fl);
         }

@@ -83,13 +83,15 @@ TEST_F(RingNicChoice, TheTreeKeepsEveryGpusOwnHca) {
   EXPECT_EQ(nics_of(p), (std::set<int>{-1}));
 }
 
-TEST_F(RingNicChoice, TheRuleBelongsToNccl283sCostModelOnly) {
-  // The platforms without a searched NIC choice (p4d, NeMo's DGX H100, the RoCE clusters) keep
-  // today's routes: their calibrations name no NICs.
+TEST_F(RingNicChoice, TheRuleBelongsToNccl283sCostModelAndJeanZaysLogsOnly) {
+  // The platforms without a searched or logged NIC choice (p4d, NeMo's DGX H100, the RoCE
+  // clusters) keep today's routes: their calibrations name no NICs. Jean Zay's comes from its
+  // NCCL 2.10.3 logs (jean-zay-nccl.json): GPUs 0-3 on hfi0, 4-7 on hfi3.
   EXPECT_EQ(ring_nics(cal_), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(ring_nics(load_collective_calibration("topologies/calibration/jean-zay-nccl.json")),
+            (std::vector<int>{0, 3}));
   for (const char* f : {"topologies/calibration/p4d-nccl.json", "topologies/calibration/dgx-h100-nccl.json",
-                        "topologies/calibration/mosaicml-a100-roce-nccl.json",
-                        "topologies/calibration/jean-zay-nccl.json"}) {
+                        "topologies/calibration/mosaicml-a100-roce-nccl.json"}) {
     EXPECT_TRUE(ring_nics(load_collective_calibration(f)).empty()) << f;
   }
 }
