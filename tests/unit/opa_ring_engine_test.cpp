@@ -41,7 +41,7 @@ class OpaRingEngineTest : public testing::Test {
 protected:
   void start(bool with_nic_table, bool with_channel_cap = true) {
     if (!testing_support::first_engine_of_process()) GTEST_SKIP() << "one SimGrid Engine per process: run this test on its own";
-    engine_ = testing_support::make_exact_timing_engine("opa_ring_engine_test");
+    engine_ = make_exact_timing_engine("opa_ring_engine_test");
     topology_ = topology::load_topology("topologies/jean-zay-a100-80g-opa.json");
     cal_ = collective::load_collective_calibration(topology_.calibration_file);
     if (!with_nic_table) cal_.partial_node_ring_nic.clear();
