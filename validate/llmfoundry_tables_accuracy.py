@@ -5,8 +5,8 @@ H100 FP8, H100 BF16 Large Scale's FULL_SHARD and SHARD_GRAD_OP rows): rows, mean
 and 10%, the worst rows, and the rows that retry in the caching allocator or do not fit. A row's
 error is the simulated samples/s against the measured tokens/s (as samples/s), positive when
 trainsim predicts faster. --halving checks the
-memory model against Composer's 'auto' micro-batch on the A100 40GB rows (README, llm-foundry).
-The README's llm-foundry section quotes it.
+memory model against Composer's 'auto' micro-batch on the A100 40GB rows (validate/ACCURACY.md, llm-foundry).
+validate/ACCURACY.md's llm-foundry sections quote it.
   python3 validate/llmfoundry_tables_accuracy.py [--trainsim build/sim/trainsim] [--worst N] [--by-model] [--halving]"""
 import argparse
 import json

@@ -252,7 +252,7 @@ def a100_scenario():
         "points": a100_points(40, tables.A40) + a100_points(80, tables.A80)})
 
 
-# The H100 tables ran a later stack than the A100 ones (README "llm-foundry", H100 section).
+# The H100 tables ran a later stack than the A100 ones (validate/ACCURACY.md "llm-foundry on the H100").
 H100_SOFTWARE = ("software of the H100 tables (llm-foundry commit b2a43a147, 2023-10-19, 'Update_pretrain_benchmarks'): sweep.sh passes "
     "image mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04 (PyTorch 2.1.0, CUDA 12.1); submit_benchmarks.py's run_config installs llm-foundry "
     "at git_branch v0.3.0 (2023-09-27; it ignores sweep.sh's --git_commit), whose setup.py pins Composer >=0.16.3,<0.17, flash-attn 1.0.9 and "
@@ -282,7 +282,7 @@ H100_ALLOCATOR = ("PyTorch's caching allocator driven from the host's issue orde
     "measured on our H100, validate/measure_allocator_retry.py), as for the A100 tables")
 H100_TOPOLOGY = ("the node is topologies/mosaicml-h100-ib.json: the HGX H100 of dgx-h100-ib.json (its device profile and NVSwitch fit) with an ASSUMED 8 x 400 Gb/s "
     "inter-node fabric, since the README states none; the multi-node rows were also run on 1600 Gbps per node (topologies/mosaicml-h100-ib-1600g.json, "
-    "validate/llmfoundry_h100_fabric.py; README llm-foundry H100 section)")
+    "validate/llmfoundry_h100_fabric.py; validate/ACCURACY.md llm-foundry H100 section)")
 H100_FP8 = ("the FP8 rows (precision amp_fp8): submit_benchmarks.py sets model fc_type 'te' on h100 + fp8, so MPT's four linears per block are Transformer Engine v0.10 "
     "te.Linear (run_config installs TE at v0.10), under Composer's te.fp8_autocast (delayed scaling); linear_precision fp8 with fp8_implementation "
     "transformer-engine runs them at the H100's measured FP8 GEMM curves. Where the model's TE path (Megatron-core's modules) differs from this run: "
