@@ -203,7 +203,8 @@ private:
         if (issued) {
           Seconds host_start = host_free_[cls];
           if (t.host_sync) host_start = std::max(host_start, deps_finished(cls, t));
-          const auto d = model::dispatch(host_start, now(), t.kernels, prog_.host_per_kernel, t.duration);
+          const Seconds per_kernel = t.host_per_kernel > 0 ? t.host_per_kernel : prog_.host_per_kernel;
+          const auto d = model::dispatch(host_start, now(), t.kernels, per_kernel, t.duration);
           host_free_[cls] = d.host_end;
           issue_tail = d.host_end + t.duration / t.kernels;
           issue = host_start;

@@ -322,6 +322,12 @@ struct TrainingPlan {
   /// every train metric's compute() gathers its states across the world, O(world) host calls
   /// while the device waits. Modelled in the sharded schedule, needs composer_train_metrics.
   bool composer_metric_sync = false;
+  /// Megatron-LM 2021-2022's synchronisations outside the model (Megatron-LM 6985e58 and
+  /// 2e90a342): its timers' torch.cuda.synchronize() at the start and stop of every pass and
+  /// step phase, get_batch's broadcast of each micro-batch over TP with its .cpu(), and the loss
+  /// all-reduce over the data-parallel group after each last-stage forward. Modelled in the
+  /// PTD-P schedule (program/pipeline_schedule.cpp).
+  bool megatron_step_syncs = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

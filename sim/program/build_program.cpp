@@ -65,7 +65,9 @@ Program build_schedule(const ScheduleInputs& in) {
   // optimizer's buckets and gradient-accumulation fusion are that schedule's, not those of the
   // DDP / DeepSpeed-style data-parallel one (whose per-micro-batch fp32 accumulation pass Megatron
   // folds into the weight-gradient GEMMs).
-  if (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1 || in.plan.overlap_param_gather)
+  // Megatron-LM 2021's per-micro-batch synchronisations (megatron_step_syncs) are the PTD-P
+  // schedule's, which also runs Megatron's TP 1, PP 1 jobs.
+  if (in.plan.tp > 1 || in.plan.pp > 1 || in.plan.cp > 1 || in.plan.overlap_param_gather || in.plan.megatron_step_syncs)
     return build_pipeline_parallel(in);
   return build_data_parallel(in.model, in.device, with_memory(in));
 }

@@ -278,6 +278,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // logit, sum of exponentials: _VocabParallelCrossEntropy.forward, 2021 megatron/mpu/
   // cross_entropy.py and megatron/core/tensor_parallel/cross_entropy.py alike).
   const Bytes loss_bytes = 4.0 * static_cast<double>(p.micro_batch * s.seq_len);
+  // megatron_step_syncs: get_batch's broadcasts over TP (Megatron-LM 6985e58 mpu/data.py): the
+  // sizes, _MAX_DATA_DIM = 5 int64 per key ('text'), and the tokens, micro-batch x (seq + 1) int64.
+  constexpr Bytes kBatchSizesBytes = 5 * 8;
+  const Bytes batch_tokens_bytes = 8.0 * static_cast<double>(p.micro_batch * (s.seq_len + 1));
   // Activation offloading: each layer's checkpointed input goes to host memory after the layer's
   // forward and comes back before its backward (memory/rank_memory.hpp keeps two layer inputs of
   // each micro-batch in flight on device), as in the sharded schedule.
@@ -420,6 +424,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       // The first virtual stage's embedding and the last one's head, and their TP collectives.
       InternedName embedding, tp_embedding, head, tp_head, tp_head_regather;
       std::vector<InternedName> tp_loss;
+      // megatron_step_syncs: a forward's batch broadcast over TP (sizes, then tokens) and the
+      // last stage's loss all-reduce over DP.
+      InternedName batch_sizes, batch_tokens, loss_reduce;
       std::vector<InternedName> overlap;  // tp_comm_overlap: a layer pass's tasks, in push order
       std::vector<std::vector<InternedName>> ring;  // context parallelism: each layer's ring pass, in push order
     };
@@ -456,6 +463,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       }
       if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
       const long vs = slot.chunk * pp + stage;
+      if (p.megatron_step_syncs && slot.forward) {
+        names.batch_sizes = "tp batch sizes broadcast" + tag;
+        names.batch_tokens = "tp batch broadcast" + tag;
+        if (vs == virtual_stages - 1) names.loss_reduce = "loss all-reduce" + tag;
+      }
       const std::string pass = slot.forward ? "forward" : "backward";
       if (vs == 0) {
         names.embedding = "embedding " + pass + tag;
@@ -737,7 +749,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         auto tp_call = [&](InternedName name, collective::Op op, Bytes size, int repeat = 1) {
           return request({CallRequest::Group::tensor, name, op, size, 0, 0, 0, repeat});
         };
-        bool after_exchange = false;  // the next compute task follows a blocking exchange
+        // The next compute task is issued after a host synchronisation: a blocking exchange, or
+        // under megatron_step_syncs a timer's torch.cuda.synchronize().
+        bool host_waited = false;
         // overlap_p2p_comm: receives left in flight, by (gradient, boundary, micro-batch), until
         // the slot that reads them; and the last send left in flight each way (activation,
         // gradient), waited for once the next exchange sending that way is issued (Megatron's
@@ -785,7 +799,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                                                     tp_call(name, collective::Op::all_gather, activation), done}));
                 }
             cursor = gathered.empty() ? std::move(done) : std::move(gathered);
-            after_exchange = true;
+            host_waited = true;
             continue;
           }
           const std::size_t o = step.slot;
@@ -796,6 +810,23 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
           const std::size_t slot_start = comp.size();
           std::vector<TaskRef> ready = cursor;
+          if (p.megatron_step_syncs) {
+            // Megatron-LM 2021 (6985e58 megatron/schedules.py forward_step / backward_step) times
+            // every pass with timers('forward-compute') / ('backward-compute'), whose start() and
+            // stop() call torch.cuda.synchronize() (megatron/global_vars.py _Timer): the host
+            // issues each pass only once the device is idle. A forward first runs get_batch
+            // (pretrain_gpt.py) on every stage: mpu.broadcast_data broadcasts the sizes
+            // (_MAX_DATA_DIM 5 int64) over TP, reads them with .cpu(), then broadcasts the
+            // tokens, micro-batch x (seq + 1) int64 (mpu/data.py), all inside
+            // timers('batch-generator'), which synchronises again after them.
+            if (slot.forward && tp > 1) {
+              const TaskRef sizes = push(kTensor, {names.batch_sizes, TaskKind::collective, Phase::forward, 0,
+                                                   tp_call(names.batch_sizes, collective::Op::broadcast, kBatchSizesBytes), ready});
+              ready = {push(kTensor, {names.batch_tokens, TaskKind::collective, Phase::forward, 0,
+                                      tp_call(names.batch_tokens, collective::Op::broadcast, batch_tokens_bytes), {sizes}})};
+            }
+            host_waited = true;
+          }
           if (!in_flight.empty()) {
             // overlap_p2p_comm: the slot's input, if it was left in flight (recv_prev_wait_handle,
             // recv_next_wait_handle).
@@ -814,8 +845,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // Megatron's batched p2p exchanges end in torch.cuda.synchronize() (2021's
             // p2p_communication.py; megatron-core's batch_p2p_sync, on by default): the host
             // issues the pass that follows an exchange only once the device is idle.
-            task.host_sync = after_exchange;
-            after_exchange = false;
+            task.host_sync = host_waited;
+            host_waited = false;
             return push(kCompute, std::move(task));
           };
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps, int repeat = 1) {
@@ -1112,6 +1143,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 previous = tensor(call, collective::Op::all_reduce, loss_bytes, ready);
                 ready = {previous};
               }
+            if (p.megatron_step_syncs && replicas > 1) {
+              // loss_func (pretrain_gpt.py) averages the micro-batch's loss over the data-parallel
+              // group for logging (megatron/utils.py average_losses_across_data_parallel_group: one
+              // fp32 all-reduce), inside forward-compute's timer, which waits for it.
+              const int call = group_call(true, names.loss_reduce.str() + stage_tag, collective::Op::all_reduce, 4.0);
+              previous = push(kReduce, {names.loss_reduce, TaskKind::collective, Phase::forward, 0, call, ready});
+              ready = {previous};
+            }
           }
           if (!slot.forward && first) {
             // The embedding's backward has no collective, but under sequence parallelism its
@@ -1203,6 +1242,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             Task before{ddp_passes[0].name, TaskKind::compute, Phase::gradient_sync,
                         model::op_duration(ddp_passes[0], in.device), -1, {previous}};
             before.kernels = ddp_passes.size() > 1 ? 2 : 1;  // torch.cat, then the in-place divide
+            // timers('backward-params-all-reduce').start() synchronises first (training.py train_step).
+            before.host_sync = p.megatron_step_syncs;
             previous = push(kCompute, std::move(before));
           }
           sync_gradients(params, previous, true);
@@ -1237,18 +1278,33 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           step_deps = {last};
           optimizer_host_sync = true;
         }
+        // megatron_fp16_params_copy: the fp32 -> fp16 parameter copy after Adam, its own task.
+        bool megatron_fp16_params_copy = false;
+        Seconds params_copy_seconds = 0;
         if (megatron_optimizer) {
-          // Float16OptimizerWithFloat16Params.step: gradients to fp32, unscaled and checked, the
-          // inf flag all-reduced and read on the host (.item()); the L2 norm, all-reduced and read;
-          // then Adam and the fp16 parameter copy (below, "optimizer step").
+          // Float16OptimizerWithFloat16Params.step (Megatron-LM 6985e58 megatron/optimizer/
+          // optimizer.py): gradients to fp32, unscaled and checked, the inf flag all-reduced and
+          // read on the host (.item()); the L2 norm, all-reduced and read; Adam; the fp16
+          // parameter copy. Under megatron_step_syncs each phase sits between its timer's two
+          // torch.cuda.synchronize() calls ('optimizer', then 'optimizer-copy-to-main-grad',
+          // '-unscale-and-check-inf', '-clip-main-grad', '-copy-main-to-model-params').
           const auto passes = model::megatron_fp16_optimizer_ops(params / static_cast<double>(shard));
           auto seconds = [&](std::size_t first, std::size_t last) {
             Seconds sum = 0;
             for (std::size_t i = first; i <= last; ++i) sum += model::op_duration(passes[i], in.device);
             return sum;
           };
-          Task unscale{"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer, seconds(0, 1), -1, step_deps};
-          unscale.kernels = 2;
+          // _copy_model_grads_to_main_grads: a Python loop of one .float() per parameter tensor,
+          // each a bare tensor call (the device profile's eager_copy_call of host time).
+          Task to_fp32{"optimizer grad to fp32", TaskKind::compute, Phase::optimizer, seconds(0, 0), -1, step_deps};
+          to_fp32.kernels = stage_tensors;
+          to_fp32.host_per_kernel = in.device.eager_copy_call;
+          to_fp32.host_sync = p.megatron_step_syncs;
+          const TaskRef copied = push(kCompute, std::move(to_fp32));
+          // torch._amp_foreach_non_finite_check_and_unscale_: one multi-tensor call.
+          Task unscale{"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer, seconds(1, 1), -1, {copied}};
+          unscale.kernels = 1;
+          unscale.host_sync = p.megatron_step_syncs;
           TaskRef last = push(kCompute, std::move(unscale));
           if (model_parallel_scalars) last = scalar_all_reduce("found-inf all-reduce", last);
           // Each scalar is read on the host (.item()) before the host issues what follows.
@@ -1258,9 +1314,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           last = push(kCompute, std::move(norm));
           if (model_parallel_scalars) last = scalar_all_reduce("gradient-norm all-reduce", last);
           step_deps = {last};
-          optimizer_seconds = seconds(3, 4);  // Adam and the fp16 parameter copy
-          optimizer_kernels = 2;
+          optimizer_seconds = seconds(3, 3);  // apex FusedAdam
+          optimizer_kernels = 1;
           optimizer_host_sync = true;
+          // _copy_main_params_to_model_params -> _multi_tensor_copy_this_to_that tests
+          // `if overflow_buf:` on a CUDA tensor (a .item()) before its multi_tensor_scale: the host
+          // waits for Adam first, every step.
+          megatron_fp16_params_copy = true;
+          params_copy_seconds = seconds(4, 4);
         }
         if (gather_with_optimizer) {
           // Chunk 0's optimizer first, then its all-gather beside the other chunks' optimizer.
@@ -1281,7 +1342,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                        TaskKind::compute, Phase::optimizer, optimizer_seconds, -1, step_deps};
         step_task.kernels = optimizer_kernels;
         step_task.host_sync = optimizer_host_sync;
-        const TaskRef stepped = push(kCompute, std::move(step_task));
+        TaskRef stepped = push(kCompute, std::move(step_task));
+        if (megatron_fp16_params_copy) {
+          Task to_fp16{"optimizer params to fp16", TaskKind::compute, Phase::optimizer, params_copy_seconds, -1, {stepped}};
+          to_fp16.kernels = 1;
+          to_fp16.host_sync = true;
+          stepped = push(kCompute, std::move(to_fp16));
+        }
         if (shard > 1 && !overlap_param_gather) {
           const int c = group_call(false, "parameter all-gather" + stage_tag,
                                    collective::Op::all_gather, params * p.parameter_wire_bytes);

@@ -64,6 +64,10 @@ struct Task {
   /// Compute tasks: kernels the rank's host thread issues for it (Operation::kernels summed);
   /// with Program::host_per_kernel they gate its start and end (model/host_dispatch.hpp).
   int kernels = 0;
+  /// Compute tasks: the host time per kernel where it is not Program::host_per_kernel (0): a
+  /// Python loop of bare tensor calls (`.float()`, `copy_`) costs the host less than module code
+  /// under autograd (the device profile's eager_copy_call against its eager_kernel_issue).
+  Seconds host_per_kernel = 0;
   /// The host waits for every dependency of this task to finish before it issues the task
   /// (torch.cuda.synchronize, .item(), a blocking wait on a collective, FSDP1's rate limiter
   /// before an all-gather): the host's issue restarts then. Without it, dependencies are waits

@@ -75,6 +75,7 @@ std::uint64_t signature(const std::vector<std::uint32_t>& shape, const RankProgr
       h = mix(h, bits(t.memory_bound));
       h = mix(h, t.deps.size());
       h = mix(h, static_cast<std::uint64_t>(t.kernels) * 2 + (t.host_sync ? 1 : 0));
+      h = mix(h, bits(t.host_per_kernel));
       if (t.kind == TaskKind::collective) h = mix(h, shape[static_cast<std::size_t>(t.collective)]);
       if (t.kind == TaskKind::host_copy)
         h = mix(mix(h, bits(t.copy_bytes)), static_cast<std::uint64_t>(t.copy_direction));
@@ -99,7 +100,7 @@ bool same_program(const std::vector<std::uint32_t>& shape, const RankProgram& a,
           x.borrowed_pool != y.borrowed_pool || x.borrowed_free_at_issue != y.borrowed_free_at_issue ||
           x.name != y.name ||
           x.copy_bytes != y.copy_bytes || x.copy_direction != y.copy_direction || x.kernels != y.kernels ||
-          x.host_sync != y.host_sync || x.host_after != y.host_after)
+          x.host_sync != y.host_sync || x.host_after != y.host_after || x.host_per_kernel != y.host_per_kernel)
         return false;
       if (x.kind == TaskKind::collective &&
           shape[static_cast<std::size_t>(x.collective)] != shape[static_cast<std::size_t>(y.collective)])

@@ -383,6 +383,9 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.composer_metric_sync && t.composer_train_metrics == 0)
       o.fail("composer_metric_sync", "syncs Composer's train metrics: needs composer_train_metrics");
   }
+  t.megatron_step_syncs = o.boolean_or("megatron_step_syncs", false);
+  if (t.megatron_step_syncs && t.sharding != Sharding::none)
+    o.fail("megatron_step_syncs", "is Megatron-LM 2021's training loop with its local or torch DDP: needs schedule \"ddp\"");
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");

@@ -50,6 +50,9 @@
 //                       their states over the world: 2 x world host calls per state at the
 //                       device's eager_copy_call, after a drain (model/composer_metric_sync.hpp);
 //                       needs composer_train_metrics
+//   megatron_step_syncs [false]: Megatron-LM 2021-2022's timers' torch.cuda.synchronize()
+//                       around every pass and step phase, get_batch's broadcast over TP (+ .cpu())
+//                       and the loss all-reduce over DP per micro-batch (schedule ddp, TP or PP > 1)
 //   bucket_elements [0: one bucket], gradient_dtype / parameter_dtype (wire) [bf16]
 //   gradient_buffers    whose optimizer holds the gradients (plan::GradientBuffers): generic |
 //                       megatron-local-ddp (ddp) | megatron-core-distributed-optimizer |

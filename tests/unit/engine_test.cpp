@@ -164,6 +164,17 @@ TEST_F(EngineTest, HostBoundTasksRunAtTheHostsIssueRate) {
   EXPECT_NEAR(r.makespan, 20 * 50e-6 + 10e-6, 1e-9);
 }
 
+TEST_F(EngineTest, ATasksOwnHostCostPerKernelReplacesTheProgramsForItsKernels) {
+  // a's 10 kernels at its own 20 us (a loop of bare tensor calls), b's at the program's 50 us:
+  // a's last issue at 200 us and its last kernel 10 us after, b's issue then runs to 700 us.
+  Program p = one_stream_each(1, {issued("a", 100e-6, 10), issued("b", 100e-6, 10)});
+  p.ranks[0].streams[0].tasks[0].host_per_kernel = 20e-6;
+  p.host_per_kernel = 50e-6;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 10 * 20e-6 + 10 * 50e-6 + 10e-6, 1e-9);
+}
+
 TEST_F(EngineTest, WithoutAHostCostTasksTakeTheirDeviceTime) {
   Program p = one_stream_each(1, {issued("a", 100e-6, 10), issued("b", 100e-6, 10)});
   const ExecutionResult r = run(p, no_plan);

@@ -867,17 +867,23 @@ TEST(PipelineProgram, MegatronFp16OptimizerAllReducesTwoScalarsOverTheModelParal
     EXPECT_EQ(prog.collectives[static_cast<std::size_t>(t->collective)].group, (std::vector<int>{0, 1, 4, 5}));
     EXPECT_DOUBLE_EQ(prog.collectives[static_cast<std::size_t>(t->collective)].size, 4.0);
   }
-  // unscale -> inf all-reduce -> norm -> norm all-reduce -> Adam and the fp16 copy.
+  // fp32 copy -> unscale -> inf all-reduce -> norm -> norm all-reduce -> Adam -> the fp16 copy.
+  const int to_fp32 = index_of(comp, "optimizer grad to fp32");
   const int unscale = index_of(comp, "optimizer unscale and inf check");
   const int l2 = index_of(comp, "optimizer gradient norm");
-  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(unscale)], kDataParallel, 1));
+  const int adam = index_of(comp, "optimizer step");
+  const int to_fp16 = index_of(comp, "optimizer params to fp16");
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(to_fp32)], kDataParallel, 1));
+  EXPECT_EQ(unscale, to_fp32 + 1);
   EXPECT_TRUE(waits_for(inf, kCompute, unscale));
   EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(l2)], kDataParallel, 2));
   EXPECT_TRUE(waits_for(norm, kCompute, l2));
-  EXPECT_TRUE(waits_for(comp.tasks.back(), kDataParallel, 3));
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(adam)], kDataParallel, 3));
+  EXPECT_EQ(to_fp16, adam + 1);
+  EXPECT_EQ(to_fp16, static_cast<int>(comp.tasks.size()) - 1);
   // 52 bytes per parameter in five passes against the fused step's 30 in one.
-  const double seconds = comp.tasks.back().duration + comp.tasks[static_cast<std::size_t>(unscale)].duration +
-                        comp.tasks[static_cast<std::size_t>(l2)].duration;
+  double seconds = 0;
+  for (const int i : {to_fp32, unscale, l2, adam, to_fp16}) seconds += comp.tasks[static_cast<std::size_t>(i)].duration;
   EXPECT_GT(seconds, fused.ranks[1].streams[kCompute].tasks.back().duration * 52.0 / 30.0 * 0.99);
 }
 

@@ -457,6 +457,17 @@ TEST(ScenarioErrors, OverlappedPipelineExchangesNeedMegatronCoresInterleavedSche
   EXPECT_TRUE(contains(e.what(), "sequence_parallel")) << e.what();
 }
 
+TEST(ScenarioErrors, MegatronStepSyncsNeedItsDataParallelism) {
+  // Megatron-LM 2021's training loop reduces gradients with its local or torch DDP only.
+  json doc = read_json_file("scenarios/megatron-figure15.json");
+  doc["topology"] = absolute("topologies/dgx-a100-80g-ib.json");
+  ASSERT_EQ(doc["training"]["megatron_step_syncs"], true);
+  doc["training"]["schedule"] = "fsdp";
+  ConfigError e = error_of(doc, "fsdp");
+  EXPECT_EQ(e.json_path(), "/training/megatron_step_syncs");
+  EXPECT_TRUE(contains(e.what(), "\"ddp\"")) << e.what();
+}
+
 TEST(ScenarioErrors, TensorParallelAmaxReductionNeedsTransformerEnginesFp8) {
   json doc = read_json_file("scenarios/nemo-h100-fp8.json");
   doc["topology"] = absolute("topologies/dgx-h100-ib.json");
