@@ -61,7 +61,9 @@ void ChromeTraceWriter::add_point(const scenario::Scenario& s, std::size_t index
   std::vector<std::string> names;  // each distinct name escaped once
   names.reserve(r.span_names.size());
   for (const auto& n : r.span_names) names.push_back(quoted(n));
+  const auto& keep = s.trace_ranks;
   for (const auto& sp : r.spans) {
+    if (!keep.contains(sp.rank)) continue;
     begin_event();
     buf_ += R"({"args":{"stream":)";
     buf_ += names[static_cast<std::size_t>(sp.stream_name)];
@@ -81,6 +83,7 @@ void ChromeTraceWriter::add_point(const scenario::Scenario& s, std::size_t index
   }
   // Device memory of each rank as a counter track beside its streams (GiB).
   for (const auto& m : r.memory_samples) {
+    if (!keep.contains(m.rank)) continue;
     begin_event();
     buf_ += R"({"args":{"GiB":)";
     append_number(buf_, m.bytes / (1024.0 * 1024.0 * 1024.0));
