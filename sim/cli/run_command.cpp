@@ -21,8 +21,8 @@ const char* const kRunUsage =
     "  --format table (default): the source's table with reference and error columns;\n"
     "           json: one object with a points array; csv: one row per point\n"
     "  --trace  write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE\n"
-    "  --trace-ranks  only these ranks' tracks, e.g. 0,8-15 (large runs: a full trace of 384\n"
-    "           ranks is gigabytes)\n"
+    "  --trace-ranks  only these ranks' tracks, e.g. 0,8-15: for large runs (one 384-rank\n"
+    "           point of bloom-176b-jean-zay writes 0.2 GB of trace, of bloom-prequel 0.75 GB)\n"
     "  --no-wall-time  write sim_wall_s as null (json) or empty (csv) for byte-identical output\n"
     "  --no-fold  simulate every rank, not one per class of identical ranks (slower; a check)\n";
 
