@@ -112,26 +112,40 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   r.completed = result.completed;
   r.step_time = result.makespan;
   r.samples_per_s = result.makespan > 0 ? static_cast<double>(prog.samples_per_step) / result.makespan : 0;
-  // Folded members share their representative's task bodies, so names are interned by address
-  // first (cheap) and by text only when an address is new.
-  std::unordered_map<const std::string*, int> id_of_address;
+  // Millions of spans, a few thousand names: each span holds indices into r.span_names. Task
+  // names are already interned (program/interned_name.hpp), stream names live in `prog`: both
+  // are looked up by id or address, and by text only the first time.
   std::unordered_map<std::string, int> id_of_text;
-  auto intern = [&](const std::string& name) {
-    const auto [it, added] = id_of_address.try_emplace(&name, 0);
-    if (!added) return it->second;
-    const auto [at, new_text] = id_of_text.try_emplace(name, static_cast<int>(r.span_names.size()));
-    if (new_text) r.span_names.push_back(name);
-    return it->second = at->second;
+  auto intern_text = [&](const std::string& name) {
+    const auto [at, added] = id_of_text.try_emplace(name, static_cast<int>(r.span_names.size()));
+    if (added) r.span_names.push_back(name);
+    return at->second;
   };
-  std::vector<std::string> phases;  // phase_name returns by value: intern its text
+  std::unordered_map<const std::string*, int> stream_ids;  // by address in `prog`
+  auto stream_id = [&](const std::string& name) {
+    const auto [it, added] = stream_ids.try_emplace(&name, 0);
+    if (added) it->second = intern_text(name);
+    return it->second;
+  };
+  std::vector<int> task_name_ids;  // by InternedName::id(); -1: not seen yet
+  auto task_name_id = [&](const program::InternedName& name) {
+    const std::size_t k = name.id();
+    if (task_name_ids.size() <= k) task_name_ids.resize(k + 1, -1);
+    if (task_name_ids[k] < 0) task_name_ids[k] = intern_text(name.str());
+    return task_name_ids[k];
+  };
+  std::vector<int> phase_ids;  // by program::Phase; -1: not seen yet
+  auto phase_id = [&](program::Phase phase) {
+    const auto k = static_cast<std::size_t>(phase);
+    if (phase_ids.size() <= k) phase_ids.resize(k + 1, -1);
+    if (phase_ids[k] < 0) phase_ids[k] = intern_text(program::phase_name(phase));
+    return phase_ids[k];
+  };
   r.spans.reserve(result.records.size());
   for (const auto& rec : result.records) {
     const auto& st = program::tasks_of(prog, rec.rank).streams[rec.stream];
     const auto& t = st.tasks[rec.index];
-    const auto phase = static_cast<std::size_t>(t.phase);
-    if (phases.size() <= phase) phases.resize(phase + 1);
-    if (phases[phase].empty()) phases[phase] = program::phase_name(t.phase);
-    r.spans.push_back({rec.rank, rec.stream, intern(t.name), intern(phases[phase]), intern(st.name), rec.start,
+    r.spans.push_back({rec.rank, rec.stream, task_name_id(t.name), phase_id(t.phase), stream_id(st.name), rec.start,
                        rec.end});
   }
   for (std::size_t k = 0; k < result.peak_memory.size(); ++k)

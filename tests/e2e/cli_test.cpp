@@ -294,6 +294,19 @@ TEST(CliErrors, BadFormat) {
   EXPECT_TRUE(r.out.empty()) << "nothing simulated: " << r.out;
 }
 
+TEST(Cli, TraceRanksWithoutRankZeroKeepTheInputPipelineExact) {
+  // The input pipeline reads rank 0's step: recorded for it even when the trace leaves it out.
+  const std::string scenario = "scenarios/p4d-llama2-7b-tokens-fsx.json";
+  const std::string trace = temp_path(".pipeline.trace.json");
+  const CliRun without = trainsim("run " + scenario + " --format csv --no-wall-time");
+  const CliRun with = trainsim("run " + scenario + " --format csv --no-wall-time --trace '" + trace + "' --trace-ranks 1");
+  ASSERT_EQ(without.status, 0) << without.err;
+  ASSERT_EQ(with.status, 0) << with.err;
+  EXPECT_EQ(with.out, without.out);
+  const json doc = json::parse(read_text(trace));
+  for (const json& e : doc.at("traceEvents")) EXPECT_EQ(e.at("pid").get<long>() % 1000000, 1) << e.dump();
+}
+
 TEST(CliErrors, BadTraceRanks) {
   const CliRun r = trainsim("run " + kBertLarge + " --trace /dev/null --trace-ranks 0,7-3");
   EXPECT_EQ(r.status, 2);
