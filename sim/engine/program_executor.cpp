@@ -93,7 +93,8 @@ public:
       }
       peak_time_.push_back(0);
       if (record_)
-        for (int r : fold_.members[static_cast<std::size_t>(k)]) result_.memory.push_back({r, 0, rp.resident});
+        for (int r : fold_.members[static_cast<std::size_t>(k)])
+          if (recorded(r)) result_.memory.push_back({r, 0, rp.resident});
       rank_mutex_.push_back(sg4::Mutex::create());
       std::vector<sg4::ConditionVariablePtr> cvs;
       for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
@@ -155,6 +156,12 @@ public:
 
 private:
   static Seconds now() { return sg4::Engine::get_clock(); }
+
+  /// Whether rank `r`'s spans and memory changes are kept (ExecuteOptions::record_ranks).
+  [[nodiscard]] bool recorded(int r) const {
+    const auto& keep = options_.record_ranks;
+    return keep.empty() || (static_cast<std::size_t>(r) < keep.size() && keep[static_cast<std::size_t>(r)]);
+  }
 
   [[nodiscard]] const program::RankProgram& rep_program(int cls) const {
     return prog_.ranks[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])];
@@ -241,7 +248,7 @@ private:
       ++finished_tasks_;
       if (record_)
         for (int r : fold_.members[static_cast<std::size_t>(cls)])
-          result_.records.push_back({r, stream, static_cast<int>(i), start, now()});
+          if (recorded(r)) result_.records.push_back({r, stream, static_cast<int>(i), start, now()});
       result_.makespan = std::max(result_.makespan, now());
       for (std::size_t other = 0; other < streams.size(); ++other) {
         const int w = waiting_[cls][other];
@@ -567,7 +574,8 @@ private:
       peak_time_[cls] = now();
     }
     if (record_)
-      for (int r : fold_.members[static_cast<std::size_t>(cls)]) result_.memory.push_back({r, now(), m});
+      for (int r : fold_.members[static_cast<std::size_t>(cls)])
+        if (recorded(r)) result_.memory.push_back({r, now(), m});
   }
 
   /// Every class taking part waits for the others, then, phase by phase, sends the flows of its

@@ -92,6 +92,9 @@ struct ExecuteOptions {
   /// and Program::host_bounds_modelled); without one the allocator follows the device's time. A retry's stall then lengthens the
   /// step (the retry drains the device) instead of one stream.
   bool allocate_at_host_issue = false;
+  /// With `record`, per rank (indexed by rank): whether to keep its spans and memory changes;
+  /// empty keeps every rank's. A trace of a few ranks then costs no memory for the others.
+  std::vector<bool> record_ranks{};
 };
 
 

@@ -42,10 +42,17 @@ ForkedChild fork_child(const std::function<ChildReply()>& work, const std::vecto
   return {pid, fds[0]};
 }
 
-nlohmann::json run_in_child(const std::function<nlohmann::json()>& work, const std::string& what) {
+ChildOutput run_in_child_with_tail(const std::function<ChildOutput()>& work, const std::string& what) {
+  // The reply is the JSON on one line (a compact dump has no raw newline), then the tail.
   const ForkedChild child = fork_child([&]() -> ChildReply {
     try {
-      return {nlohmann::json{{"result", work()}}.dump(), 0};
+      ChildOutput out = work();
+      nlohmann::json reply;
+      reply["result"] = std::move(out.result);
+      std::string text = reply.dump();
+      text += '\n';
+      text += out.tail;
+      return {std::move(text), 0};
     } catch (const std::exception& e) {
       return {nlohmann::json{{"error", e.what()}}.dump(), 1};
     }
@@ -59,9 +66,16 @@ nlohmann::json run_in_child(const std::function<nlohmann::json()>& work, const s
   waitpid(child.pid, &status, 0);
   if (text.empty())
     throw std::runtime_error(what + " crashed (status " + std::to_string(status) + ")");
-  auto j = nlohmann::json::parse(text);
+  const std::size_t end = text.find('\n');
+  auto j = nlohmann::json::parse(text.begin(), end == std::string::npos ? text.end() : text.begin() + static_cast<long>(end));
   if (j.contains("error")) throw std::runtime_error(what + " failed: " + j.at("error").get<std::string>());
-  return j.at("result");
+  ChildOutput out{std::move(j.at("result")), {}};
+  if (end != std::string::npos) out.tail = text.substr(end + 1);
+  return out;
+}
+
+nlohmann::json run_in_child(const std::function<nlohmann::json()>& work, const std::string& what) {
+  return run_in_child_with_tail([&] { return ChildOutput{work(), {}}; }, what).result;
 }
 
 }  // namespace trainsim::scenario

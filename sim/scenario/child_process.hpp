@@ -29,6 +29,17 @@ struct ForkedChild {
 [[nodiscard]] ForkedChild fork_child(const std::function<ChildReply()>& work,
                                      const std::vector<int>& close_in_child = {});
 
+/// What a child computed: JSON, and bytes sent after it as they are (bulk data such as a trace's
+/// spans, which as JSON would cost the child and the parent many times their size).
+struct ChildOutput {
+  nlohmann::json result;
+  std::string tail;
+};
+
+/// As run_in_child, with the child's tail of bytes returned beside its JSON.
+[[nodiscard]] ChildOutput run_in_child_with_tail(const std::function<ChildOutput()>& work,
+                                                 const std::string& what);
+
 /// Runs `work` in a forked child and returns the JSON it produced. An exception in the child
 /// comes back as std::runtime_error("<what> failed: <message>"); a crash as "<what> crashed".
 [[nodiscard]] nlohmann::json run_in_child(const std::function<nlohmann::json()>& work,

@@ -50,7 +50,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   step.step_time = r.step_time;
   for (const auto& sp : r.spans) {
     if (sp.rank != 0) continue;
-    if (sp.stream_name == "compute") step.accelerator_busy += sp.end - sp.start;
+    if (r.span_names[static_cast<std::size_t>(sp.stream_name)] == "compute") step.accelerator_busy += sp.end - sp.start;
     else step.communication_time += sp.end - sp.start;
   }
   step.inter_node_bytes = p.nodes > 1 ? inter_node_bytes(s, p, cfg) : 0;

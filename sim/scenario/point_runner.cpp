@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <type_traits>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -40,6 +44,15 @@ engine::ExecuteOptions allocator_options(const Point& p, engine::ExecuteOptions 
     o.retry_per_byte = dev.allocator_retry_per_gb / 1e9;
   }
   return o;
+}
+
+/// The ranks whose spans a run keeps: the trace's (Scenario::trace_ranks), and rank 0, whose
+/// step the input pipeline reads. Empty: every rank.
+std::vector<bool> record_ranks(const Scenario& s, const Point& p) {
+  if (s.trace_ranks.all()) return {};
+  auto keep = s.trace_ranks.mask(static_cast<int>(p.layout.world));
+  if (s.data && !keep.empty()) keep[0] = true;
+  return keep;
 }
 
 }  // namespace
@@ -83,25 +96,57 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   const auto program_end = std::chrono::steady_clock::now();
   const collective::RankLayout layout{static_cast<int>(p.layout.ranks_per_node)};
   const auto rates = engine::fabric_rates(p.machine->topology);
+  auto options = allocator_options(p, engine::ExecuteOptions{trace, s.fold_symmetric_ranks,
+                                                             p.sm_sharing ? p.machine->device.sm_count : 0});
+  if (trace) options.record_ranks = record_ranks(s, p);
   const auto result = engine::execute_program(
       prog, platform,
       [&](const program::CollectiveCall& c) {
         return collective::plan_collective(c.op, c.size, c.group, layout, p.machine->collectives, rates,
                                               p.collectives);
       },
-      allocator_options(p, engine::ExecuteOptions{trace, s.fold_symmetric_ranks,
-                                                  p.sm_sharing ? p.machine->device.sm_count : 0}));
+      options);
   PointResult r;
   r.point = p;
   r.accelerators = static_cast<int>(p.layout.world);
   r.completed = result.completed;
   r.step_time = result.makespan;
   r.samples_per_s = result.makespan > 0 ? static_cast<double>(prog.samples_per_step) / result.makespan : 0;
+  // Millions of spans, a few thousand names: each span holds indices into r.span_names. Task
+  // names are already interned (program/interned_name.hpp), stream names live in `prog`: both
+  // are looked up by id or address, and by text only the first time.
+  std::unordered_map<std::string, int> id_of_text;
+  auto intern_text = [&](const std::string& name) {
+    const auto [at, added] = id_of_text.try_emplace(name, static_cast<int>(r.span_names.size()));
+    if (added) r.span_names.push_back(name);
+    return at->second;
+  };
+  std::unordered_map<const std::string*, int> stream_ids;  // by address in `prog`
+  auto stream_id = [&](const std::string& name) {
+    const auto [it, added] = stream_ids.try_emplace(&name, 0);
+    if (added) it->second = intern_text(name);
+    return it->second;
+  };
+  std::vector<int> task_name_ids;  // by InternedName::id(); -1: not seen yet
+  auto task_name_id = [&](const program::InternedName& name) {
+    const std::size_t k = name.id();
+    if (task_name_ids.size() <= k) task_name_ids.resize(k + 1, -1);
+    if (task_name_ids[k] < 0) task_name_ids[k] = intern_text(name.str());
+    return task_name_ids[k];
+  };
+  std::vector<int> phase_ids;  // by program::Phase; -1: not seen yet
+  auto phase_id = [&](program::Phase phase) {
+    const auto k = static_cast<std::size_t>(phase);
+    if (phase_ids.size() <= k) phase_ids.resize(k + 1, -1);
+    if (phase_ids[k] < 0) phase_ids[k] = intern_text(program::phase_name(phase));
+    return phase_ids[k];
+  };
+  r.spans.reserve(result.records.size());
   for (const auto& rec : result.records) {
     const auto& st = program::tasks_of(prog, rec.rank).streams[rec.stream];
     const auto& t = st.tasks[rec.index];
-    r.spans.push_back({rec.rank, rec.stream, t.name, program::phase_name(t.phase), st.name,
-                       rec.start, rec.end});
+    r.spans.push_back({rec.rank, rec.stream, task_name_id(t.name), phase_id(t.phase), stream_id(st.name), rec.start,
+                       rec.end});
   }
   for (std::size_t k = 0; k < result.peak_memory.size(); ++k)
     if (result.peak_memory[k] > r.peak_memory) {
@@ -129,16 +174,11 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
 }
 
 nlohmann::json point_result_to_json(const PointResult& r) {
-  nlohmann::json spans = nlohmann::json::array();
-  for (const auto& sp : r.spans)
-    spans.push_back({sp.rank, sp.stream, sp.name, sp.phase, sp.stream_name, sp.start, sp.end});
-  nlohmann::json memory = nlohmann::json::array();
-  for (const auto& m : r.memory_samples) memory.push_back({m.rank, m.time, m.bytes});
   nlohmann::json j = {{"accelerators", r.accelerators}, {"completed", r.completed},
           {"step_time", r.step_time},       {"samples_per_s", r.samples_per_s},
-          {"sim_wall_s", r.sim_wall_s},     {"sim_cpu_s", r.sim_cpu_s},     {"spans", spans},
+          {"sim_wall_s", r.sim_wall_s},     {"sim_cpu_s", r.sim_cpu_s},     {"span_names", r.span_names},
           {"peak_memory", r.peak_memory},   {"peak_memory_rank", r.peak_memory_rank},
-          {"peak_memory_time", r.peak_memory_time}, {"memory", memory},
+          {"peak_memory_time", r.peak_memory_time},
           {"peak_reserved", r.peak_reserved}, {"allocator_retries", r.allocator_retries},
           {"allocator_out_of_memory", r.allocator_out_of_memory},
           {"wall", {r.wall.platform, r.wall.program, r.wall.fold, r.wall.prepare, r.wall.run}},
@@ -168,14 +208,38 @@ PointResult point_result_from_json(const nlohmann::json& j, const Point& p) {
             wall[4].get<double>()};
   const auto& activity = j.at("activity");
   r.activity = {activity[0].get<int>(), activity[1].get<double>(), activity[2].get<double>()};
-  for (const auto& m : j.at("memory"))
-    r.memory_samples.push_back({m[0].get<int>(), m[1].get<double>(), m[2].get<double>()});
-  for (const auto& sp : j.at("spans"))
-    r.spans.push_back({sp[0].get<int>(), sp[1].get<int>(), sp[2].get<std::string>(),
-                       sp[3].get<std::string>(), sp[4].get<std::string>(), sp[5].get<double>(),
-                       sp[6].get<double>()});
+  r.span_names = j.at("span_names").get<std::vector<std::string>>();
   if (j.contains("pipeline")) r.pipeline = pipeline::pipeline_result_from_json(j.at("pipeline"));
   return r;
+}
+
+// The child is a fork of this same binary: both ends agree on these plain structs' layout.
+static_assert(std::is_trivially_copyable_v<TaskSpan> && std::is_trivially_copyable_v<engine::MemorySample>);
+
+std::string trace_records_to_bytes(const PointResult& r) {
+  const std::uint64_t counts[2] = {r.spans.size(), r.memory_samples.size()};
+  std::string bytes;
+  bytes.reserve(sizeof counts + r.spans.size() * sizeof(TaskSpan) +
+                r.memory_samples.size() * sizeof(engine::MemorySample));
+  bytes.append(reinterpret_cast<const char*>(counts), sizeof counts);
+  bytes.append(reinterpret_cast<const char*>(r.spans.data()), r.spans.size() * sizeof(TaskSpan));
+  bytes.append(reinterpret_cast<const char*>(r.memory_samples.data()),
+               r.memory_samples.size() * sizeof(engine::MemorySample));
+  return bytes;
+}
+
+void trace_records_from_bytes(const std::string& bytes, PointResult& r) {
+  std::uint64_t counts[2] = {0, 0};
+  TRAINSIM_CHECK(bytes.size() >= sizeof counts, "trace records: short reply from the child");
+  std::memcpy(counts, bytes.data(), sizeof counts);
+  const std::size_t span_bytes = counts[0] * sizeof(TaskSpan);
+  const std::size_t memory_bytes = counts[1] * sizeof(engine::MemorySample);
+  TRAINSIM_CHECK(bytes.size() == sizeof counts + span_bytes + memory_bytes,
+                 "trace records: reply of the wrong size from the child");
+  r.spans.resize(counts[0]);
+  r.memory_samples.resize(counts[1]);
+  std::memcpy(r.spans.data(), bytes.data() + sizeof counts, span_bytes);
+  std::memcpy(r.memory_samples.data(), bytes.data() + sizeof counts + span_bytes, memory_bytes);
 }
 
 PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
@@ -204,19 +268,28 @@ PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
 PointResult simulate_forked(const Scenario& s, const Point& p, bool trace) {
   // The input pipeline needs the detailed step's spans (its compute and communication time),
   // of rank 0 only: sending every rank's through the pipe costs seconds at hundreds of ranks.
-  const auto j = run_in_child(
+  auto reply = run_in_child_with_tail(
       [&] {
         auto in_child = simulate_point_in_process(s, p, trace || s.data.has_value());
         if (!trace) {
           auto& sp = in_child.spans;
           sp.erase(std::remove_if(sp.begin(), sp.end(), [](const TaskSpan& x) { return x.rank != 0; }), sp.end());
         }
-        return point_result_to_json(in_child);
+        ChildOutput out{point_result_to_json(in_child), trace_records_to_bytes(in_child)};
+        return out;
       },
       "simulation of point \"" + p.label + "\"");
-  PointResult r = point_result_from_json(j, p);
+  PointResult r = point_result_from_json(reply.result, p);
+  trace_records_from_bytes(reply.tail, r);
+  reply.tail = std::string();
   if (s.data && r.completed) add_input_pipeline(s, p, r);
   if (!trace) r.spans.clear();
+  if (trace && !s.trace_ranks.contains(0)) {  // kept for the input pipeline only
+    auto& sp = r.spans;
+    sp.erase(std::remove_if(sp.begin(), sp.end(), [](const TaskSpan& x) { return x.rank == 0; }), sp.end());
+    auto& m = r.memory_samples;
+    m.erase(std::remove_if(m.begin(), m.end(), [](const engine::MemorySample& x) { return x.rank == 0; }), m.end());
+  }
   return r;
 }
 

@@ -14,11 +14,11 @@
 
 namespace trainsim::scenario {
 
+/// When one task of one rank ran. Its names are indices into PointResult::span_names: a step
+/// of hundreds of ranks has millions of spans but a few thousand distinct names.
 struct TaskSpan {
   int rank, stream;
-  std::string name;
-  std::string phase;
-  std::string stream_name;
+  int name, phase, stream_name;
   Seconds start, end;
 };
 
@@ -52,6 +52,7 @@ struct PointResult {
     double execs = 0;  ///< Execs: compute tasks and SM holds
   } activity;
   std::vector<TaskSpan> spans;  ///< filled when tracing
+  std::vector<std::string> span_names;  ///< what TaskSpan's name indices refer to
   /// Epochs with the input pipeline (scenarios with a "data" section); samples_per_s and
   /// step_time are then the last epoch's.
   std::optional<pipeline::PipelineResult> pipeline;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rank_list.hpp"
 #include "collective/collective_calibration.hpp"
 #include "collective/collective_plan.hpp"
 #include "model/device_profile.hpp"
@@ -66,6 +67,8 @@ struct Scenario {
   /// Run option, not read from the file: simulate one representative per class of identical
   /// ranks (program/rank_folding.hpp). `trainsim run --no-fold` turns it off to check it.
   bool fold_symmetric_ranks = true;
+  /// Run option: the ranks a trace keeps (`trainsim run --trace-ranks`); every rank when all().
+  RankList trace_ranks;
 };
 
 /// Loads a scenario and everything it references; ConfigError on any bad input.

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -210,6 +212,42 @@ TEST(Cli, TraceIsChromeTraceJson) {
   }
   // At least one task per rank: 8 + 16 + 32 + 64 ranks over the four points.
   EXPECT_GE(complete, 8u + 16 + 32 + 64);
+  // One process per (point, rank), named after them, with the point's pids in its own million.
+  std::map<long, std::string> processes;
+  for (const json& e : events)
+    if (e.at("ph") == "M") processes[e.at("pid").get<long>()] = e.at("args").at("name").get<std::string>();
+  EXPECT_EQ(processes.size(), 8u + 16 + 32 + 64);
+  EXPECT_EQ(processes[1000000], "dl1-bert-large-zero1 1 instance rank 0");
+  EXPECT_EQ(processes[4000063], "dl1-bert-large-zero1 8 instances rank 63");
+}
+
+TEST(Cli, TraceRanksKeepsOnlyThoseRanks) {
+  const std::string trace = temp_path(".ranks.trace.json");
+  std::remove(trace.c_str());
+  const CliRun r = trainsim("run " + kBertLarge + " --format csv --trace '" + trace + "' --trace-ranks 1,9-10");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::set<long> processes, with_spans, with_memory;
+  const json doc = json::parse(read_text(trace));
+  for (const json& e : doc.at("traceEvents")) {
+    const long pid = e.at("pid").get<long>();
+    if (e.at("ph") == "M") processes.insert(pid);
+    if (e.at("ph") == "X") with_spans.insert(pid);
+    if (e.at("ph") == "C") with_memory.insert(pid);
+  }
+  // Rank 1 of every point; ranks 9 and 10 of the points with more than 8 ranks.
+  const std::set<long> expected{1000001, 2000001, 2000009, 2000010, 3000001,
+                                3000009, 3000010, 4000001, 4000009, 4000010};
+  EXPECT_EQ(processes, expected);
+  EXPECT_EQ(with_spans, expected);
+  EXPECT_EQ(with_memory, expected);
+  // The same events, in the same order, as the full trace's for those ranks.
+  const std::string full_trace = temp_path(".full.trace.json");
+  ASSERT_EQ(trainsim("run " + kBertLarge + " --format csv --trace '" + full_trace + "'").status, 0);
+  json kept = json::array();
+  const json full = json::parse(read_text(full_trace));
+  for (const json& e : full.at("traceEvents"))
+    if (expected.count(e.at("pid").get<long>()) > 0) kept.push_back(e);
+  EXPECT_EQ(doc.at("traceEvents"), kept);
 }
 
 // ---- Bad input: exit status 2 and a message naming the file --------------------------------
@@ -256,11 +294,35 @@ TEST(CliErrors, BadFormat) {
   EXPECT_TRUE(r.out.empty()) << "nothing simulated: " << r.out;
 }
 
+TEST(Cli, TraceRanksWithoutRankZeroKeepTheInputPipelineExact) {
+  // The input pipeline reads rank 0's step: recorded for it even when the trace leaves it out.
+  const std::string scenario = "scenarios/p4d-llama2-7b-tokens-fsx.json";
+  const std::string trace = temp_path(".pipeline.trace.json");
+  const CliRun without = trainsim("run " + scenario + " --format csv --no-wall-time");
+  const CliRun with = trainsim("run " + scenario + " --format csv --no-wall-time --trace '" + trace + "' --trace-ranks 1");
+  ASSERT_EQ(without.status, 0) << without.err;
+  ASSERT_EQ(with.status, 0) << with.err;
+  EXPECT_EQ(with.out, without.out);
+  const json doc = json::parse(read_text(trace));
+  for (const json& e : doc.at("traceEvents")) EXPECT_EQ(e.at("pid").get<long>() % 1000000, 1) << e.dump();
+}
+
+TEST(CliErrors, BadTraceRanks) {
+  const CliRun r = trainsim("run " + kBertLarge + " --trace /dev/null --trace-ranks 0,7-3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--trace-ranks \"0,7-3\": bad range \"7-3\"")) << r.err;
+  const CliRun word = trainsim("run " + kBertLarge + " --trace /dev/null --trace-ranks first");
+  EXPECT_EQ(word.status, 2);
+  EXPECT_TRUE(contains(word.err, "expected ranks and ranges separated by commas, such as 0,8-15")) << word.err;
+  EXPECT_TRUE(word.out.empty()) << "nothing simulated: " << word.out;
+}
+
 TEST(CliErrors, UsageMistakes) {
   EXPECT_EQ(trainsim("").status, 2);
   EXPECT_EQ(trainsim("simulate " + kBertLarge).status, 2);
   EXPECT_EQ(trainsim("run").status, 2);
   EXPECT_EQ(trainsim("run " + kBertLarge + " --trace").status, 2);
+  EXPECT_EQ(trainsim("run " + kBertLarge + " --trace-ranks 0").status, 2) << "needs --trace";
   EXPECT_EQ(trainsim("--help").status, 0);
 }
 
