@@ -8,11 +8,10 @@ list-output all_gather do around the NCCL call, per rank of a group of n (no NCC
 What topologies/devices/a100-80gb.json's eager_view_call and eager_copy_call cite (per call).
 Run on a CUDA machine with PyTorch: python3 validate/measure_gather_host_costs.py --out FILE"""
 import argparse
-import datetime
 import sys
 import time
 
-from torch_measurement import cuda_torch, driver_version, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 SIZES = (151_000_000, 453_000_000)  # fp16 elements: 302 MB and 906 MB flat buffers
 GROUPS = (64, 384, 768, 1120)       # ranks of Megatron Table 2's ZeRO-3 runs and below
@@ -71,10 +70,7 @@ def main():
     if torch is None:
         return 1
     rows = [measure(torch, s, n) for s in SIZES for n in GROUPS]
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/measure_gather_host_costs.py",
-                                         "date": datetime.date.today().isoformat(),
-                                         "gpu": torch.cuda.get_device_name(), "driver": driver_version(),
-                                         "cuda": torch.version.cuda, "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_gather_host_costs.py"),
                           "rows": rows})
     return 0
 

@@ -11,10 +11,9 @@ What topologies/devices/*.json's eager_copy_call stands for in that model (ASSUM
 measured for Tensor.copy_ of slices by validate/measure_gather_host_costs.py).
 Run on a CUDA machine with PyTorch: python3 validate/measure_metric_sync_host.py --out FILE"""
 import argparse
-import datetime
 import time
 
-from torch_measurement import cuda_torch, driver_version, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 WORLDS = (8, 128, 256, 512, 1024)  # llm-foundry's tables: 8-512 GPUs
 DTYPES = ("float32", "int64")      # LanguageCrossEntropy's sum_loss and total_items
@@ -76,10 +75,7 @@ def main():
     if torch is None:
         return 1
     rows = [measure(torch, d, n) for d in DTYPES for n in WORLDS]
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/measure_metric_sync_host.py",
-                                         "date": datetime.date.today().isoformat(),
-                                         "gpu": torch.cuda.get_device_name(), "driver": driver_version(),
-                                         "cuda": torch.version.cuda, "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_metric_sync_host.py"),
                           "rows": rows})
     return 0
 

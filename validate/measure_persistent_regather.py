@@ -13,12 +13,11 @@ calls alone in the same process, for the Megatron Table 2 shapes:
 Run on a CUDA machine with PyTorch:
   python3 validate/measure_persistent_regather.py --out validate/results/<gpu>-persistent-regather.json"""
 import argparse
-import datetime
 import math
 import sys
 import time
 
-from torch_measurement import cuda_torch, driver_version, write_json
+from torch_measurement import cuda_torch, measured_provenance, write_json
 
 CASES = (("GPT 174.6B", 96, 12288, 384), ("GPT 174.6B", 96, 12288, 768),
          ("GPT 529.6B", 105, 20480, 640), ("GPT 529.6B", 105, 20480, 1120))
@@ -102,10 +101,7 @@ def main():
               "alone: %.2f us)" % (name, ranks, len(sizes), iterations, wall_s, row["us_per_iteration"],
                                    row["model_us_per_iteration"]), flush=True)
         rows.append(row)
-    write_json(args.out, {"provenance": {"method": "measured", "source": "validate/measure_persistent_regather.py",
-                                         "date": datetime.date.today().isoformat(),
-                                         "gpu": torch.cuda.get_device_name(), "driver": driver_version(),
-                                         "cuda": torch.version.cuda, "torch": torch.__version__},
+    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_persistent_regather.py"),
                           "view_us_per_call": round(view_s * 1e6, 2), "copy_us_per_call": round(copy_s * 1e6, 2),
                           "rows": rows})
     return 0
