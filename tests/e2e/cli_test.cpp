@@ -250,6 +250,44 @@ TEST(Cli, TraceRanksKeepsOnlyThoseRanks) {
   EXPECT_EQ(doc.at("traceEvents"), kept);
 }
 
+TEST(Cli, TpAllReduceInAStepTakesWhatTheCollectiveAloneTakes) {
+  // Issue 5: an in-node TP 8 all-reduce inside a training step (BLOOM prequel's 176B TP8 point,
+  // shrunk to PP 2 x DP 1 and 10 layers) must last what `trainsim collective` gives the same
+  // size on the same node: same plan, no twin dropped by folding, nothing else on NVSwitch.
+  json doc = json::parse(read_text("scenarios/bloom-prequel-jean-zay.json"));
+  doc["topology"] = fs::absolute("topologies/jean-zay-a100-80g-opa.json").string();
+  json point;
+  for (const json& p : doc.at("points"))
+    if (p.at("label") == "176B 70x14336 h64 TP8 PP12 DP4 MBS2") point = p;
+  ASSERT_FALSE(point.is_null());
+  point["nodes"] = 2;
+  point["data_parallel_degree"] = 1;
+  point["model"]["layers"] = 10;
+  point["training"]["pipeline_parallel"] = 2;
+  point["training"]["gradient_accumulation"] = 4;
+  doc["points"] = json::array({point});
+  const std::string scenario = temp_path(".tp8.json");
+  std::ofstream(scenario) << doc.dump(2);
+  const std::string trace = temp_path(".tp8.trace.json");
+  std::remove(trace.c_str());
+  const CliRun step = trainsim("run " + scenario + " --format csv --trace '" + trace + "' --trace-ranks 0-7");
+  ASSERT_EQ(step.status, 0) << step.err;
+  // 2 x 2048 x 14336 bf16 activations = 112 MiB.
+  const CliRun alone = trainsim("collective --topology topologies/jean-zay-a100-80g-opa.json --nodes 1 "
+                                "--sizes 117440512 --format json");
+  ASSERT_EQ(alone.status, 0) << alone.err;
+  const double alone_us = json::parse(alone.out).at("rows").at(0).at("time_us").get<double>();
+  std::size_t all_reduces = 0;
+  const json events = json::parse(read_text(trace)).at("traceEvents");
+  for (const json& e : events) {
+    if (e.at("ph") != "X" || e.at("name").get<std::string>().rfind("tp all-reduce", 0) != 0) continue;
+    ++all_reduces;
+    EXPECT_NEAR(e.at("dur").get<double>(), alone_us, 1e-6 * alone_us) << e.dump();
+  }
+  // 8 ranks x 4 micro-batches x 5 layers x 2 all-reduces x (forward, recompute, backward).
+  EXPECT_EQ(all_reduces, 8u * 4 * 5 * 2 * 3) << step.out;
+}
+
 // ---- Bad input: exit status 2 and a message naming the file --------------------------------
 
 TEST(CliErrors, MissingScenarioFile) {
