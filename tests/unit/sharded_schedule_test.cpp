@@ -141,7 +141,8 @@ TEST(ShardedSchedule, ComposerTrainMetricsRunAfterEachMicroBatchsBackwardBeforeT
   EXPECT_EQ(m0.phase, Phase::backward);
   // One metric: half the passes.
   in.plan.composer_train_metrics = 1;
-  const Task& one = find_task(build_program(in).ranks[0].streams[0], "train metrics mb0");
+  const Program one_metric = build_program(in);  // kept alive: find_task returns a reference into it
+  const Task& one = find_task(one_metric.ranks[0].streams[0], "train metrics mb0");
   EXPECT_NEAR(one.duration, m0.duration / 2, 1e-12);
 }
 
