@@ -238,8 +238,10 @@ void trace_records_from_bytes(const std::string& bytes, PointResult& r) {
                  "trace records: reply of the wrong size from the child");
   r.spans.resize(counts[0]);
   r.memory_samples.resize(counts[1]);
-  std::memcpy(r.spans.data(), bytes.data() + sizeof counts, span_bytes);
-  std::memcpy(r.memory_samples.data(), bytes.data() + sizeof counts + span_bytes, memory_bytes);
+  // memcpy into an empty vector's null data() is undefined even for 0 bytes (UBSan reports it).
+  if (span_bytes > 0) std::memcpy(r.spans.data(), bytes.data() + sizeof counts, span_bytes);
+  if (memory_bytes > 0)
+    std::memcpy(r.memory_samples.data(), bytes.data() + sizeof counts + span_bytes, memory_bytes);
 }
 
 PointResult simulate_point(const Scenario& s, const Point& p, bool trace) {
