@@ -7,11 +7,10 @@ list-output all_gather do around the NCCL call, per rank of a group of n (no NCC
   - one copy of S and torch.zeros(S), for comparison.
 What topologies/devices/a100-80gb.json's eager_view_call and eager_copy_call cite (per call).
 Run on a CUDA machine with PyTorch: python3 validate/measure_gather_host_costs.py --out FILE"""
-import argparse
 import sys
 import time
 
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import run_rows_measurement
 
 SIZES = (151_000_000, 453_000_000)  # fp16 elements: 302 MB and 906 MB flat buffers
 GROUPS = (64, 384, 768, 1120)       # ranks of Megatron Table 2's ZeRO-3 runs and below
@@ -63,16 +62,8 @@ def measure(torch, elements, ranks):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    torch = cuda_torch("measure_gather_host_costs")
-    if torch is None:
-        return 1
-    rows = [measure(torch, s, n) for s in SIZES for n in GROUPS]
-    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_gather_host_costs.py"),
-                          "rows": rows})
-    return 0
+    return run_rows_measurement(__doc__, "validate/measure_gather_host_costs.py",
+                                lambda torch: [measure(torch, s, n) for s in SIZES for n in GROUPS])
 
 
 if __name__ == "__main__":

@@ -10,10 +10,9 @@ process cannot run an all_gather of n ranks; these are the O(n) calls around it.
 What topologies/devices/*.json's eager_copy_call stands for in that model (ASSUMED 13 us per call,
 measured for Tensor.copy_ of slices by validate/measure_gather_host_costs.py).
 Run on a CUDA machine with PyTorch: python3 validate/measure_metric_sync_host.py --out FILE"""
-import argparse
 import time
 
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import run_rows_measurement
 
 WORLDS = (8, 128, 256, 512, 1024)  # llm-foundry's tables: 8-512 GPUs
 DTYPES = ("float32", "int64")      # LanguageCrossEntropy's sum_loss and total_items
@@ -68,16 +67,8 @@ def measure(torch, dtype, n):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    torch = cuda_torch("measure_metric_sync_host")
-    if torch is None:
-        return 1
-    rows = [measure(torch, d, n) for d in DTYPES for n in WORLDS]
-    write_json(args.out, {"provenance": measured_provenance(torch, "validate/measure_metric_sync_host.py"),
-                          "rows": rows})
-    return 0
+    return run_rows_measurement(__doc__, "validate/measure_metric_sync_host.py",
+                                lambda torch: [measure(torch, d, n) for d in DTYPES for n in WORLDS])
 
 
 if __name__ == "__main__":

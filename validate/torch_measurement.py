@@ -79,6 +79,20 @@ def measured_provenance(torch, source):
             "cuda": torch.version.cuda, "torch": torch.__version__}
 
 
+def run_rows_measurement(doc, source, measure_rows):
+    """The command line of a script that writes rows measured on the current GPU: --out FILE gets
+    {"provenance", "rows": measure_rows(torch)}; exit status 1 (said on stderr) without a GPU."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch = cuda_torch(source.split("/")[-1].rsplit(".", 1)[0])
+    if torch is None:
+        return 1
+    write_json(args.out, {"provenance": measured_provenance(torch, source), "rows": measure_rows(torch)})
+    return 0
+
+
 def cuda_torch(script):
     """PyTorch, where a CUDA device is present; else None, having said so on stderr as `script`."""
     import sys
