@@ -37,6 +37,12 @@ using program::TaskKind;
 constexpr Bytes kSize = 4e9;  // all_reduce_bench.py: N x M = 5e5 x 2000 fp32
 constexpr int kNodes = 4, kPerNode = 4;
 
+/// The simulated busbw within 3% of a measured span [lo, hi] (bytes/s).
+void expect_near_measured(double busbw, double lo, double hi) {
+  EXPECT_GT(busbw, lo * 0.97);
+  EXPECT_LT(busbw, hi * 1.03);
+}
+
 class OpaRingEngineTest : public testing::Test {
 protected:
   void start(bool with_nic_table, bool with_channel_cap = true) {
@@ -89,9 +95,7 @@ TEST_F(OpaRingEngineTest, FourByFourAllReduceMatchesTheMeasuredBusbw) {
   start(true);
   // 2 channels x 2.49 GB/s = 4.98 GB/s, less the latencies; hfi0 carries them at 40% of its
   // line rate. The measured steady trials span 4.91-4.98 GB/s; 3% either side of that span.
-  const double busbw = simulated_busbw();
-  EXPECT_GT(busbw, 4.91e9 * 0.97);
-  EXPECT_LT(busbw, 4.98e9 * 1.03);
+  expect_near_measured(simulated_busbw(), 4.91e9, 4.98e9);
 }
 
 TEST_F(OpaRingEngineTest, FourByEightAllReduceMatchesTheSecondLog) {
@@ -99,9 +103,7 @@ TEST_F(OpaRingEngineTest, FourByEightAllReduceMatchesTheSecondLog) {
   // Whole nodes: every GPU's own HFI (the NIC table is for part-node groups), the logged 2
   // channels (channels.multi_node) at 2.49 GB/s each = 4.98 GB/s, 1.6% under the measured
   // 5.06 GB/s (40.49-40.51 Gbit/s); 3% either side of it.
-  const double busbw = simulated_busbw(8);
-  EXPECT_GT(busbw, 5.061e9 * 0.97);
-  EXPECT_LT(busbw, 5.064e9 * 1.03);
+  expect_near_measured(simulated_busbw(8), 5.061e9, 5.064e9);
 }
 
 TEST_F(OpaRingEngineTest, TheHfiChoiceDoesNotChangeTheCappedRing) {
@@ -109,9 +111,7 @@ TEST_F(OpaRingEngineTest, TheHfiChoiceDoesNotChangeTheCappedRing) {
   // Every GPU's own HFI: channels on hfi0 and hfi1 instead of both on hfi0. The channels, not
   // the HFIs, are the limit, so the busbw is the measured one still (the reason the
   // per-channel reading was chosen: the 4 x 8 log, on two HFIs, got the same ~5 GB/s).
-  const double busbw = simulated_busbw();
-  EXPECT_GT(busbw, 4.91e9 * 0.97);
-  EXPECT_LT(busbw, 4.98e9 * 1.03);
+  expect_near_measured(simulated_busbw(), 4.91e9, 4.98e9);
 }
 
 TEST_F(OpaRingEngineTest, WithoutTheChannelCapTheHfiAloneWouldRunMoreThanTwiceAsFast) {
