@@ -13,10 +13,20 @@ namespace {
 
 struct CliRun {
   int status = -1;
-  std::string out;
+  std::string out;  ///< stdout alone: the JSON / CSV a tool would parse
+  std::string err;  ///< stderr: the error messages (and, under ASan, SimGrid's stack warnings)
 };
 
-/// Runs `$TRAINSIM_BIN args`, stderr merged into out.
+std::string slurp(std::FILE* f) {
+  std::string text;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  return text;
+}
+
+/// Runs `$TRAINSIM_BIN args`, stdout and stderr kept apart so a sanitizer build's warnings on
+/// stderr cannot break the parsing of stdout.
 CliRun trainsim(const std::string& args) {
   const char* bin = std::getenv("TRAINSIM_BIN");
   if (bin == nullptr) {
@@ -24,13 +34,16 @@ CliRun trainsim(const std::string& args) {
     return {};
   }
   CliRun r;
-  FILE* pipe = popen(("'" + std::string(bin) + "' " + args + " 2>&1").c_str(), "r");
+  const std::string err_file = testing::TempDir() + "collective_cli_stderr.txt";
+  FILE* pipe = popen(("'" + std::string(bin) + "' " + args + " 2>'" + err_file + "'").c_str(), "r");
   if (pipe == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+  r.out = slurp(pipe);
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (std::FILE* f = std::fopen(err_file.c_str(), "r")) {
+    r.err = slurp(f);
+    std::fclose(f);
+  }
   return r;
 }
 
@@ -43,7 +56,7 @@ TEST(CollectiveCli, TwoP5NodesAllReduceAboveTheRingLimit) {
   // rate of a p5 (32 x 100 Gbps); the tree moves S, so busbw = 2(n-1)/n S / t can.
   const auto r = trainsim("collective --topology topologies/p5.48xlarge.json --nodes 2 "
                           "--sizes 8G --format json");
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["rows"].size(), 1u);
   const auto& row = j["rows"][0];
@@ -61,7 +74,7 @@ TEST(CollectiveCli, TwoP5NodesAllReduceAboveTheRingLimit) {
 TEST(CollectiveCli, ForcedRingStaysBelowTheLineRate) {
   const auto r = trainsim("collective --topology topologies/p5.48xlarge.json --nodes 2 "
                           "--sizes 8G --algo ring --format csv");
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, ",ring,Simple")) << r.out;
   const auto j = nlohmann::json::parse(
       trainsim("collective --topology topologies/p5.48xlarge.json --nodes 2 --sizes 8G --algo "
@@ -82,7 +95,7 @@ TEST(CollectiveCli, CompareMarksFittedPointsAndReportsBands) {
   const std::string args = "collective --topology topologies/p5.48xlarge.json --compare "
                            "validate/reference/azure-nd-h100-v5.json";
   const auto r = trainsim(args);
-  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "ref busbw")) << r.out;
   EXPECT_TRUE(contains(r.out, "1 - 16 MiB")) << r.out;
   EXPECT_TRUE(contains(r.out, "all >= 1 MiB")) << r.out;
@@ -96,7 +109,7 @@ TEST(CollectiveCli, CompareMarksFittedPointsAndReportsBands) {
 TEST(CollectiveCli, BadInputExitsTwo) {
   auto r = trainsim("collective --topology topologies/p5.48xlarge.json --sizes 1M --op nope");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.out, "unknown --op")) << r.out;
+  EXPECT_TRUE(contains(r.err, "unknown --op")) << r.err;
   r = trainsim("collective --topology topologies/p5.48xlarge.json --sizes 1Q");
   EXPECT_EQ(r.status, 2);
   const std::string file = testing::TempDir() + "collective_cli_bad_reference.json";
@@ -106,7 +119,7 @@ TEST(CollectiveCli, BadInputExitsTwo) {
               "colour": "red"}]})";
   r = trainsim("collective --topology topologies/p5.48xlarge.json --compare " + file);
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.out, "/rows/0/colour")) << r.out;
+  EXPECT_TRUE(contains(r.err, "/rows/0/colour")) << r.err;
 }
 
 }  // namespace
