@@ -286,12 +286,16 @@ private:
       r.cpu_wait_fraction = cpu_stall / r.time;
       r.min_node_wait_fraction = 1;
       for (int n = 0; n < plan_.nodes; ++n) {
+        // A node whose ranks read nothing (a pipeline's middle stages) never waits for data:
+        // the spread is among the nodes that load batches.
         const double w = node_wait[static_cast<std::size_t>(n)] / r.time;
-        if (w > r.max_node_wait_fraction) {
-          r.max_node_wait_fraction = w;
-          r.slowest_node = n;
+        if (nodes_[n]->loader_batches > 0) {
+          if (w > r.max_node_wait_fraction) {
+            r.max_node_wait_fraction = w;
+            r.slowest_node = n;
+          }
+          r.min_node_wait_fraction = std::min(r.min_node_wait_fraction, w);
         }
-        r.min_node_wait_fraction = std::min(r.min_node_wait_fraction, w);
         for (long k = 0; k < plan_.steps_per_epoch; ++k) {
           const auto& rd = plan_.at(e, k, n);
           r.bytes_page_cache += rd.page_cache;

@@ -96,6 +96,34 @@ TEST(CliDataReaders, EveryRankReadingStillAsksFsxForEachReplicaOncePerNode) {
       << a.at("pipeline").at("readers");
 }
 
+TEST(CliDataReaders, MiddleStagesReadUnderMegatron2021OnlyNotUnderMegatronCore) {
+  // TP 8 x PP 4 on 4 nodes, a stage per node, DP 1. Megatron-core reads on the first and last
+  // stages' nodes, Megatron-LM 2021 (tp_rank0) on all four: twice the bytes per step.
+  json s = two_jobs();
+  s["training"]["tensor_parallel"] = 8;
+  s["training"]["pipeline_parallel"] = 4;
+  // 64 MiB samples (an image-sized record, not tokens) so that the reads stall: 512 samples,
+  // 4 per step, 128 steps.
+  s["data"]["dataset"] = {{"size", "32GiB"}, {"bytes_per_sample", "64MiB"}, {"file_size", "64MiB"}};
+  s["points"] = json::array({{{"nodes", 4}, {"label", "TP8 PP4"}}});
+  const auto core = run(s, "readers-pp4-core.json");
+  s["data"]["readers"] = "tp_rank0";
+  const auto legacy = run(s, "readers-pp4-2021.json");
+  ASSERT_EQ(core.status, 0) << core.err;
+  ASSERT_EQ(legacy.status, 0) << legacy.err;
+  const json a = json::parse(core.out).at("points").at(0);
+  const json b = json::parse(legacy.out).at("points").at(0);
+  EXPECT_EQ(a.at("pipeline").at("steps_per_epoch").get<long>(), 128);
+  EXPECT_NEAR(fsx_bytes_per_step(b) / fsx_bytes_per_step(a), 2.0, 1e-9) << "4 reading nodes against 2";
+  EXPECT_NE(a.at("pipeline").at("readers").get<std::string>().find("2 of 32 ranks on 2 of 4 nodes"), std::string::npos)
+      << a.at("pipeline").at("readers");
+  // The middle stages' nodes never wait for data: the least-waiting node is a reading one (the
+  // last stage's, whose files the servers' memory serves after the first stage read them).
+  const json& e = a.at("pipeline").at("epochs").at(0);
+  EXPECT_GT(e.at("max_node_wait_fraction").get<double>(), 0.1);
+  EXPECT_GT(e.at("min_node_wait_fraction").get<double>(), 0) << "a middle stage's node counted";
+}
+
 TEST(CliDataReaders, UnknownReadersAreAConfigError) {
   json s = two_jobs();
   s["data"]["readers"] = "rank0";
