@@ -39,6 +39,8 @@ struct NodeState {
   sg4::MutexPtr mutex = sg4::Mutex::create();
   sg4::ConditionVariablePtr slot_freed = sg4::ConditionVariable::create();  ///< workers wait here
   sg4::ConditionVariablePtr batch_ready = sg4::ConditionVariable::create(); ///< the trainer waits here
+  int loaders = 0;         ///< ranks reading data here (their DataLoaders' workers share the vCPUs)
+  int loader_batches = 0;  ///< per step: loaders x micro-batches
   long next_claim = 0;
   long consumed = 0;  ///< loader batches the trainer has taken
   std::vector<LoaderBatch> batches;
@@ -66,7 +68,9 @@ public:
       uplink->set_latency(0)->seal();
       fabric->add_route(zone->get_netpoint(), nullptr, node->host->get_netpoint(), nullptr,
                         {sg4::LinkInRoute(uplink, sg4::LinkInRoute::Direction::UP)}, true);
-      node->batches.resize(static_cast<std::size_t>(total_steps() * s.step.loader_batches));
+      node->loaders = s.step.node_loaders[static_cast<std::size_t>(n)];
+      node->loader_batches = static_cast<int>(node->loaders * s.step.micro_batches);
+      node->batches.resize(static_cast<std::size_t>(total_steps() * node->loader_batches));
       node->wait.assign(static_cast<std::size_t>(total_steps()), 0);
       node->io_wait = node->cpu_wait = node->wait;
       nodes_.push_back(std::move(node));
@@ -78,8 +82,8 @@ public:
   }
 
   pipeline::PipelineResult run() {
-    const int workers = s_.loader.workers_per_rank * ranks_per_node();  // a DataLoader per rank
     for (int n = 0; n < plan_.nodes; ++n) {
+      const int workers = s_.loader.workers_per_rank * nodes_[n]->loaders;  // per reading rank
       for (int w = 0; w < workers; ++w)
         sg4::Actor::create("n" + std::to_string(n) + ".worker" + std::to_string(w), nodes_[n]->host,
                            [this, n] { worker(n); });
@@ -94,9 +98,8 @@ public:
 
 private:
   [[nodiscard]] long total_steps() const { return plan_.epochs * plan_.steps_per_epoch; }
-  [[nodiscard]] int ranks_per_node() const { return static_cast<int>(s_.topology->accelerators().size()); }
-  [[nodiscard]] long prefetch_depth() const {
-    return static_cast<long>(s_.loader.prefetch_factor) * s_.loader.workers_per_rank * ranks_per_node();
+  [[nodiscard]] long prefetch_depth(const NodeState& node) const {
+    return static_cast<long>(s_.loader.prefetch_factor) * s_.loader.workers_per_rank * node.loaders;
   }
 
   void build_file_servers(sg4::NetZone* fabric) {
@@ -152,19 +155,19 @@ private:
   void worker(int n) {
     NodeState& node = *nodes_[n];
     const long total = static_cast<long>(node.batches.size());
-    const double share = 1.0 / s_.step.loader_batches;
+    const double share = 1.0 / node.loader_batches;
     while (true) {
       long b;
       {
         std::unique_lock<sg4::Mutex> lock(*node.mutex);
-        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth())
+        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth(node))
           node.slot_freed->wait(lock);
         if (node.next_claim >= total) return;
         b = node.next_claim++;
       }
       LoaderBatch& rec = node.batches[static_cast<std::size_t>(b)];
       rec.claimed = sg4::Engine::get_clock();
-      const long step = b / s_.step.loader_batches;
+      const long step = b / node.loader_batches;
       const auto& r = plan_.at(static_cast<int>(step / plan_.steps_per_epoch), step % plan_.steps_per_epoch, n);
       if (s_.local_nvme) {
         if (r.local_disk > 0) node.nvme->read(static_cast<sg_size_t>(r.local_disk * share));
@@ -198,8 +201,8 @@ private:
     const int next = (n + 1) % plan_.nodes;
     for (long k = 0; k < total_steps(); ++k) {
       const auto step = static_cast<std::size_t>(k);
-      for (int j = 0; j < s_.step.loader_batches; ++j) {
-        const auto b = static_cast<std::size_t>(k * s_.step.loader_batches + j);
+      for (int j = 0; j < node.loader_batches; ++j) {
+        const auto b = static_cast<std::size_t>(k * node.loader_batches + j);
         const Seconds w0 = sg4::Engine::get_clock();
         {
           std::unique_lock<sg4::Mutex> lock(*node.mutex);
@@ -209,7 +212,7 @@ private:
       }
       {
         std::unique_lock<sg4::Mutex> lock(*node.mutex);
-        node.consumed = (k + 1) * s_.step.loader_batches;
+        node.consumed = (k + 1) * node.loader_batches;
         node.slot_freed->notify_all();
       }
       barrier_->wait();  // the step's gradient all-reduce waits for every node
@@ -283,12 +286,16 @@ private:
       r.cpu_wait_fraction = cpu_stall / r.time;
       r.min_node_wait_fraction = 1;
       for (int n = 0; n < plan_.nodes; ++n) {
+        // A node whose ranks read nothing (a pipeline's middle stages) never waits for data:
+        // the spread is among the nodes that load batches.
         const double w = node_wait[static_cast<std::size_t>(n)] / r.time;
-        if (w > r.max_node_wait_fraction) {
-          r.max_node_wait_fraction = w;
-          r.slowest_node = n;
+        if (nodes_[n]->loader_batches > 0) {
+          if (w > r.max_node_wait_fraction) {
+            r.max_node_wait_fraction = w;
+            r.slowest_node = n;
+          }
+          r.min_node_wait_fraction = std::min(r.min_node_wait_fraction, w);
         }
-        r.min_node_wait_fraction = std::min(r.min_node_wait_fraction, w);
         for (long k = 0; k < plan_.steps_per_epoch; ++k) {
           const auto& rd = plan_.at(e, k, n);
           r.bytes_page_cache += rd.page_cache;
@@ -300,7 +307,10 @@ private:
         }
       }
       r.accelerator_utilisation = steps * s_.step.accelerator_busy / r.time;
-      const double samples_per_node = steps * static_cast<double>(s_.step.samples_per_loader_batch * s_.step.loader_batches);
+      // The node with the most DataLoaders is the busiest (every node runs the collective work).
+      int most_batches = 0;
+      for (const auto& node : nodes_) most_batches = std::max(most_batches, node->loader_batches);
+      const double samples_per_node = steps * static_cast<double>(s_.step.samples_per_loader_batch * most_batches);
       const double core_seconds = samples_per_node * s_.loader.preprocess_per_sample +
                                   steps * s_.loader.collective_cpu_cores * s_.step.communication_time;
       r.cpu_utilisation = core_seconds / (host.vcpus * r.time);
@@ -327,6 +337,7 @@ private:
 
 pipeline::PipelineResult simulate_input_pipeline(const PipelineSetup& setup) {
   TRAINSIM_CHECK(setup.plan && setup.topology && setup.topology->host, "incomplete pipeline setup");
+  TRAINSIM_CHECK(static_cast<int>(setup.step.node_loaders.size()) == setup.plan->nodes, "DataLoaders per node");
   const auto simgrid_engine = make_exact_timing_engine();
   PipelineSim sim(setup);
   return sim.run();

@@ -7,6 +7,8 @@
 // other nodes (the step's all-reduce synchronises them), then runs the step as simulated in
 // detail beforehand: the accelerators' time, its inter-node bytes over the uplink and its CPU
 // work on the host. FSx network burst follows a credit bucket sampled every second.
+#include <vector>
+
 #include "pipeline/pipeline_result.hpp"
 #include "pipeline/read_plan.hpp"
 #include "storage/fsx_spec.hpp"
@@ -19,7 +21,11 @@ struct PipelineStepProfile {
   Seconds accelerator_busy = 0;   ///< compute time per step of one accelerator
   Seconds communication_time = 0; ///< time the communication stream is busy per step
   Bytes inter_node_bytes = 0;     ///< per node per step, sent over its uplink
-  int loader_batches = 1;         ///< per node per step (ranks x accumulation)
+  /// Per node, the ranks that run a DataLoader (pipeline/data_readers.hpp); each loads one
+  /// batch per micro-batch and pre-processes it itself, while the node's bytes for the step (the
+  /// read plan's, once per node: the page cache serves repeats) are shared among those batches.
+  std::vector<int> node_loaders;
+  long micro_batches = 1;         ///< loader batches per DataLoader per step (accumulation)
   long samples_per_loader_batch = 1;
   long samples_per_step = 1;      ///< whole job
 };

@@ -3,9 +3,11 @@
 // each node, where the data comes from (FSx for Lustre or local NVMe), how many epochs to
 // simulate and when the diagnoses fire. Plain data; scenario/ reads it, engine/ runs it.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/units.hpp"
+#include "pipeline/data_readers.hpp"
 #include "pipeline/diagnosis.hpp"
 #include "storage/fsx_spec.hpp"
 
@@ -31,6 +33,9 @@ enum class SourceKind { fsx, local_nvme };
 struct PipelineConfig {
   DataSet data;
   LoaderConfig loader;
+  /// "data.readers": which ranks read from storage; empty: the framework's own rule for each
+  /// point's plan (default_data_readers).
+  std::optional<DataReaders> readers;
   SourceKind source = SourceKind::fsx;
   storage::FsxSpec fsx_spec;
   storage::FsxDeployment fsx_deployment;

@@ -33,6 +33,7 @@ struct Diagnosis {
 
 struct PipelineResult {
   std::string source;                    ///< e.g. "FSx SCRATCH_2/200 1.2 TiB (1 server)"
+  std::string readers;                   ///< which ranks read the data (pipeline/data_readers.hpp)
   double compute_bound_samples_per_s = 0;  ///< the step simulated without the pipeline
   long steps_per_epoch = 0;
   std::vector<EpochResult> epochs;

@@ -22,6 +22,7 @@ nlohmann::ordered_json to_json(const PipelineResult& r) {
   for (const auto& d : r.diagnoses)
     diagnoses.push_back({{"rule", d.rule}, {"epoch", d.epoch}, {"evidence", d.evidence}});
   return {{"source", r.source},
+          {"readers", r.readers},
           {"compute_bound_samples_per_s", r.compute_bound_samples_per_s},
           {"steps_per_epoch", r.steps_per_epoch},
           {"epochs", epochs},
@@ -31,6 +32,7 @@ nlohmann::ordered_json to_json(const PipelineResult& r) {
 PipelineResult pipeline_result_from_json(const nlohmann::json& j) {
   PipelineResult r;
   r.source = j.at("source").get<std::string>();
+  r.readers = j.at("readers").get<std::string>();
   r.compute_bound_samples_per_s = j.at("compute_bound_samples_per_s").get<double>();
   r.steps_per_epoch = j.at("steps_per_epoch").get<long>();
   for (const auto& e : j.at("epochs")) {

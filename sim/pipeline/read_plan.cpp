@@ -30,8 +30,14 @@ ReadPlan plan_reads(const ReadPlanInput& in) {
   plan.nodes = in.nodes;
   plan.servers = in.local_nvme ? 0 : in.servers;
   plan.epochs = in.epochs;
+  std::vector<int> sequence = in.node_sequence;
+  if (sequence.empty())
+    for (int n = 0; n < in.nodes; ++n) sequence.push_back(n);
+  TRAINSIM_CHECK(static_cast<int>(sequence.size()) == in.nodes, "a read sequence per node");
+  const int sequences = *std::max_element(sequence.begin(), sequence.end()) + 1;
+  TRAINSIM_CHECK(sequences >= 1, "no node reads the data");
   const long samples = in.data.samples();
-  plan.steps_per_epoch = samples / (in.samples_per_node_step * in.nodes);  // drop_last
+  plan.steps_per_epoch = samples / (in.samples_per_node_step * sequences);  // drop_last
   const Bytes file_size = std::max(in.data.file_size, in.data.bytes_per_sample);
   const auto files = static_cast<std::int64_t>(std::ceil(in.data.size / file_size));
   const Bytes step_bytes = static_cast<double>(in.samples_per_node_step) * in.data.bytes_per_sample;
@@ -52,17 +58,19 @@ ReadPlan plan_reads(const ReadPlanInput& in) {
     const auto order = shuffled(files, rng);
     std::vector<std::size_t> next_file(static_cast<std::size_t>(in.nodes));
     std::vector<Bytes> left_in_file(static_cast<std::size_t>(in.nodes), 0);
-    for (int n = 0; n < in.nodes; ++n) next_file[static_cast<std::size_t>(n)] = static_cast<std::size_t>(n);
+    for (int n = 0; n < in.nodes; ++n)
+      next_file[static_cast<std::size_t>(n)] = static_cast<std::size_t>(std::max(sequence[static_cast<std::size_t>(n)], 0));
     for (long s = 0; s < plan.steps_per_epoch; ++s) {
       for (int n = 0; n < in.nodes; ++n) {
         const auto un = static_cast<std::size_t>(n);
+        if (sequence[un] < 0) continue;
         StepRead& r = plan.reads[static_cast<std::size_t>((e * plan.steps_per_epoch + s) * in.nodes + n)];
         Bytes need = step_bytes;
         while (need > 0) {
           if (left_in_file[un] <= 0) {  // open the node's next file and read it whole
             if (next_file[un] >= order.size()) break;
             const std::int64_t f = order[next_file[un]];
-            next_file[un] += static_cast<std::size_t>(in.nodes);
+            next_file[un] += static_cast<std::size_t>(sequences);
             left_in_file[un] = file_size;
             if (page[un].access(f, file_size)) {
               r.page_cache += file_size;

@@ -1,8 +1,10 @@
 #pragma once
 // Which bytes each node reads for each step, and from where, decided before simulating (plain
-// data, deterministic): every epoch the files are shuffled (fixed seed) and dealt to the nodes
-// round-robin, as a distributed sampler does; a node reads a whole file when its step first
-// needs it. The node's page cache and each file server's in-memory cache are LRU caches of
+// data, deterministic): every epoch the files are shuffled (fixed seed) and dealt round-robin to
+// the nodes' read sequences, as a distributed sampler deals samples to data-parallel ranks; a
+// node reads a whole file when its step first needs it. Nodes that read the same replicas'
+// samples (a pipeline's first and last stages) follow the same sequence, each through its own
+// page cache; a node whose ranks read nothing (middle stages) has none. The node's page cache and each file server's in-memory cache are LRU caches of
 // files (a striped file's part on each server); what neither cache holds comes from disk.
 #include <vector>
 
@@ -22,7 +24,10 @@ struct StepRead {
 struct ReadPlanInput {
   DataSet data;
   int nodes = 1;
-  long samples_per_node_step = 1;
+  long samples_per_node_step = 1;  ///< per read sequence
+  /// Each node's read sequence (pipeline::read_sequences), -1 for none; empty: node n reads
+  /// sequence n.
+  std::vector<int> node_sequence;
   int epochs = 1;
   bool local_nvme = false;
   int servers = 1;            ///< FSx only

@@ -68,6 +68,7 @@ void write_pipeline_notes(std::ostream& os, const scenario::Scenario& s,
     if (!r.pipeline) continue;
     const auto& pl = *r.pipeline;
     os << "\n" << r.point.label << " -- " << pl.source << "\n";
+    os << "  data read by " << pl.readers << "\n";
     os << "  compute-bound " << fmt("%.1f", pl.compute_bound_samples_per_s) << " samples/s, "
        << pl.steps_per_epoch << " steps per epoch\n";
     for (std::size_t e = 0; e < pl.epochs.size(); ++e) {

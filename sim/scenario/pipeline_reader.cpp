@@ -83,6 +83,17 @@ void check_local_nvme(const pipeline::PipelineConfig& c, const topology::Topolog
                     format_bytes(topo.host->local_nvme_capacity) + ")");
 }
 
+PointReaders point_readers(const pipeline::PipelineConfig& c, const plan::TrainingPlan& t,
+                          const plan::Layout& layout) {
+  PointReaders r;
+  r.from_framework = !c.readers;
+  r.rule = c.readers.value_or(pipeline::default_data_readers(t));
+  const pipeline::ParallelDegrees d{t.tp, layout.cp, layout.dp, t.pp};
+  r.nodes = pipeline::node_readers(r.rule, d, layout.ranks_per_node);
+  r.sequences = pipeline::read_sequences(r.nodes);
+  return r;
+}
+
 pipeline::PipelineConfig read_pipeline(JsonObject o, const std::string& file,
                                        const topology::Topology& topo) {
   pipeline::PipelineConfig c;
@@ -91,6 +102,11 @@ pipeline::PipelineConfig read_pipeline(JsonObject o, const std::string& file,
                    topo.file + " lacks");
   c.data = read_dataset(o.object("dataset"));
   c.loader = read_loader(o.object("loader"));
+  if (o.has("readers"))
+    c.readers = pipeline::data_readers_named(
+        o.choice("readers", {"every_rank", "tp_rank0", "tp_rank0_first_last_stage"}));
+  else
+    o.allow("readers");
   c.epochs = static_cast<int>(o.positive_integer_or("epochs", 2));
   c.shuffle_seed = static_cast<std::uint64_t>(o.positive_integer_or("shuffle_seed", 1));
   if (o.has("diagnosis")) c.diagnosis = read_diagnosis(o.object("diagnosis"));

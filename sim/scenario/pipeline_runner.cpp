@@ -10,6 +10,7 @@
 #include "pipeline/read_plan.hpp"
 #include "program/build_program.hpp"
 #include "program/data_parallel_schedule.hpp"
+#include "scenario/pipeline_reader.hpp"
 #include "scenario/point_runner.hpp"
 #include "scenario/child_process.hpp"
 
@@ -35,6 +36,23 @@ Bytes inter_node_bytes(const Scenario& s, const Point& p, const program::DataPar
   return total;
 }
 
+/// "every rank (32 DataLoaders)", "TP rank 0 of the first and last stages (framework
+/// default): 4 of 16 ranks on 2 of 2 nodes, 2 data-parallel replicas".
+std::string readers_text(const PointReaders& r, const plan::Layout& layout) {
+  long loaders = 0, nodes = 0;
+  for (const auto& n : r.nodes) {
+    loaders += n.loaders;
+    nodes += n.loaders > 0 ? 1 : 0;
+  }
+  const char* who = r.rule == pipeline::DataReaders::every_rank  ? "every rank"
+                    : r.rule == pipeline::DataReaders::tp_rank0 ? "TP rank 0 of every stage"
+                                                                 : "TP rank 0 of the first and last stages";
+  return std::string(who) + " (" + pipeline::data_readers_name(r.rule) +
+         (r.from_framework ? ", the framework's rule" : ", data.readers") + "): " + std::to_string(loaders) + " of " +
+         std::to_string(layout.world) + " ranks on " + std::to_string(nodes) + " of " + std::to_string(r.nodes.size()) +
+         " nodes, " + std::to_string(r.sequences.replicas_per_sequence) + " data-parallel replica(s) per reading node";
+}
+
 }  // namespace
 
 storage::FsxFileSystem point_file_system(const Scenario& s, const Point& p) {
@@ -54,9 +72,13 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
     else step.communication_time += sp.end - sp.start;
   }
   step.inter_node_bytes = p.nodes > 1 ? inter_node_bytes(s, p, cfg) : 0;
-  step.loader_batches = static_cast<int>(cfg.ranks_per_node * cfg.accumulation);
+  const PointReaders readers = point_readers(c, p.training, p.layout);
+  for (const auto& n : readers.nodes) step.node_loaders.push_back(n.loaders);
+  step.micro_batches = cfg.accumulation;
   step.samples_per_loader_batch = cfg.micro_batch;
-  step.samples_per_step = static_cast<long>(cfg.world) * cfg.micro_batch * cfg.accumulation;
+  // A step trains micro-batch x accumulation samples per data-parallel replica; the TP, CP and
+  // pipeline ranks of a replica share its samples.
+  step.samples_per_step = p.layout.dp * cfg.micro_batch * cfg.accumulation;
 
   engine::PipelineSetup setup;
   setup.topology = &p.machine->topology;
@@ -66,7 +88,8 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
   pipeline::ReadPlanInput in;
   in.data = c.data;
   in.nodes = p.nodes;
-  in.samples_per_node_step = static_cast<long>(cfg.ranks_per_node) * cfg.micro_batch * cfg.accumulation;
+  in.node_sequence = readers.sequences.node_sequence;
+  in.samples_per_node_step = readers.sequences.replicas_per_sequence * cfg.micro_batch * cfg.accumulation;
   in.epochs = c.epochs;
   in.local_nvme = setup.local_nvme;
   in.page_cache_per_node = c.loader.page_cache_fraction * p.machine->topology.host->memory;
@@ -103,6 +126,7 @@ void add_input_pipeline(const Scenario& s, const Point& p, PointResult& r) {
                               "input pipeline simulation of point \"" + p.label + "\"");
   auto result = pipeline::pipeline_result_from_json(j);
   result.source = source;
+  result.readers = readers_text(readers, p.layout);
   result.diagnoses = pipeline::diagnose(result.epochs, c.diagnosis);
   const auto& last = result.epochs.back();
   r.samples_per_s = last.samples_per_s;

@@ -227,6 +227,14 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     } else {
       po.allow("data_parallel_degree");
     }
+    if (s.data) {
+      // Who reads the data must divide it into equal shares (pipeline/data_readers.hpp).
+      try {
+        (void)point_readers(*s.data, p.training, p.layout);
+      } catch (const std::invalid_argument& e) {
+        po.fail("nodes", std::string("the input pipeline's readers (data.readers or the framework's rule): ") + e.what());
+      }
+    }
     if (po.has("storage_kind")) {
       if (!s.data) po.fail("storage_kind", "only a scenario with a \"data\" section has a data source");
       const auto kind = po.choice("storage_kind", {"fsx_lustre", "local_nvme"});
