@@ -59,7 +59,9 @@ Bytes RankMemory::sum_of_terms() const {
 }
 
 Bytes gradient_reduce_copy_bytes(const plan::TrainingPlan& p, double gradient_elements) {
-  if (p.gradient_buffers != plan::GradientBuffers::deepspeed_bf16_optimizer) return 0;
+  // The copy exists because the wire dtype (gradient_wire_bytes) is not the fp32 of the buffer.
+  if (p.gradient_buffers != plan::GradientBuffers::deepspeed_bf16_optimizer || p.gradient_wire_bytes >= 4)
+    return 0;
   // DeepSpeed v0.6.2 (32d9797; the same lines in v0.5.10 and v0.6.0, and at 56c522386 where the
   // BF16_Optimizer was merged): _exec_reduce_grads -> _bf16_reduce_grads ->
   // buffered_allreduce_fallback(optimizer.get_grads_for_reduction(): the fp32 flat group of
@@ -71,7 +73,7 @@ Bytes gradient_reduce_copy_bytes(const plan::TrainingPlan& p, double gradient_el
   // two groups, the larger of them above MEMORY_OPT_ALLREDUCE_SIZE), copied one at a time: at
   // most 2 B x the rank's gradient elements live (counted whole: the no-weight-decay group,
   // biases and norms, is < 0.1% of them).
-  return 2.0 * gradient_elements;
+  return p.gradient_wire_bytes * gradient_elements;
 }
 
 long layers_of_stage(long layers, long pp, long stage) {
@@ -409,8 +411,8 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   const Bytes reduce_copy = gradient_reduce_copy_bytes(p, params);
   if (reduce_copy > 0)
     add("gradient_reduce_copy", reduce_copy,
-        "2 B x " + num(params) +
-            " fp32 gradients copied to bf16 for DeepSpeed's all-reduce, after the flush (not beside the activations)");
+        num(p.gradient_wire_bytes) + " B x " + num(params) +
+            " fp32 gradients copied to the wire dtype for DeepSpeed's all-reduce, after the flush (not beside the activations)");
   add("runtime_reserve", in.runtime_reserve, "device profile");
 
   const Bytes all = r.sum_of_terms();

@@ -254,7 +254,7 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
   p.pp = 2;
   p.pipeline_engine = plan::PipelineEngine::deepspeed;
-  p.gradient_wire_bytes = 4;
+  p.gradient_wire_bytes = 2;  // communication_data_type bf16
   p.zero1_gradient_all_reduce = true;
   p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   const auto s = gpt();
@@ -280,7 +280,7 @@ TEST(RankMemory, DeepSpeedBf16ReduceCopiesTheFp32GradientsToBf16AfterTheFlush) {
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
   p.pp = 2;
   p.pipeline_engine = plan::PipelineEngine::deepspeed;
-  p.gradient_wire_bytes = 4;
+  p.gradient_wire_bytes = 2;  // communication_data_type bf16
   p.zero1_gradient_all_reduce = true;
   p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   p.bucket_elements = 1e6;
@@ -292,6 +292,9 @@ TEST(RankMemory, DeepSpeedBf16ReduceCopiesTheFp32GradientsToBf16AfterTheFlush) {
   const double reduce = r.sum_of_terms() - r.term("activations") - r.term("activation_workspace");
   EXPECT_DOUBLE_EQ(r.peak, std::max(backward, reduce));
   EXPECT_LT(r.peak, r.sum_of_terms());  // the copy and the activations never coexist
+  // A config setting communication_data_type fp32 all-reduces the buffer itself: no copy.
+  p.gradient_wire_bytes = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gradient_reduce_copy"), 0);
   // Other optimizers make no such copy.
   p.gradient_buffers = plan::GradientBuffers::megatron_core_distributed_optimizer;
   p.pipeline_engine = plan::PipelineEngine::megatron;
