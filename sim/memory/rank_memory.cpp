@@ -52,6 +52,30 @@ Bytes RankMemory::term(const std::string& name) const {
   return 0;
 }
 
+Bytes RankMemory::sum_of_terms() const {
+  Bytes sum = 0;
+  for (const auto& t : terms) sum += t.bytes;
+  return sum;
+}
+
+Bytes gradient_reduce_copy_bytes(const plan::TrainingPlan& p, double gradient_elements) {
+  // The copy exists because the wire dtype (gradient_wire_bytes) is not the fp32 of the buffer.
+  if (p.gradient_buffers != plan::GradientBuffers::deepspeed_bf16_optimizer || p.gradient_wire_bytes >= 4)
+    return 0;
+  // DeepSpeed v0.6.2 (32d9797; the same lines in v0.5.10 and v0.6.0, and at 56c522386 where the
+  // BF16_Optimizer was merged): _exec_reduce_grads -> _bf16_reduce_grads ->
+  // buffered_allreduce_fallback(optimizer.get_grads_for_reduction(): the fp32 flat group of
+  // each parameter group, whole) -> allreduce_no_retain -> allreduce_bucket (runtime/engine.py
+  // 2059-2086): flatten (a view for one tensor), then `tensor.to(self.communication_data_type)`
+  // when the dtypes differ, all-reduce it, copy it back. communication_data_type (engine.py
+  // 712-721) is bf16 with bf16 enabled, ZeRO stage 0 and no "communication_data_type" in the
+  // config (BLOOM's ds_config sets none). Each group is one bucket (a flat tensor; Megatron's
+  // two groups, the larger of them above MEMORY_OPT_ALLREDUCE_SIZE), copied one at a time: at
+  // most 2 B x the rank's gradient elements live (counted whole: the no-weight-decay group,
+  // biases and norms, is < 0.1% of them).
+  return p.gradient_wire_bytes * gradient_elements;
+}
+
 long layers_of_stage(long layers, long pp, long stage) {
   return layers / pp + (stage < layers % pp ? 1 : 0);
 }
@@ -384,9 +408,18 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     }
   }
   add("activation_workspace", workspace, ws_how);
+  const Bytes reduce_copy = gradient_reduce_copy_bytes(p, params);
+  if (reduce_copy > 0)
+    add("gradient_reduce_copy", reduce_copy,
+        num(p.gradient_wire_bytes) + " B x " + num(params) +
+            " fp32 gradients copied to the wire dtype for DeepSpeed's all-reduce, after the flush (not beside the activations)");
   add("runtime_reserve", in.runtime_reserve, "device profile");
 
-  for (const auto& t : r.terms) r.peak += t.bytes;
+  const Bytes all = r.sum_of_terms();
+  const Bytes backward_moment = all - reduce_copy;
+  const Bytes reduce_moment =
+      all - r.term("activations") - r.term("activation_workspace") - r.term("deferred_head_wgrad");
+  r.peak = reduce_copy > 0 ? std::max(backward_moment, reduce_moment) : all;
   return r;
 }
 

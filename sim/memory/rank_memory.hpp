@@ -27,6 +27,11 @@
 //  - activation_workspace: transient at the peak: the layer being recomputed (checkpointing),
 //    the gradients of the largest stored tensor in and out, or the logits gradient (fp32 and its
 //    bf16 cast; bf16 from a fused loss that does not write it over the logits).
+//  - gradient_reduce_copy: DeepSpeed's BF16_Optimizer under its pipeline engine all-reduces a
+//    bf16 copy of the fp32 gradients after the flush (engine.py allreduce_bucket: communication
+//    dtype bf16). Not beside the activations: the peak is the larger of the backward's moment
+//    and this one (the caching allocator's reserve, which keeps the activations' segments, is
+//    the engine's replay).
 //  - runtime_reserve: CUDA/runtime context, library workspaces, NCCL buffers (device profile).
 #include <string>
 #include <vector>
@@ -48,11 +53,15 @@ struct RankMemory {
   std::string kind;    ///< "every rank", "stage 0 (first)", ...
   long stage = 0;
   std::vector<MemoryTerm> terms;
-  Bytes peak = 0;      ///< sum of the terms
+  /// The larger of the two moments: the backward's (every term but gradient_reduce_copy) and
+  /// the gradient reduction's after the flush (every term but the activations, their workspace
+  /// and the deferred head gradients); the sum of the terms where there is no reduce copy.
+  Bytes peak = 0;
   Bytes capacity = 0;  ///< device memory
   [[nodiscard]] bool fits() const { return peak <= capacity; }
   [[nodiscard]] const MemoryTerm& largest() const;
   [[nodiscard]] Bytes term(const std::string& name) const;  ///< 0 when absent
+  [[nodiscard]] Bytes sum_of_terms() const;
 };
 
 struct MemoryInputs {
@@ -63,6 +72,9 @@ struct MemoryInputs {
   Bytes runtime_reserve = 0;  ///< per accelerator
 };
 
+/// Bytes of the copy DeepSpeed's allreduce_bucket makes of `gradient_elements` fp32 gradients
+/// in its communication dtype (bf16 under the BF16_Optimizer), 0 where nothing is copied.
+[[nodiscard]] Bytes gradient_reduce_copy_bytes(const plan::TrainingPlan& plan, double gradient_elements);
 /// Micro-batches whose activations a pipeline stage holds at once (1 without pipelining).
 [[nodiscard]] double micro_batches_in_flight(const plan::TrainingPlan& plan, long stage);
 /// Micro-batches whose output-head activations the last stage holds at once: the head is in its

@@ -686,7 +686,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             const int c = group_call(false, what + stage_tag + bucket,
                                      all ? collective::Op::all_reduce : collective::Op::reduce_scatter,
                                      params * p.gradient_wire_bytes);
-            ready = synced = push(kReduce, {what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}});
+            Task reduce{what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}};
+            // DeepSpeed's allreduce_bucket runs on a bf16 copy of the fp32 gradients, made on the
+            // compute stream (memory/rank_memory.hpp gradient_reduce_copy).
+            reduce.workspace = mem.gradient_reduce_copy;
+            reduce.alloc_pool = kCompute;
+            ready = synced = push(kReduce, std::move(reduce));
           }
           if (replicas > 1 && last_micro_batch) {  // the accumulated shard, once
             const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";

@@ -70,7 +70,8 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     const double deferred = memory::deferred_head_micro_batches(p.training);
     const Bytes deferred_bytes = r.term("deferred_head_wgrad");
     if (deferred_bytes > 0) m.deferred_head_wgrad_per_micro_batch = deferred_bytes / deferred;
-    m.resident = r.peak - r.term("activations") - m.workspace - deferred_bytes;
+    m.gradient_reduce_copy = r.term("gradient_reduce_copy");
+    m.resident = r.sum_of_terms() - r.term("activations") - m.workspace - deferred_bytes - m.gradient_reduce_copy;
     m.gathered = r.term("gathered_parameters") + r.term("gathered_gradients");
     in.stages.push_back(m);
   }

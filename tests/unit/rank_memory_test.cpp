@@ -254,7 +254,7 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
   p.pp = 2;
   p.pipeline_engine = plan::PipelineEngine::deepspeed;
-  p.gradient_wire_bytes = 4;
+  p.gradient_wire_bytes = 2;  // communication_data_type bf16
   p.zero1_gradient_all_reduce = true;
   p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
   const auto s = gpt();
@@ -270,6 +270,38 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
   p.bucket_elements = 5e8;  // both groups in one bucket: flattened into a copy
   r = stage_memory(inputs(p), 0);
   EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 4 * P);
+}
+
+// DeepSpeed's allreduce_bucket all-reduces a bf16 copy of the BF16_Optimizer's fp32 gradients
+// after the flush: 2 B x the stage's parameters, counted at that moment (model states + copy),
+// not on top of the backward's activations; the peak is the larger moment.
+TEST(RankMemory, DeepSpeedBf16ReduceCopiesTheFp32GradientsToBf16AfterTheFlush) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1, 1);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.pp = 2;
+  p.pipeline_engine = plan::PipelineEngine::deepspeed;
+  p.gradient_wire_bytes = 2;  // communication_data_type bf16
+  p.zero1_gradient_all_reduce = true;
+  p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
+  p.bucket_elements = 1e6;
+  const auto s = gpt();
+  const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
+  const auto r = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(r.term("gradient_reduce_copy"), 2 * P);
+  const double backward = r.sum_of_terms() - 2 * P;
+  const double reduce = r.sum_of_terms() - r.term("activations") - r.term("activation_workspace");
+  EXPECT_DOUBLE_EQ(r.peak, std::max(backward, reduce));
+  EXPECT_LT(r.peak, r.sum_of_terms());  // the copy and the activations never coexist
+  // A config setting communication_data_type fp32 all-reduces the buffer itself: no copy.
+  p.gradient_wire_bytes = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(p), 0).term("gradient_reduce_copy"), 0);
+  // Other optimizers make no such copy.
+  p.gradient_buffers = plan::GradientBuffers::megatron_core_distributed_optimizer;
+  p.pipeline_engine = plan::PipelineEngine::megatron;
+  p.zero1_gradient_all_reduce = false;
+  const auto mcore = stage_memory(inputs(p), 0);
+  EXPECT_DOUBLE_EQ(mcore.term("gradient_reduce_copy"), 0);
+  EXPECT_DOUBLE_EQ(mcore.peak, mcore.sum_of_terms());
 }
 
 // One small job, stage 0 of PP 2 x DP 4 with Megatron's recipe, under each training.gradient_buffers
