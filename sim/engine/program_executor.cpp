@@ -23,6 +23,7 @@
 #include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
+#include "engine/activity_start.hpp"
 #include "memory/caching_allocator.hpp"
 #include "model/host_dispatch.hpp"
 #include "program/rank_folding.hpp"
@@ -222,7 +223,7 @@ private:
           run_interleaved(cls, t);
         } else if (t.duration > 0) {
           ++result_.execs;
-          sg4::this_actor::execute(t.duration * platform_.host_speed);
+          start_exec(sg4::this_actor::get_host(), t.duration * platform_.host_speed)->wait();
         }
         if (issued && issue_tail > now()) sg4::this_actor::sleep_for(issue_tail - now());
       } else if (t.kind == TaskKind::host) {
@@ -591,16 +592,16 @@ private:
     const SmHold hold = compute_waits_for(cls, stream, index) ? SmHold{} : hold_sms(cls, st.flows->channels);
     const auto& phases = st.flows->phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
-      std::vector<sg4::CommPtr> flows;
+      std::vector<HostTransfer> transfers;
       auto it = phases[p].flows_by_class.find(cls);
       if (it != phases[p].flows_by_class.end())
         for (const auto& flow : it->second)
-          flows.push_back(sg4::Comm::sendto_async(platform_.endpoint(flow.src, flow.src_nic),
-                                                  platform_.endpoint(flow.dst, flow.dst_nic),
-                                                  static_cast<uint64_t>(flow.bytes)));
+          transfers.push_back({platform_.endpoint(flow.src, flow.src_nic), platform_.endpoint(flow.dst, flow.dst_nic),
+                               static_cast<uint64_t>(flow.bytes)});
+      const auto flows = start_transfers(transfers);
       const Seconds phase_start = now();
       result_.flows += flows.size();
-      for (auto& comm : flows) comm->wait();
+      for (const auto& comm : flows) comm->wait();
       const Seconds floor = phases[p].capped_duration;
       if (floor > 0 && now() < phase_start + floor) sg4::this_actor::sleep_until(phase_start + floor);
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
@@ -650,13 +651,10 @@ private:
     if (h.sms <= 0) return {};
     held += h.sms;
     const double bound = platform_.host_speed * h.sms / sm_count_;
-    h.exec = sg4::Exec::init();
     // Bounded, it would end after 1e15 s: the collective always ends first and cancels it.
-    h.exec->set_flops_amount(bound * 1e15)
-        ->set_bound(bound)
-        ->set_priority(kHeldSmPriority)
-        ->set_host(platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])]);
-    h.exec->start();
+    h.exec = start_bounded_exec(
+        platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])],
+        bound * 1e15, bound, kHeldSmPriority);
     ++result_.execs;
     return h;
   }
@@ -681,7 +679,7 @@ private:
     for (int k = 0; k < kMemorySlices; ++k) {
       if (arithmetic > 0) {
         ++result_.execs;
-        sg4::this_actor::execute(arithmetic * platform_.host_speed);
+        start_exec(sg4::this_actor::get_host(), arithmetic * platform_.host_speed)->wait();
       }
       stream_memory(cls, streaming);
     }
