@@ -592,13 +592,9 @@ private:
     const SmHold hold = compute_waits_for(cls, stream, index) ? SmHold{} : hold_sms(cls, st.flows->channels);
     const auto& phases = st.flows->phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
-      std::vector<HostTransfer> transfers;
-      auto it = phases[p].flows_by_class.find(cls);
-      if (it != phases[p].flows_by_class.end())
-        for (const auto& flow : it->second)
-          transfers.push_back({platform_.endpoint(flow.src, flow.src_nic), platform_.endpoint(flow.dst, flow.dst_nic),
-                               static_cast<uint64_t>(flow.bytes)});
-      const auto flows = start_transfers(transfers);
+      const auto& by_class = phases[p].transfers_by_class;
+      const auto flows = static_cast<std::size_t>(cls) < by_class.size() ? start_transfers(by_class[static_cast<std::size_t>(cls)])
+                                                                         : std::vector<sg4::CommPtr>{};
       const Seconds phase_start = now();
       result_.flows += flows.size();
       for (const auto& comm : flows) comm->wait();
@@ -729,7 +725,9 @@ private:
   }
 
   struct MergedPhase {
-    std::unordered_map<int, std::vector<collective::Flow>> flows_by_class;
+    /// The flows each class's representative starts ([class]; classes past its end start none),
+    /// as the endpoints' hosts, found once when the call is prepared.
+    std::vector<std::vector<HostTransfer>> transfers_by_class;
     /// The phase's slowest rate-capped flow's bytes / rate_limit (0: none), over every flow of
     /// the plans, simulated or not. A per-channel software limit (Flow::rate_limit) is a floor
     /// on a phase's duration: its flows start together, so no class's part of it ends before
@@ -971,8 +969,12 @@ private:
           const auto& fl = ph.flows[f];
           hop = std::max(hop, platform_.route_latency(fl.src, fl.dst, fl.src_nic, fl.dst_nic));
           if (fl.rate_limit > 0) out.capped_duration = std::max(out.capped_duration, fl.bytes / fl.rate_limit);
-          if (fl.bytes > 0 && keep[i][p][f])
-            out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(fl.src)]].push_back(fl);
+          if (fl.bytes > 0 && keep[i][p][f]) {
+            const auto k = static_cast<std::size_t>(fold_.class_of_rank[static_cast<std::size_t>(fl.src)]);
+            if (out.transfers_by_class.size() <= k) out.transfers_by_class.resize(k + 1);
+            out.transfers_by_class[k].push_back(
+                {platform_.endpoint(fl.src, fl.src_nic), platform_.endpoint(fl.dst, fl.dst_nic), static_cast<std::uint64_t>(fl.bytes)});
+          }
         }
         out.latency = std::max(out.latency, ph.fixed_latency + ph.steps * (ph.step_latency + hop));
       }
