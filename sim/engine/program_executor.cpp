@@ -15,12 +15,10 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
-#include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
-#include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
 #include "engine/activity_start.hpp"
@@ -96,10 +94,7 @@ public:
       if (record_)
         for (int r : fold_.members[static_cast<std::size_t>(k)])
           if (recorded(r)) result_.memory.push_back({r, 0, rp.resident});
-      rank_mutex_.push_back(sg4::Mutex::create());
-      std::vector<sg4::ConditionVariablePtr> cvs;
-      for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
-      stream_cv_.push_back(std::move(cvs));
+      stream_actor_.emplace_back(rp.streams.size());
       waiting_.emplace_back(rp.streams.size(), -1);
       held_sms_.push_back(0);
       compute_stream_.push_back(only_compute_stream(rp));
@@ -121,9 +116,10 @@ public:
       const auto& rp = rep_program(k);
       for (std::size_t s = 0; s < rp.streams.size(); ++s) {
         const int stream = static_cast<int>(s);
-        sg4::Actor::create("r" + std::to_string(rp.rank) + "." + rp.streams[s].name,
-                           platform_.rank_host[static_cast<std::size_t>(rp.rank)],
-                           [this, k, stream] { run_stream(k, stream); });
+        stream_actor_[static_cast<std::size_t>(k)][s] =
+            sg4::Actor::create("r" + std::to_string(rp.rank) + "." + rp.streams[s].name,
+                               platform_.rank_host[static_cast<std::size_t>(rp.rank)],
+                               [this, k, stream] { run_stream(k, stream); });
       }
     }
     sg4::Engine::get_instance()->run();
@@ -187,11 +183,12 @@ private:
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& t = tasks[i];
       if (!deps_done(cls, t)) {
-        // Sleep until a finishing task of another stream finds this one ready (no spurious
-        // wake-ups: with several streams per rank they dominated the simulator's time).
-        std::unique_lock<sg4::Mutex> lock(*rank_mutex_[cls]);
+        // Suspended until a finishing task of another stream finds this one ready (no spurious
+        // wake-ups: with several streams per rank they dominated the simulator's time). Actors
+        // run one at a time, so no lock guards waiting_; a suspension is one simcall where a
+        // condition variable took four (lock, wait with its timeout action, unlock, notify).
         waiting_[cls][stream] = static_cast<int>(i);
-        while (!deps_done(cls, t)) stream_cv_[cls][stream]->wait(lock);
+        while (!deps_done(cls, t)) sg4::this_actor::suspend();
         waiting_[cls][stream] = -1;
       }
       const Seconds start = now();
@@ -254,7 +251,7 @@ private:
       for (std::size_t other = 0; other < streams.size(); ++other) {
         const int w = waiting_[cls][other];
         if (w >= 0 && deps_done(cls, streams[other].tasks[static_cast<std::size_t>(w)]))
-          stream_cv_[cls][other]->notify_one();
+          stream_actor_[cls][other]->resume();
       }
     }
   }
@@ -998,8 +995,7 @@ private:
   static constexpr Seconds kNotDone = -1;
   std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished
   std::vector<Seconds> host_free_;  ///< per class: when its host thread has issued all it has reached
-  std::vector<sg4::MutexPtr> rank_mutex_;
-  std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [class][stream]
+  std::vector<std::vector<sg4::ActorPtr>> stream_actor_;  ///< [class][stream]: the actor running it
   std::vector<std::vector<int>> waiting_;  ///< [class][stream]: task index it sleeps on, or -1
   std::vector<Bytes> memory_;              ///< in use now
   std::vector<Bytes> peak_;
