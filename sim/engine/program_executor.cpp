@@ -906,6 +906,7 @@ private:
     // all-reduce, every micro-batch's send between two stages. Plan and prune them once.
     CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
                  prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
+    std::get<2>(key).reserve(2 * calls.size());
     for (int c : calls) {
       const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
       if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
