@@ -15,14 +15,13 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
-#include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
-#include <simgrid/s4u/Mutex.hpp>
 
 #include "core/error.hpp"
+#include "engine/activity_start.hpp"
 #include "memory/caching_allocator.hpp"
 #include "model/host_dispatch.hpp"
 #include "program/rank_folding.hpp"
@@ -95,10 +94,7 @@ public:
       if (record_)
         for (int r : fold_.members[static_cast<std::size_t>(k)])
           if (recorded(r)) result_.memory.push_back({r, 0, rp.resident});
-      rank_mutex_.push_back(sg4::Mutex::create());
-      std::vector<sg4::ConditionVariablePtr> cvs;
-      for (std::size_t s = 0; s < rp.streams.size(); ++s) cvs.push_back(sg4::ConditionVariable::create());
-      stream_cv_.push_back(std::move(cvs));
+      stream_actor_.emplace_back(rp.streams.size());
       waiting_.emplace_back(rp.streams.size(), -1);
       held_sms_.push_back(0);
       compute_stream_.push_back(only_compute_stream(rp));
@@ -120,9 +116,10 @@ public:
       const auto& rp = rep_program(k);
       for (std::size_t s = 0; s < rp.streams.size(); ++s) {
         const int stream = static_cast<int>(s);
-        sg4::Actor::create("r" + std::to_string(rp.rank) + "." + rp.streams[s].name,
-                           platform_.rank_host[static_cast<std::size_t>(rp.rank)],
-                           [this, k, stream] { run_stream(k, stream); });
+        stream_actor_[static_cast<std::size_t>(k)][s] =
+            sg4::Actor::create("r" + std::to_string(rp.rank) + "." + rp.streams[s].name,
+                               platform_.rank_host[static_cast<std::size_t>(rp.rank)],
+                               [this, k, stream] { run_stream(k, stream); });
       }
     }
     sg4::Engine::get_instance()->run();
@@ -186,11 +183,12 @@ private:
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& t = tasks[i];
       if (!deps_done(cls, t)) {
-        // Sleep until a finishing task of another stream finds this one ready (no spurious
-        // wake-ups: with several streams per rank they dominated the simulator's time).
-        std::unique_lock<sg4::Mutex> lock(*rank_mutex_[cls]);
+        // Suspended until a finishing task of another stream finds this one ready (no spurious
+        // wake-ups: with several streams per rank they dominated the simulator's time). Actors
+        // run one at a time, so no lock guards waiting_; a suspension is one simcall where a
+        // condition variable took four (lock, wait with its timeout action, unlock, notify).
         waiting_[cls][stream] = static_cast<int>(i);
-        while (!deps_done(cls, t)) stream_cv_[cls][stream]->wait(lock);
+        while (!deps_done(cls, t)) sg4::this_actor::suspend();
         waiting_[cls][stream] = -1;
       }
       const Seconds start = now();
@@ -222,7 +220,7 @@ private:
           run_interleaved(cls, t);
         } else if (t.duration > 0) {
           ++result_.execs;
-          sg4::this_actor::execute(t.duration * platform_.host_speed);
+          start_exec(sg4::this_actor::get_host(), t.duration * platform_.host_speed)->wait();
         }
         if (issued && issue_tail > now()) sg4::this_actor::sleep_for(issue_tail - now());
       } else if (t.kind == TaskKind::host) {
@@ -253,7 +251,7 @@ private:
       for (std::size_t other = 0; other < streams.size(); ++other) {
         const int w = waiting_[cls][other];
         if (w >= 0 && deps_done(cls, streams[other].tasks[static_cast<std::size_t>(w)]))
-          stream_cv_[cls][other]->notify_one();
+          stream_actor_[cls][other]->resume();
       }
     }
   }
@@ -591,16 +589,12 @@ private:
     const SmHold hold = compute_waits_for(cls, stream, index) ? SmHold{} : hold_sms(cls, st.flows->channels);
     const auto& phases = st.flows->phases;
     for (std::size_t p = 0; p < phases.size(); ++p) {
-      std::vector<sg4::CommPtr> flows;
-      auto it = phases[p].flows_by_class.find(cls);
-      if (it != phases[p].flows_by_class.end())
-        for (const auto& flow : it->second)
-          flows.push_back(sg4::Comm::sendto_async(platform_.endpoint(flow.src, flow.src_nic),
-                                                  platform_.endpoint(flow.dst, flow.dst_nic),
-                                                  static_cast<uint64_t>(flow.bytes)));
+      const auto& by_class = phases[p].transfers_by_class;
+      const auto flows = static_cast<std::size_t>(cls) < by_class.size() ? start_transfers(by_class[static_cast<std::size_t>(cls)])
+                                                                         : std::vector<sg4::CommPtr>{};
       const Seconds phase_start = now();
       result_.flows += flows.size();
-      for (auto& comm : flows) comm->wait();
+      for (const auto& comm : flows) comm->wait();
       const Seconds floor = phases[p].capped_duration;
       if (floor > 0 && now() < phase_start + floor) sg4::this_actor::sleep_until(phase_start + floor);
       if (!st.phase_end.empty()) st.phase_end[p]->wait();
@@ -650,13 +644,10 @@ private:
     if (h.sms <= 0) return {};
     held += h.sms;
     const double bound = platform_.host_speed * h.sms / sm_count_;
-    h.exec = sg4::Exec::init();
     // Bounded, it would end after 1e15 s: the collective always ends first and cancels it.
-    h.exec->set_flops_amount(bound * 1e15)
-        ->set_bound(bound)
-        ->set_priority(kHeldSmPriority)
-        ->set_host(platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])]);
-    h.exec->start();
+    h.exec = start_bounded_exec(
+        platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])],
+        bound * 1e15, bound, kHeldSmPriority);
     ++result_.execs;
     return h;
   }
@@ -681,7 +672,7 @@ private:
     for (int k = 0; k < kMemorySlices; ++k) {
       if (arithmetic > 0) {
         ++result_.execs;
-        sg4::this_actor::execute(arithmetic * platform_.host_speed);
+        start_exec(sg4::this_actor::get_host(), arithmetic * platform_.host_speed)->wait();
       }
       stream_memory(cls, streaming);
     }
@@ -731,7 +722,9 @@ private:
   }
 
   struct MergedPhase {
-    std::unordered_map<int, std::vector<collective::Flow>> flows_by_class;
+    /// The flows each class's representative starts ([class]; classes past its end start none),
+    /// as the endpoints' hosts, found once when the call is prepared.
+    std::vector<std::vector<HostTransfer>> transfers_by_class;
     /// The phase's slowest rate-capped flow's bytes / rate_limit (0: none), over every flow of
     /// the plans, simulated or not. A per-channel software limit (Flow::rate_limit) is a floor
     /// on a phase's duration: its flows start together, so no class's part of it ends before
@@ -913,6 +906,7 @@ private:
     // all-reduce, every micro-batch's send between two stages. Plan and prune them once.
     CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
                  prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
+    std::get<2>(key).reserve(2 * calls.size());
     for (int c : calls) {
       const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
       if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
@@ -973,8 +967,12 @@ private:
           const auto& fl = ph.flows[f];
           hop = std::max(hop, platform_.route_latency(fl.src, fl.dst, fl.src_nic, fl.dst_nic));
           if (fl.rate_limit > 0) out.capped_duration = std::max(out.capped_duration, fl.bytes / fl.rate_limit);
-          if (fl.bytes > 0 && keep[i][p][f])
-            out.flows_by_class[fold_.class_of_rank[static_cast<std::size_t>(fl.src)]].push_back(fl);
+          if (fl.bytes > 0 && keep[i][p][f]) {
+            const auto k = static_cast<std::size_t>(fold_.class_of_rank[static_cast<std::size_t>(fl.src)]);
+            if (out.transfers_by_class.size() <= k) out.transfers_by_class.resize(k + 1);
+            out.transfers_by_class[k].push_back(
+                {platform_.endpoint(fl.src, fl.src_nic), platform_.endpoint(fl.dst, fl.dst_nic), static_cast<std::uint64_t>(fl.bytes)});
+          }
         }
         out.latency = std::max(out.latency, ph.fixed_latency + ph.steps * (ph.step_latency + hop));
       }
@@ -998,8 +996,7 @@ private:
   static constexpr Seconds kNotDone = -1;
   std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished
   std::vector<Seconds> host_free_;  ///< per class: when its host thread has issued all it has reached
-  std::vector<sg4::MutexPtr> rank_mutex_;
-  std::vector<std::vector<sg4::ConditionVariablePtr>> stream_cv_;  ///< [class][stream]
+  std::vector<std::vector<sg4::ActorPtr>> stream_actor_;  ///< [class][stream]: the actor running it
   std::vector<std::vector<int>> waiting_;  ///< [class][stream]: task index it sleeps on, or -1
   std::vector<Bytes> memory_;              ///< in use now
   std::vector<Bytes> peak_;
