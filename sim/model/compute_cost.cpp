@@ -177,4 +177,26 @@ Operation deepspeed_bf16_gradient_norm_op(double params) {
   return make_elementwise("optimizer gradient L2 norm", 4.0 * params, 2.0 * params);
 }
 
+// DeepSpeed v0.6.2 deepspeed/runtime/engine.py allreduce_bucket (2059-2084; the same at
+// 56c522386): flatten of the one flat fp32 group is a view (torch's flatten_dense_tensors returns
+// a single tensor as is); tensor.to(communication_data_type) reads the fp32 gradient (4) and writes
+// the wire copy; dist.all_reduce; postscale_gradients is on by default (not prescale_gradients,
+// engine.py 723) with gradient_predivide_factor 1.0, so mul_(1 / dp) reads and writes the reduced
+// copy in place; tensor.copy_() reads it and writes the fp32 gradient (4).
+Operation deepspeed_allreduce_bucket_cast_op(double params, double wire_bytes) {
+  return make_elementwise("allreduce_bucket cast", (4.0 + wire_bytes) * params, 0);
+}
+
+Operation deepspeed_allreduce_bucket_finish_op(double params, double wire_bytes) {
+  const double scale = 2.0 * wire_bytes;
+  const double copy_back = wire_bytes < 4.0 ? wire_bytes + 4.0 : 0.0;
+  return make_elementwise("allreduce_bucket scale and copy back", (scale + copy_back) * params, params);
+}
+
+Operation deepspeed_clear_hp_grads_op(double params) {
+  // DeepSpeed v0.6.2 deepspeed/runtime/bf16_optimizer.py clear_hp_grads (431-436): zero_() of
+  // each fp32 flat gradient group, written once (4).
+  return make_elementwise("optimizer clear fp32 gradients", 4.0 * params, 0);
+}
+
 }  // namespace trainsim::model

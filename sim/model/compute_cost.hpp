@@ -74,5 +74,15 @@ namespace trainsim::model {
 /// DeepSpeed's BF16_Optimizer.step: the L2 norm of the fp32 gradients (every gradient the rank
 /// holds, not its 1/dp shard).
 [[nodiscard]] Operation deepspeed_bf16_gradient_norm_op(double params);
+/// DeepSpeed's allreduce_bucket around the data-parallel all-reduce of the BF16_Optimizer's fp32
+/// gradients (`params` of them, `wire_bytes` each on the wire). Before it: the cast to the wire
+/// dtype (only when the wire is not fp32).
+[[nodiscard]] Operation deepspeed_allreduce_bucket_cast_op(double params, double wire_bytes);
+/// After it: the 1/dp scale of the reduced wire copy and its copy back into the fp32 gradients
+/// (with an fp32 wire the scale only, in place).
+[[nodiscard]] Operation deepspeed_allreduce_bucket_finish_op(double params, double wire_bytes);
+/// BF16_Optimizer.clear_hp_grads at the end of its step: the fp32 gradients zeroed (all of the
+/// rank's, not its 1/dp shard).
+[[nodiscard]] Operation deepspeed_clear_hp_grads_op(double params);
 
 }  // namespace trainsim::model

@@ -328,6 +328,11 @@ struct TrainingPlan {
   /// all-reduce over the data-parallel group after each last-stage forward. Modelled in the
   /// PTD-P schedule (program/pipeline_schedule.cpp).
   bool megatron_step_syncs = false;
+  /// DeepSpeed's per-step passes around its BF16_Optimizer under the pipeline engine (v0.6.2):
+  /// allreduce_bucket's cast of the fp32 gradients to the wire dtype before the data-parallel
+  /// all-reduce, its scale and copy back after it, and clear_hp_grads' zeroing of the fp32
+  /// gradients after the step. Needs gradient_buffers deepspeed_bf16_optimizer.
+  bool deepspeed_step_work = false;
   double gradient_wire_bytes = 2;    ///< bytes per gradient element on the wire
   double parameter_wire_bytes = 2;   ///< bytes per parameter element all-gathered
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;  ///< schedule zero3 only

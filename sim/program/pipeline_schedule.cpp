@@ -686,12 +686,28 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             const int c = group_call(false, what + stage_tag + bucket,
                                      all ? collective::Op::all_reduce : collective::Op::reduce_scatter,
                                      params * p.gradient_wire_bytes);
+            // deepspeed_step_work: allreduce_bucket casts the fp32 gradients to the wire dtype on
+            // the compute stream first, then scales the reduced copy and copies it back.
+            const bool bucket_passes = p.deepspeed_step_work && all;
+            if (bucket_passes && p.gradient_wire_bytes < 4.0) {
+              Task cast{"allreduce_bucket cast", TaskKind::compute, Phase::gradient_sync,
+                        model::op_duration(model::deepspeed_allreduce_bucket_cast_op(params, p.gradient_wire_bytes), in.device),
+                        -1, {ready}};
+              ready = push(kCompute, std::move(cast));
+            }
             Task reduce{what + bucket, TaskKind::collective, Phase::gradient_sync, 0, c, {ready}};
             // DeepSpeed's allreduce_bucket runs on a bf16 copy of the fp32 gradients, made on the
             // compute stream (memory/rank_memory.hpp gradient_reduce_copy).
             reduce.workspace = mem.gradient_reduce_copy;
             reduce.alloc_pool = kCompute;
             ready = synced = push(kReduce, std::move(reduce));
+            if (bucket_passes) {
+              Task finish{"allreduce_bucket scale and copy back", TaskKind::compute, Phase::gradient_sync,
+                          model::op_duration(model::deepspeed_allreduce_bucket_finish_op(params, p.gradient_wire_bytes), in.device),
+                          -1, {synced}};
+              finish.kernels = p.gradient_wire_bytes < 4.0 ? 2 : 1;  // mul_, then copy_
+              ready = synced = push(kCompute, std::move(finish));
+            }
           }
           if (replicas > 1 && last_micro_batch) {  // the accumulated shard, once
             const std::string what = shard > 1 ? "replica all-reduce" : "gradient all-reduce";
@@ -1229,8 +1245,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // OptimizerStep; _exec_reduce_tied_grads all-reduces the fp32 _hp_grad under bf16).
         const bool ties = tied_copy && (stage == 0 || stage == pp - 1);
         auto reduce_tied = [&](std::vector<TaskRef> deps) {
+          // Under the BF16_Optimizer the tied gradient is its fp32 _hp_grad, all-reduced as it is
+          // (pipe/engine.py 246-248 at v0.6.2 and 56c522386), not through allreduce_bucket's cast.
+          const double tied_bytes = hp_grad_accumulation ? 4.0 : p.gradient_wire_bytes;
           const int call = request({CallRequest::Group::embedding, "word-embedding all-reduce", collective::Op::all_reduce,
-                                    word_embedding * p.gradient_wire_bytes});
+                                    word_embedding * tied_bytes});
           return push(kReduce, {"word-embedding all-reduce", TaskKind::collective, Phase::gradient_sync, 0, call, std::move(deps)});
         };
         if (ties && deepspeed) previous = reduce_tied({previous});
@@ -1348,6 +1367,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         step_task.kernels = optimizer_kernels;
         step_task.host_sync = optimizer_host_sync;
         TaskRef stepped = push(kCompute, std::move(step_task));
+        if (p.deepspeed_step_work) {
+          // BF16_Optimizer.step ends with clear_hp_grads (v0.6.2 bf16_optimizer.py 364, 431-436):
+          // zero_() of each flat fp32 gradient group, issued after the all-gather on the compute
+          // stream; two groups (Megatron's weight-decay and no-decay parameter groups).
+          Task clear{"optimizer clear fp32 gradients", TaskKind::compute, Phase::optimizer,
+                     model::op_duration(model::deepspeed_clear_hp_grads_op(params), in.device), -1, {stepped}};
+          clear.kernels = 2;
+          push(kCompute, std::move(clear));
+        }
         if (megatron_fp16_params_copy) {
           Task to_fp16{"optimizer params to fp16", TaskKind::compute, Phase::optimizer, params_copy_seconds, -1, {stepped}};
           to_fp16.kernels = 1;

@@ -400,6 +400,10 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.gradient_wire_bytes = wire_bytes(o, "gradient_dtype");
   t.parameter_wire_bytes = wire_bytes(o, "parameter_dtype");
   t.gradient_buffers = read_gradient_buffers(o, t);
+  t.deepspeed_step_work = o.boolean_or("deepspeed_step_work", false);
+  if (t.deepspeed_step_work && t.gradient_buffers != plan::GradientBuffers::deepspeed_bf16_optimizer)
+    o.fail("deepspeed_step_work",
+           "is DeepSpeed's BF16_Optimizer under its pipeline engine: needs gradient_buffers \"deepspeed-bf16-optimizer\"");
   if (o.has("zero3_implementation")) {
     if (t.sharding != Sharding::zero3)
       o.fail("zero3_implementation", "only schedule zero3 has implementations to choose from");

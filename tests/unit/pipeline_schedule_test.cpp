@@ -167,6 +167,80 @@ TEST(PipelineProgram, DeepSpeedEngineAccumulatesInFp32AfterEveryBackwardAndReduc
   EXPECT_EQ(megatron.ranks[1].streams[kDataParallel].tasks[1].name, "word-embedding all-reduce");
 }
 
+/// The tiny job under DeepSpeed's pipeline engine and BF16_Optimizer, bf16 on the wire as BLOOM.
+ScheduleInputs deepspeed_bf16(bool step_work) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.plan.zero1_gradient_all_reduce = true;
+  in.plan.pipeline_engine = plan::PipelineEngine::deepspeed;
+  EXPECT_TRUE(plan::precision_recipe("bf16_fp32_grads", in.plan.precision));
+  in.plan.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
+  in.plan.gradient_wire_bytes = 2;
+  in.plan.deepspeed_step_work = step_work;
+  return in;
+}
+
+// _exec_reduce_tied_grads all-reduces the tied weight's fp32 _hp_grad as it is (v0.6.2
+// pipe/engine.py 246-248): 4 B per element whatever the data-parallel wire dtype.
+TEST(PipelineProgram, DeepSpeedBf16OptimizerAllReducesTheTiedGradientInFp32) {
+  const ScheduleInputs in = deepspeed_bf16(false);
+  const Program prog = build_program(in);
+  const double word_embedding = static_cast<double>(in.model.vocab) * static_cast<double>(in.model.hidden) / 2;  // tp 2
+  for (int rank : {1, 5}) {  // stage 0 and the last stage
+    const auto& dp = prog.ranks[static_cast<std::size_t>(rank)].streams[kDataParallel].tasks;
+    ASSERT_EQ(dp[0].name, "word-embedding all-reduce");
+    EXPECT_DOUBLE_EQ(prog.collectives[dp[0].collective].size, 4 * word_embedding);
+  }
+  // The data-parallel all-reduce stays in the wire dtype: 2 B per parameter of stage 0
+  // (2 layers and the word embedding, over tp 2).
+  const auto& dp = prog.ranks[1].streams[kDataParallel].tasks;
+  EXPECT_EQ(dp[1].name, "gradient all-reduce (shard group)");
+  const double stage_params = model::parameters_per_layer(in.model) + model::embedding_parameters(in.model) / 2;
+  EXPECT_DOUBLE_EQ(prog.collectives[dp[1].collective].size, 2 * stage_params);
+}
+
+// deepspeed_step_work: allreduce_bucket's cast before the data-parallel all-reduce, its scale and
+// copy back after it (engine.py 2059-2084 at v0.6.2), and clear_hp_grads after Adam.
+TEST(PipelineProgram, DeepSpeedStepWorkCastsBeforeTheReduceCopiesBackAfterAndClearsAfterTheStep) {
+  const Program off = build_program(deepspeed_bf16(false));
+  const ScheduleInputs in = deepspeed_bf16(true);
+  const Program on = build_program(in);
+  validate(on);
+  // Stage 0 (rank 1): 2 layers / tp 2 + the word embedding / tp 2 = its all-reduced parameters.
+  const double params = model::parameters_per_layer(in.model) + model::embedding_parameters(in.model) / 2;
+  const auto& comp = on.ranks[1].streams[kCompute];
+  const auto& dp = on.ranks[1].streams[kDataParallel].tasks;
+  ASSERT_EQ(dp[1].name, "gradient all-reduce (shard group)");
+  const int cast = index_of(comp, "allreduce_bucket cast");
+  const int finish = index_of(comp, "allreduce_bucket scale and copy back");
+  const int clear = index_of(comp, "optimizer clear fp32 gradients");
+  ASSERT_GE(cast, 0);
+  ASSERT_GT(finish, cast);
+  ASSERT_GT(clear, finish);
+  // The cast reads fp32 and writes bf16 (4 + 2 B); after the all-reduce, mul_ in bf16 (2 + 2)
+  // and copy_ back to fp32 (2 + 4): 10 B; the zeroing writes fp32 (4). At the profile's stream rate.
+  const auto at_rate = [&](double bytes) { return model::op_duration(model::make_elementwise("x", bytes, 0), in.device); };
+  EXPECT_NEAR(comp.tasks[static_cast<std::size_t>(cast)].duration, at_rate(6 * params), 1e-9);
+  EXPECT_GT(comp.tasks[static_cast<std::size_t>(finish)].duration, at_rate(10 * params) * 0.999);
+  EXPECT_NEAR(comp.tasks[static_cast<std::size_t>(clear)].duration, at_rate(4 * params), 1e-9);
+  // The all-reduce waits for the cast; the copy back for the all-reduce; the norm for the copy back.
+  EXPECT_TRUE(waits_for(dp[1], kCompute, cast));
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(finish)], kDataParallel, 1));
+  EXPECT_TRUE(waits_for(find_task(comp, "optimizer gradient norm"), kCompute, finish));
+  // Without the option none of the three, and the rest of the program is the same length.
+  for (const char* name : {"allreduce_bucket cast", "allreduce_bucket scale and copy back", "optimizer clear fp32 gradients"})
+    EXPECT_LT(testing_support::task_named(off.ranks[1].streams[kCompute], name), 0) << name;
+  EXPECT_EQ(comp.tasks.size(), off.ranks[1].streams[kCompute].tasks.size() + 3);
+  // With an fp32 wire: no cast, the scale alone in place (4 + 4 B), one kernel.
+  ScheduleInputs fp32 = deepspeed_bf16(true);
+  fp32.plan.gradient_wire_bytes = 4;
+  const Program wide = build_program(fp32);
+  EXPECT_LT(testing_support::task_named(wide.ranks[1].streams[kCompute], "allreduce_bucket cast"), 0);
+  const Task& scale = find_task(wide.ranks[1].streams[kCompute], "allreduce_bucket scale and copy back");
+  EXPECT_EQ(scale.kernels, 1);
+  EXPECT_GT(scale.duration, at_rate(8 * params) * 0.999);
+  EXPECT_LT(scale.duration, comp.tasks[static_cast<std::size_t>(finish)].duration * 1.5);
+}
+
 // DeepSpeed's BF16_Optimizer under its pipeline engine: an all-reduce of the whole gradient over
 // the shard group where ZeRO-1 reduce-scatters, then the same shard step and all-gather.
 TEST(PipelineProgram, AutogradAccumulationAddsEveryBackwardAfterTheFirstInThePass) {

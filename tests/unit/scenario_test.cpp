@@ -468,6 +468,17 @@ TEST(ScenarioErrors, MegatronStepSyncsNeedItsDataParallelism) {
   EXPECT_TRUE(contains(e.what(), "\"ddp\"")) << e.what();
 }
 
+TEST(ScenarioErrors, DeepSpeedStepWorkNeedsItsBf16Optimizer) {
+  json doc = read_json_file("scenarios/bloom-176b-jean-zay.json");
+  doc["topology"] = absolute("topologies/jean-zay-a100-80g-opa.json");
+  ASSERT_EQ(doc["training"]["deepspeed_step_work"], true);
+  doc["training"]["gradient_buffers"] = "generic";
+  doc["training"]["pipeline_engine"] = "megatron";
+  ConfigError e = error_of(doc, "generic");
+  EXPECT_EQ(e.json_path(), "/training/deepspeed_step_work");
+  EXPECT_TRUE(contains(e.what(), "deepspeed-bf16-optimizer")) << e.what();
+}
+
 TEST(ScenarioErrors, TensorParallelAmaxReductionNeedsTransformerEnginesFp8) {
   json doc = read_json_file("scenarios/nemo-h100-fp8.json");
   doc["topology"] = absolute("topologies/dgx-h100-ib.json");
