@@ -248,15 +248,21 @@ TEST(RankMemory, MegatronLocalDdpKeepsOneFp32MainGradBufferUnderBf16) {
   EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
 }
 
-TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
-  // BLOOM's layout, scaled down: PP 2 under DeepSpeed's pipeline engine, ZeRO-1 over DP 4.
+// BLOOM's layout, scaled down: PP 2 under DeepSpeed's pipeline engine, ZeRO-1 over DP 4, the
+// BF16_Optimizer all-reducing in bf16 (communication_data_type).
+plan::TrainingPlan deepspeed_bf16_optimizer_pp2() {
   plan::TrainingPlan p = amp_adam(plan::Sharding::zero1, 1);
-  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  EXPECT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
   p.pp = 2;
   p.pipeline_engine = plan::PipelineEngine::deepspeed;
-  p.gradient_wire_bytes = 2;  // communication_data_type bf16
+  p.gradient_wire_bytes = 2;
   p.zero1_gradient_all_reduce = true;
   p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
+  return p;
+}
+
+TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
+  plan::TrainingPlan p = deepspeed_bf16_optimizer_pp2();
   const auto s = gpt();
   const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
   p.bucket_elements = 1e6;  // smaller than the stage's flat group: all-reduced in place
@@ -276,13 +282,7 @@ TEST(RankMemory, DeepSpeedBf16OptimizerKeepsBf16AndFp32GradientsWhole) {
 // after the flush: 2 B x the stage's parameters, counted at that moment (model states + copy),
 // not on top of the backward's activations; the peak is the larger moment.
 TEST(RankMemory, DeepSpeedBf16ReduceCopiesTheFp32GradientsToBf16AfterTheFlush) {
-  plan::TrainingPlan p = amp_adam(plan::Sharding::zero1, 1);
-  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
-  p.pp = 2;
-  p.pipeline_engine = plan::PipelineEngine::deepspeed;
-  p.gradient_wire_bytes = 2;  // communication_data_type bf16
-  p.zero1_gradient_all_reduce = true;
-  p.gradient_buffers = plan::GradientBuffers::deepspeed_bf16_optimizer;
+  plan::TrainingPlan p = deepspeed_bf16_optimizer_pp2();
   p.bucket_elements = 1e6;
   const auto s = gpt();
   const double P = 4 * model::parameters_per_layer(s) + model::embedding_parameters(s);  // stage 0
