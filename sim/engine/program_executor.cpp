@@ -191,6 +191,14 @@ private:
         while (!deps_done(cls, t)) sg4::this_actor::suspend();
         waiting_[cls][stream] = -1;
       }
+      if (prog_.launch_blocking && t.kind == TaskKind::collective) {
+        // CUDA_LAUNCH_BLOCKING: the host calls the collective once it is free, and its call
+        // holds the host until the collective completes (below). Tasks of the rank's other
+        // streams already issued are not held back while it is in flight: the engine has no
+        // single issue order across streams.
+        const Seconds launch = std::max(host_free_[cls], now()) + prog_.collective_launch;
+        if (launch > now()) sg4::this_actor::sleep_for(launch - now());
+      }
       const Seconds start = now();
       change_memory(cls, t.alloc + t.workspace);
       const int workspace_block = allocators_.empty() || host_issue_ ? -1 : allocate(cls, stream, t);
@@ -207,11 +215,14 @@ private:
         Seconds issue_tail = 0;
         if (issued) {
           Seconds host_start = host_free_[cls];
-          if (t.host_sync) host_start = std::max(host_start, deps_finished(cls, t));
+          // Under CUDA_LAUNCH_BLOCKING every launch waited for its kernel, so what the task
+          // depends on had ended before the host reached it.
+          if (t.host_sync || prog_.launch_blocking) host_start = std::max(host_start, deps_finished(cls, t));
           const Seconds per_kernel = t.host_per_kernel > 0 ? t.host_per_kernel : prog_.host_per_kernel;
-          const auto d = model::dispatch(host_start, now(), t.kernels, per_kernel, t.duration);
+          const auto d = prog_.launch_blocking ? model::dispatch_blocking(host_start, now(), t.kernels, per_kernel, t.duration)
+                                               : model::dispatch(host_start, now(), t.kernels, per_kernel, t.duration);
           host_free_[cls] = d.host_end;
-          issue_tail = d.host_end + t.duration / t.kernels;
+          issue_tail = prog_.launch_blocking ? d.device_end : d.host_end + t.duration / t.kernels;
           issue = host_start;
           issue_end = d.host_end;
           if (d.device_start > now()) sg4::this_actor::sleep_for(d.device_start - now());
@@ -223,6 +234,8 @@ private:
           start_exec(sg4::this_actor::get_host(), t.duration * platform_.host_speed)->wait();
         }
         if (issued && issue_tail > now()) sg4::this_actor::sleep_for(issue_tail - now());
+        // The host returned from the last launch when the kernel ended, HBM sharing included.
+        if (issued && prog_.launch_blocking) host_free_[cls] = std::max(host_free_[cls], now());
       } else if (t.kind == TaskKind::host) {
         // Python work of the same host thread that issues the kernels: after what it issued.
         if (prog_.host_per_kernel > 0 && host_free_[cls] > now()) sg4::this_actor::sleep_for(host_free_[cls] - now());
@@ -234,6 +247,8 @@ private:
         run_host_copy(cls, t);
       } else {
         run_collective(fold_.merged_of_call[static_cast<std::size_t>(t.collective)], cls, stream, i);
+        // Under CUDA_LAUNCH_BLOCKING the call returned when the collective had completed.
+        if (prog_.launch_blocking) host_free_[cls] = std::max(host_free_[cls], now());
       }
       change_memory(cls, -(t.workspace + t.release + t.release_borrowed));
       if (host_issue_) {

@@ -19,6 +19,17 @@ DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Sec
   return t;
 }
 
+DispatchTimes dispatch_blocking(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
+                                Seconds device_time) {
+  if (kernels <= 0) return dispatch(host_start, device_free, kernels, per_kernel, device_time);
+  DispatchTimes t;
+  t.device_start = std::max(device_free, host_start + per_kernel);
+  // The first kernel's issue is before device_start; each later one follows its predecessor's end.
+  t.device_end = t.device_start + device_time + (kernels - 1) * per_kernel;
+  t.host_end = t.device_end;
+  return t;
+}
+
 std::vector<std::vector<Operation>> split_at_host_syncs(const std::vector<Operation>& ops) {
   std::vector<std::vector<Operation>> runs(1);
   for (const auto& op : ops) {

@@ -28,6 +28,14 @@ struct DispatchTimes {
 [[nodiscard]] DispatchTimes dispatch(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
                                      Seconds device_time);
 
+/// The same run under CUDA_LAUNCH_BLOCKING=1: each launch returns only once its kernel has
+/// finished, so the host issues kernel k+1 after kernel k ends and nothing overlaps: the run takes
+/// `kernels` issues plus its device time, and the host is free only when the last kernel ends
+/// (host_end == device_end). `host_start` is when the host reaches the run, at the earliest once
+/// what it waits for has ended (the launch of that work blocked too).
+[[nodiscard]] DispatchTimes dispatch_blocking(Seconds host_start, Seconds device_free, int kernels, Seconds per_kernel,
+                                              Seconds device_time);
+
 /// A pass's ops cut after each op the host synchronises on (Operation::host_sync_after), in
 /// order: the runs of kernels the host issues between two synchronisations. One run (the whole
 /// list) without any; a synchronising last op ends the last run (no empty run follows it).

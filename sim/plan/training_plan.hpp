@@ -247,6 +247,9 @@ struct TrainingPlan {
   /// profile's eager_kernel_issue per kernel. false: CUDA graphs or torch.compile's
   /// reduce-overhead mode replay the kernels without the host (not modelled then).
   bool host_dispatch = true;
+  /// CUDA_LAUNCH_BLOCKING=1 in the job's environment: every kernel launch (NCCL's included) returns
+  /// only when the kernel has finished (program::Program::launch_blocking). Needs host_dispatch.
+  bool cuda_launch_blocking = false;
   /// PyTorch's caching allocator, followed along the timeline (memory/caching_allocator.hpp),
   /// stalls the stream whose request makes it free its cache and retry, by the device profile's
   /// allocator_retry + allocator_retry_per_gb. false: retries are counted, not timed.

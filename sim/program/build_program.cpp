@@ -79,6 +79,10 @@ Program build_program(const ScheduleInputs& in) {
   TRAINSIM_CHECK(why.empty(), why);
   Program prog = build_schedule(in);
   prog.host_per_kernel = in.plan.host_dispatch ? in.device.eager_kernel_issue : 0;
+  prog.launch_blocking = in.plan.cuda_launch_blocking && prog.host_per_kernel > 0;
+  // A torch.distributed call is one bare PyTorch call to the host: the profile's eager_copy_call
+  // (measured for copy_; NCCL's own launch host time is not measured here).
+  prog.collective_launch = prog.launch_blocking ? in.device.eager_copy_call : 0;
   return prog;
 }
 

@@ -126,6 +126,12 @@ struct Program {
   /// eager_kernel_issue); 0: kernels are not issued from the host (compiled graphs, or not
   /// measured), Task::kernels and Task::host_sync change nothing.
   Seconds host_per_kernel = 0;
+  /// CUDA_LAUNCH_BLOCKING=1: every launch returns once its kernel has finished, so each compute
+  /// task's kernels run one after another with a host issue between them, after all it depends
+  /// on (model::dispatch_blocking), and each collective starts once the host is free, after
+  /// `collective_launch`, and holds the host until it completes. Needs host_per_kernel.
+  bool launch_blocking = false;
+  Seconds collective_launch = 0;  ///< host time of one collective call under launch_blocking
   /// The schedule bounds the host's run-ahead as its framework does (the host's waits marked
   /// Task::host_sync, its issue order across streams Task::host_after), so the caching allocator
   /// may follow the host's issue (engine::ExecuteOptions::allocate_at_host_issue); false: only

@@ -228,6 +228,9 @@ plan::TrainingPlan read_training(JsonObject o) {
     }
   }
   t.host_dispatch = o.boolean_or("host_dispatch", true);
+  t.cuda_launch_blocking = o.boolean_or("cuda_launch_blocking", false);
+  if (t.cuda_launch_blocking && !t.host_dispatch)
+    o.fail("cuda_launch_blocking", "needs host_dispatch (the host's time per kernel is what blocking launches expose)");
   {
     const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "mpt-flash", "torch-layer"}, "fused");
     t.module_kernels = mk == "megatron"      ? plan::ModuleKernels::megatron

@@ -253,6 +253,52 @@ TEST_F(EngineTest, AHostSyncRestartsTheIssueAtTheDependencysEnd) {
   EXPECT_NEAR(r.makespan, 1e-3 + 50e-6 + 1e-3, 1e-9);
 }
 
+TEST_F(EngineTest, BlockingLaunchesSerialiseEveryKernelWithItsIssue) {
+  // CUDA_LAUNCH_BLOCKING: 10 kernels of 1 ms per task, issued at 50 us each, and the host
+  // waits for each: 2 x (10 x 50 us + 10 ms) = 21 ms where the host ran ahead in 20.05 ms.
+  Program p = one_stream_each(1, {issued("a", 10e-3, 10), issued("b", 10e-3, 10)});
+  p.host_per_kernel = 50e-6;
+  p.launch_blocking = true;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 2 * (10 * 50e-6 + 10e-3), 1e-9);
+}
+
+TEST_F(EngineTest, BlockingLaunchesHoldTheHostAcrossStreams) {
+  // a and b on two streams of one rank, independent: with blocking launches the host issues b
+  // only once a has ended, so b ends at 2 x (2 x 50 us + 1 ms) = 2.2 ms.
+  Program p = one_stream_each(1, {issued("a", 1e-3, 2)});
+  p.ranks[0].streams.push_back({"other", StreamKind::compute, {issued("b", 1e-3, 2)}});
+  p.host_per_kernel = 50e-6;
+  p.launch_blocking = true;
+  const ExecutionResult r = run(p, no_plan);
+  ASSERT_TRUE(r.completed);
+  EXPECT_NEAR(r.makespan, 2 * (2 * 50e-6 + 1e-3), 1e-9);
+}
+
+TEST_F(EngineTest, ABlockingCollectiveLaunchHoldsTheHostUntilItCompletes) {
+  // Rank 0: a (1 ms, 2 kernels), the all-reduce with rank 1, then b (1 ms, 2 kernels); rank 1
+  // reaches the all-reduce after 3 ms of work. Rank 1 calls it at 3 ms + 13 us (its launch);
+  // the call takes no time (no plan), so rank 0's host returns at 3.013 ms and b's two issues
+  // and its 1 ms follow: 3.013 + 0.1 + 1 = 4.113 ms (run ahead, b was issued during the wait
+  // and ended 1 ms after the call, at 4 ms: engine_test runs one simulation per test).
+  auto program = [](bool blocking) {
+    Program p = one_stream_each(1, {issued("a", 1e-3, 2), collective_task(0), issued("b", 1e-3, 2)});
+    RankProgram other;
+    other.rank = 1;
+    other.streams.push_back({"s", StreamKind::compute, {compute("busy", 3e-3), collective_task(0)}});
+    p.ranks.push_back(other);
+    p.collectives = {{"ar", collective::Op::all_reduce, 1e6, {0, 1}}};
+    p.host_per_kernel = 50e-6;
+    p.launch_blocking = blocking;
+    p.collective_launch = blocking ? 13e-6 : 0;
+    return p;
+  };
+  const ExecutionResult blocked = run(program(true), no_plan);
+  ASSERT_TRUE(blocked.completed);
+  EXPECT_NEAR(blocked.makespan, 3e-3 + 13e-6 + 2 * 50e-6 + 1e-3, 1e-9);
+}
+
 TEST_F(EngineTest, IntraNodeAllReduceMatchesThePlanByHand) {
   const auto cal = collective::load_collective_calibration(topology_.calibration_file);
   ASSERT_EQ(cal.intra_node.algorithm, collective::Algorithm::direct)

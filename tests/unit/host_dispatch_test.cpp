@@ -54,6 +54,19 @@ TEST(HostDispatch, NoKernelsOrNoHostCostIsTheDeviceTime) {
   EXPECT_NEAR(model::dispatch(0, 1, 10, 0, 2).device_end, 3, 1e-12);
 }
 
+TEST(HostDispatch, BlockingLaunchesAddEveryIssueToTheDeviceTime) {
+  // CUDA_LAUNCH_BLOCKING: 10 kernels of 1 ms each, issued at 50 us: 10 x 50 us + 10 ms, however
+  // long the kernels (run ahead, the same run shows only the first issue: 10.05 ms).
+  const auto t = model::dispatch_blocking(0, 0, 10, 50e-6, 10e-3);
+  EXPECT_NEAR(t.device_start, 50e-6, 1e-12);
+  EXPECT_NEAR(t.device_end, 10 * 50e-6 + 10e-3, 1e-12);
+  EXPECT_NEAR(t.host_end, t.device_end, 1e-12);  // the host returns when the last kernel ends
+  EXPECT_NEAR(model::dispatch(0, 0, 10, 50e-6, 10e-3).device_end, 50e-6 + 10e-3, 1e-12);
+  // A busy device delays the first kernel; the nine later issues still follow their kernels.
+  EXPECT_NEAR(model::dispatch_blocking(0, 1e-3, 10, 50e-6, 10e-3).device_end, 1e-3 + 10e-3 + 9 * 50e-6, 1e-12);
+  EXPECT_NEAR(model::dispatch_blocking(0, 1, 0, 50e-6, 2).device_end, 3, 1e-12);
+}
+
 model::TransformerSpec bert_large_layer() {
   model::TransformerSpec s{"bert-large", 1, 1024, 16, 4096, 30522, 512, true};
   s.causal = false;
@@ -96,6 +109,20 @@ TEST(HostDispatchProgram, TheProgramCarriesTheDevicesHostCostUnlessSwitchedOff) 
   EXPECT_DOUBLE_EQ(program::build_program(in).host_per_kernel, 40e-6);
   in.plan.host_dispatch = false;  // CUDA graphs / torch.compile
   EXPECT_DOUBLE_EQ(program::build_program(in).host_per_kernel, 0);
+}
+
+TEST(HostDispatchProgram, LaunchBlockingTimesEachCollectiveCallAtTheProfilesBareCall) {
+  auto in = with_host_cost(testing_support::tiny_tp2_pp2_dp2());
+  in.device.eager_copy_call = 13e-6;
+  auto prog = program::build_program(in);
+  EXPECT_FALSE(prog.launch_blocking);
+  EXPECT_DOUBLE_EQ(prog.collective_launch, 0);
+  in.plan.cuda_launch_blocking = true;
+  prog = program::build_program(in);
+  EXPECT_TRUE(prog.launch_blocking);
+  EXPECT_DOUBLE_EQ(prog.collective_launch, 13e-6);
+  in.plan.host_dispatch = false;  // no host model: nothing to block on
+  EXPECT_FALSE(program::build_program(in).launch_blocking);
 }
 
 TEST(HostDispatchProgram, EveryComputeTaskCarriesItsKernels) {

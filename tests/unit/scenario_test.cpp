@@ -468,6 +468,20 @@ TEST(ScenarioErrors, MegatronStepSyncsNeedItsDataParallelism) {
   EXPECT_TRUE(contains(e.what(), "\"ddp\"")) << e.what();
 }
 
+TEST(ScenarioErrors, CudaLaunchBlockingIsABoolAndNeedsHostDispatch) {
+  json doc = read_json_file("scenarios/bloom-176b-jean-zay.json");
+  doc["topology"] = absolute("topologies/jean-zay-a100-80g-opa.json");
+  ASSERT_EQ(doc["training"]["cuda_launch_blocking"], true);
+  doc["training"]["cuda_launch_blocking"] = 1;
+  ConfigError e = error_of(doc, "launch_blocking_int");
+  EXPECT_EQ(e.json_path(), "/training/cuda_launch_blocking");
+  doc["training"]["cuda_launch_blocking"] = true;
+  doc["training"]["host_dispatch"] = false;
+  e = error_of(doc, "launch_blocking_no_host");
+  EXPECT_EQ(e.json_path(), "/training/cuda_launch_blocking");
+  EXPECT_TRUE(contains(e.what(), "host_dispatch")) << e.what();
+}
+
 TEST(ScenarioErrors, DeepSpeedStepWorkNeedsItsBf16Optimizer) {
   json doc = read_json_file("scenarios/bloom-176b-jean-zay.json");
   doc["topology"] = absolute("topologies/jean-zay-a100-80g-opa.json");
