@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "memory/deepspeed_pipe_buffers.hpp"
 #include "model/checkpointing.hpp"
 #include "plan/gradient_state.hpp"
 
@@ -339,6 +340,11 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     per_micro_batch = static_cast<double>(std::min<long>(layers, 2)) * layer_input;
     how = "2 layer inputs x " + bytes(layer_input) + " on device (the rest offloaded to host)";
   }
+  const DeepSpeedPipeBuffers pipe = deepspeed_pipe_buffers(s, p, stage);
+  if (pipe.per_micro_batch > 0) {
+    per_micro_batch += pipe.per_micro_batch;
+    how += " + " + pipe.per_micro_batch_how;
+  }
   Bytes ends = 0;
   if (first) ends += model::total_bytes(model::embedding_stored_activations(s, shape));
   const Bytes head = last ? model::total_bytes(model::head_stored_activations(s, shape)) : 0.0;
@@ -407,12 +413,17 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       ws_how = "the fused loss's bf16 gradient of the logits, not in place: 2 B x tokens x vocabulary / TP";
     }
   }
+  if (pipe.backward > 0) {
+    workspace += pipe.backward;
+    ws_how += " + " + pipe.backward_how;
+  }
   add("activation_workspace", workspace, ws_how);
   const Bytes reduce_copy = gradient_reduce_copy_bytes(p, params);
   if (reduce_copy > 0)
     add("gradient_reduce_copy", reduce_copy,
         num(p.gradient_wire_bytes) + " B x " + num(params) +
             " fp32 gradients copied to the wire dtype for DeepSpeed's all-reduce, after the flush (not beside the activations)");
+  if (pipe.resident > 0) add("pipe_buffers", pipe.resident, "DeepSpeed's pipeline engine: " + pipe.resident_how);
   add("runtime_reserve", in.runtime_reserve, "device profile");
 
   const Bytes all = r.sum_of_terms();

@@ -32,6 +32,10 @@
 //    dtype bf16). Not beside the activations: the peak is the larger of the backward's moment
 //    and this one (the caching allocator's reserve, which keeps the activations' segments, is
 //    the engine's replay).
+//  - pipe_buffers: what DeepSpeed's PipelineEngine keeps once (receive buffers, each pipe
+//    buffer's loaded inputs, the model's causal mask); the stage output it keeps per micro-batch
+//    is in activations, the output and gradient it restores for a backward in activation_workspace
+//    (memory/deepspeed_pipe_buffers.hpp).
 //  - runtime_reserve: CUDA/runtime context, library workspaces, NCCL buffers (device profile).
 #include <string>
 #include <vector>

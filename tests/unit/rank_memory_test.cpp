@@ -304,6 +304,41 @@ TEST(RankMemory, DeepSpeedBf16ReduceCopiesTheFp32GradientsToBf16AfterTheFlush) {
   EXPECT_DOUBLE_EQ(mcore.peak, mcore.sum_of_terms());
 }
 
+// DeepSpeed's PipelineEngine (fb0dc00f8 pipe/engine.py) keeps each in-flight micro-batch's stage
+// output until its backward, as a 1/TP slice under TP > 1 (PartitionedTensor) or whole, restores
+// the output and its gradient whole for the backward, and keeps receive buffers, the loaded
+// inputs of each pipe buffer and the model's causal mask (memory/deepspeed_pipe_buffers.hpp).
+TEST(RankMemory, DeepSpeedPipeEngineKeepsTheStageOutputAndItsBuffers) {
+  const auto s = gpt();
+  const double b = 2, seq = 512, h = 1024, output = 2 * b * seq * h, mask = seq * seq;
+  for (long tp : {1L, 2L}) {
+    plan::TrainingPlan p = deepspeed_bf16_optimizer_pp2();
+    p.micro_batch = 2;
+    p.accumulation = 8;
+    p.tp = tp;
+    plan::TrainingPlan megatron = p;
+    megatron.pipeline_engine = plan::PipelineEngine::megatron;
+    const double in_flight = micro_batches_in_flight(p, 0);
+    ASSERT_DOUBLE_EQ(in_flight, 2);  // 1F1B, PP 2: DeepSpeed's TrainSchedule peaks at the same count
+    const double kept = tp > 1 ? output / static_cast<double>(tp) : output;
+    const auto first = stage_memory(inputs(p), 0), first_megatron = stage_memory(inputs(megatron), 0);
+    EXPECT_DOUBLE_EQ(first.term("activations") - first_megatron.term("activations"), in_flight * kept) << tp;
+    EXPECT_DOUBLE_EQ(first.term("activation_workspace") - first_megatron.term("activation_workspace"),
+                     tp > 1 ? 2 * output : 0)
+        << tp;
+    // Three pipe buffers on stage 0 (max(2, min(pp - stage + 1, micro-batches))), each with int64
+    // tokens and position ids and the bool causal mask; the gradient receive buffer; args.attn_mask.
+    EXPECT_DOUBLE_EQ(first.term("pipe_buffers"), mask + kept + 3 * (2 * 8 * b * seq + mask)) << tp;
+    EXPECT_DOUBLE_EQ(first_megatron.term("pipe_buffers"), 0);
+    // The last stage sends nothing: no output kept; it receives (pipe_recv_buf) and loads labels
+    // (int64) and the loss mask (fp32) into two buffers.
+    const auto last = stage_memory(inputs(p), 1), last_megatron = stage_memory(inputs(megatron), 1);
+    EXPECT_DOUBLE_EQ(last.term("activations"), last_megatron.term("activations")) << tp;
+    EXPECT_DOUBLE_EQ(last.term("activation_workspace"), last_megatron.term("activation_workspace")) << tp;
+    EXPECT_DOUBLE_EQ(last.term("pipe_buffers"), mask + kept + 2 * 12 * b * seq) << tp;
+  }
+}
+
 // One small job, stage 0 of PP 2 x DP 4 with Megatron's recipe, under each training.gradient_buffers
 // value: the gradient copies each implementation's code keeps (plan/gradient_state.hpp).
 TEST(RankMemory, EachGradientBuffersValueCountsItsOwnCopies) {
