@@ -60,9 +60,7 @@ Bytes RankMemory::sum_of_terms() const {
 }
 
 Bytes gradient_reduce_copy_bytes(const plan::TrainingPlan& p, double gradient_elements) {
-  // The copy exists because the wire dtype (gradient_wire_bytes) is not the fp32 of the buffer.
-  if (p.gradient_buffers != plan::GradientBuffers::deepspeed_bf16_optimizer || p.gradient_wire_bytes >= 4)
-    return 0;
+  if (!plan::deepspeed_reduce_casts_to_wire(p.gradient_buffers, p.gradient_wire_bytes)) return 0;
   // DeepSpeed v0.6.2 (32d9797; the same lines in v0.5.10 and v0.6.0, and at 56c522386 where the
   // BF16_Optimizer was merged): _exec_reduce_grads -> _bf16_reduce_grads ->
   // buffered_allreduce_fallback(optimizer.get_grads_for_reduction(): the fp32 flat group of

@@ -41,4 +41,11 @@ enum class GradientBuffers {
   return g == GradientBuffers::megatron_local_ddp && gradient_wire_bytes == 4;
 }
 
+/// Whether DeepSpeed's allreduce_bucket casts the BF16_Optimizer's fp32 gradients to a narrower
+/// wire dtype (communication_data_type): a copy held during the all-reduce, a cast before it and
+/// a copy back after it (memory/rank_memory.hpp gradient_reduce_copy, program/pipeline_schedule).
+[[nodiscard]] inline bool deepspeed_reduce_casts_to_wire(GradientBuffers g, double gradient_wire_bytes) {
+  return g == GradientBuffers::deepspeed_bf16_optimizer && gradient_wire_bytes < 4;
+}
+
 }  // namespace trainsim::plan

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
+#include "plan/gradient_state.hpp"
 #include "model/fp8_amax_reduction.hpp"
 #include "program/context_parallel.hpp"
 #include "program/pipeline_exchanges.hpp"
@@ -689,7 +690,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // deepspeed_step_work: allreduce_bucket casts the fp32 gradients to the wire dtype on
             // the compute stream first, then scales the reduced copy and copies it back.
             const bool bucket_passes = p.deepspeed_step_work && all;
-            if (bucket_passes && p.gradient_wire_bytes < 4.0) {
+            const bool casts = plan::deepspeed_reduce_casts_to_wire(p.gradient_buffers, p.gradient_wire_bytes);
+            if (bucket_passes && casts) {
               Task cast{"allreduce_bucket cast", TaskKind::compute, Phase::gradient_sync,
                         model::op_duration(model::deepspeed_allreduce_bucket_cast_op(params, p.gradient_wire_bytes), in.device),
                         -1, {ready}};
@@ -705,7 +707,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               Task finish{"allreduce_bucket scale and copy back", TaskKind::compute, Phase::gradient_sync,
                           model::op_duration(model::deepspeed_allreduce_bucket_finish_op(params, p.gradient_wire_bytes), in.device),
                           -1, {synced}};
-              finish.kernels = p.gradient_wire_bytes < 4.0 ? 2 : 1;  // mul_, then copy_
+              finish.kernels = casts ? 2 : 1;  // mul_, then copy_
               ready = synced = push(kCompute, std::move(finish));
             }
           }
