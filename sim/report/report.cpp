@@ -69,6 +69,8 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
       const double ref = *r.point.reference_tflops_per_accelerator;
       row.tflops_error_pct = 100.0 * (row.tflops_per_accelerator - ref) / ref;
     }
+    if (r.point.reference_tflops_per_accelerator_at_least && std::string(status_of(r)) == "simulated")
+      row.tflops_bound = judge_lower_bound(row.tflops_per_accelerator, *r.point.reference_tflops_per_accelerator_at_least);
     rows.push_back(row);
   }
   return rows;
@@ -175,6 +177,11 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
          << fmt("%.0f", *r.point.reference_tflops_per_accelerator) << ", " << fmt("%+.1f%%", row.tflops_error_pct)
          << ")";
     }
+    if (row.tflops_bound) {
+      os << "  TFLOP/s/acc " << fmt("%.1f", row.tflops_per_accelerator) << " (reference at least "
+         << fmt("%.0f", *r.point.reference_tflops_per_accelerator_at_least) << ": " << verdict_text(*row.tflops_bound)
+         << ")";
+    }
     if (r.peak_reserved > 0) {
       os << "  reserved " << gib(r.peak_reserved) << " GiB";
       if (r.allocator_retries > 0) os << " (" << r.allocator_retries << " allocator retries)";
@@ -185,6 +192,13 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     if (const auto e = reference_error(row)) errors.push_back(*e);
   }
   if (const auto line = summary_line(summarise_errors(errors)); !line.empty()) os << "\n" << line << "\n";
+  const auto bounded = std::count_if(rows.begin(), rows.end(), [](const Row& row) { return row.tflops_bound.has_value(); });
+  if (bounded > 0) {
+    const auto met = std::count_if(rows.begin(), rows.end(),
+                                   [](const Row& row) { return row.tflops_bound && row.tflops_bound->meets; });
+    os << (errors.empty() ? "\n" : "") << "lower bounds (TFLOP/s per accelerator, not counted as errors): " << met
+       << " of " << bounded << " met\n";
+  }
   const auto fitted_on = machines_of(results, [](const scenario::PointResult& r) { return r.point.fitted; });
   if (!fitted_on.empty()) {
     os << "fitted rows were used to fit:";
@@ -227,6 +241,13 @@ void write_json(std::ostream& os, const scenario::Scenario& s,
       const double ref = *r.point.reference_tflops_per_accelerator;
       p["reference_tflops_per_accelerator"] = ref;
       if (row.has_tflops_reference) p["tflops_error_pct"] = row.tflops_error_pct;
+    }
+    if (r.point.reference_tflops_per_accelerator_at_least) {
+      p["reference_tflops_per_accelerator_at_least"] = *r.point.reference_tflops_per_accelerator_at_least;
+      if (row.tflops_bound) {
+        p["tflops_bound_verdict"] = row.tflops_bound->meets ? "meets" : "misses";
+        p["tflops_bound_margin_pct"] = row.tflops_bound->margin_pct;
+      }
     }
     nlohmann::ordered_json mem;
     mem["fits"] = r.memory.fits;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "report/error_summary.hpp"
+#include "report/reference_bound.hpp"
 #include "scenario/point_runner.hpp"
 
 namespace trainsim::report {
@@ -26,6 +27,8 @@ struct Row {
   double tflops_per_accelerator = 0;
   double tflops_error_pct = 0;  ///< against reference_tflops_per_accelerator
   bool has_tflops_reference = false;
+  /// Against reference_tflops_per_accelerator_at_least, for a simulated point that has one.
+  std::optional<BoundVerdict> tflops_bound;
 };
 
 /// "simulated", "oom" or "not_simulated".

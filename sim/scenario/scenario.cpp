@@ -152,6 +152,11 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     };
     reference("reference_samples_per_s", p.reference_samples_per_s);
     reference("reference_tflops_per_accelerator", p.reference_tflops_per_accelerator);
+    reference("reference_tflops_per_accelerator_at_least", p.reference_tflops_per_accelerator_at_least);
+    if (p.reference_tflops_per_accelerator && p.reference_tflops_per_accelerator_at_least)
+      po.fail("reference_tflops_per_accelerator_at_least",
+              "a point has either a measured TFLOP/s per accelerator (reference_tflops_per_accelerator) or a "
+              "lower bound on it, not both");
     // A point's own "model" / "training" objects are merged over the scenario's.
     const std::string at = "/points/" + std::to_string(i);
     p.model = s.model;

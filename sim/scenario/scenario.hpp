@@ -37,6 +37,9 @@ struct Point {
   int nodes = 1;
   std::optional<double> reference_samples_per_s;
   std::optional<double> reference_tflops_per_accelerator;
+  /// A published lower bound on TFLOP/s per accelerator ("more than 173"), where the source gives
+  /// no point measurement: judged met or missed, never counted as an error (report/reference_bound).
+  std::optional<double> reference_tflops_per_accelerator_at_least;
   bool fitted = false;  ///< named in a calibration's "fitted" rows
   std::optional<Bytes> storage_capacity;  ///< FSx capacity for this point (data pipeline only)
   /// Where this point's data comes from when it differs from the scenario's "data.storage.kind",

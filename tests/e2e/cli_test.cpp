@@ -107,6 +107,39 @@ TEST(Cli, TflopsReferencesGetTheSummaryLine) {
   EXPECT_TRUE(contains(table.out, want)) << want << "\n" << table.out;
 }
 
+TEST(Cli, LowerBoundsAreJudgedAndNotCountedAsErrors) {
+  // The FSDP paper's "more than 173 TFLOPS per GPU" on its batch-1 x 128 point, and the same point
+  // against a bound it cannot meet: each row says meets / misses by, the summary counts them apart
+  // and no error line appears (a bound is not a measurement).
+  json paper = json::parse(read_text("scenarios/fsdp-paper-a100.json"));
+  paper["topology"] = fs::absolute("topologies/fsdp-paper-a100-80g-roce.json").string();
+  json met = paper["points"][0];
+  ASSERT_EQ(met.at("reference_tflops_per_accelerator_at_least").get<double>(), 173.0);
+  json missed = met;
+  missed["label"] = "same, bound 1000";
+  missed["reference_tflops_per_accelerator_at_least"] = 1000;
+  paper["points"] = json::array({met, missed});
+  const std::string file = temp_path("fsdp-paper-bounds.json");
+  std::ofstream(file) << paper.dump(2);
+  const CliRun table = trainsim("run " + file + " --no-wall-time");
+  const CliRun js = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(table.status, 0) << table.err;
+  ASSERT_EQ(js.status, 0) << js.err;
+  const json points = json::parse(js.out).at("points");
+  const double tflops = points[0].at("tflops_per_accelerator").get<double>();
+  EXPECT_EQ(points[0].at("tflops_bound_verdict"), "meets");
+  EXPECT_NEAR(points[0].at("tflops_bound_margin_pct").get<double>(), 100.0 * (tflops - 173.0) / 173.0, 1e-9);
+  EXPECT_EQ(points[1].at("tflops_bound_verdict"), "misses");
+  EXPECT_NEAR(points[1].at("tflops_bound_margin_pct").get<double>(), 100.0 * (tflops - 1000.0) / 1000.0, 1e-9);
+  EXPECT_FALSE(points[0].contains("tflops_error_pct"));
+  char want[96];
+  std::snprintf(want, sizeof want, "reference at least 1000: misses by %.1f%%", 100.0 * (1000.0 - tflops) / 1000.0);
+  EXPECT_TRUE(contains(table.out, want)) << want << "\n" << table.out;
+  EXPECT_TRUE(contains(table.out, "reference at least 173: meets (+")) << table.out;
+  EXPECT_TRUE(contains(table.out, "lower bounds (TFLOP/s per accelerator, not counted as errors): 1 of 2 met")) << table.out;
+  EXPECT_FALSE(contains(table.out, "non-fitted rows")) << table.out;
+}
+
 TEST(Cli, JsonHasEveryFieldOfEveryPoint) {
   const CliRun r = trainsim("run " + kBertLarge + " --format json");
   ASSERT_EQ(r.status, 0) << r.err;

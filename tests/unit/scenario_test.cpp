@@ -222,6 +222,44 @@ TEST(PointTopology, PointsNamingOneFileShareItsMachine) {
   EXPECT_NE(s.points[0].machine, s.machine);
 }
 
+TEST(LowerBoundReference, TheFsdpPapersBoundsLoadOnTheirPoints) {
+  // The paper's text: "more than 173" at batch 1 on 128-512 GPUs, "more than 186" at batch 2 on
+  // 192-512; batch 2 x 128 and the prefetch-off points have no bound.
+  const Scenario s = load_scenario("scenarios/fsdp-paper-a100.json");
+  int bounded = 0;
+  for (const auto& p : s.points) {
+    EXPECT_FALSE(p.reference_tflops_per_accelerator) << p.label << ": bounds only";
+    if (!p.reference_tflops_per_accelerator_at_least) continue;
+    ++bounded;
+    EXPECT_DOUBLE_EQ(*p.reference_tflops_per_accelerator_at_least, p.training.micro_batch == 1 ? 173.0 : 186.0)
+        << p.label;
+    EXPECT_GE(p.nodes * 8, p.training.micro_batch == 1 ? 128 : 192) << p.label;
+  }
+  EXPECT_EQ(bounded, 6);
+}
+
+TEST(LowerBoundReference, MustBePositiveAndNotBesideAMeasuredValue) {
+  json doc = bert_large_doc();
+  doc["points"][0]["reference_tflops_per_accelerator_at_least"] = 0;
+  ConfigError e = error_of(doc, "zero");
+  EXPECT_EQ(e.json_path(), "/points/0/reference_tflops_per_accelerator_at_least");
+  EXPECT_TRUE(contains(e.what(), "expected a positive value")) << e.what();
+
+  doc["points"][0]["reference_tflops_per_accelerator_at_least"] = "173";
+  EXPECT_EQ(error_of(doc, "string").json_path(), "/points/0/reference_tflops_per_accelerator_at_least");
+
+  doc["points"][0]["reference_tflops_per_accelerator_at_least"] = 173;
+  doc["points"][0]["reference_tflops_per_accelerator"] = 180;
+  e = error_of(doc, "both");
+  EXPECT_EQ(e.json_path(), "/points/0/reference_tflops_per_accelerator_at_least");
+  EXPECT_TRUE(contains(e.what(), "not both")) << e.what();
+
+  doc["points"][0].erase("reference_tflops_per_accelerator");
+  const Scenario s = load_scenario(write(doc, temp_file("ok")));
+  ASSERT_TRUE(s.points[0].reference_tflops_per_accelerator_at_least);
+  EXPECT_DOUBLE_EQ(*s.points[0].reference_tflops_per_accelerator_at_least, 173.0);
+}
+
 TEST(PointTopology, ErrorsNameThePointsPath) {
   json doc = bert_large_doc();
   doc["points"][1]["topology"] = "no-such-topology.json";
