@@ -1,6 +1,7 @@
 #include "model/transformer.hpp"
 
 #include "model/eager_ops.hpp"
+#include "model/hf_bert_ops.hpp"
 #include "model/module_kernels.hpp"
 
 #include <algorithm>
@@ -349,6 +350,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
 }  // namespace
 
 std::vector<Operation> layer_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_layer_forward(s, shape.micro_batch);
   std::vector<Operation> ops;
   for (auto& p : layer_parts(s, shape))
     for (auto& op : p.forward) ops.push_back(std::move(op));
@@ -417,6 +419,7 @@ std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
 }
 
 std::vector<Operation> layer_backward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_layer_backward(s, shape.micro_batch);
   const auto parts = layer_parts(s, shape);
   std::vector<Operation> ops;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
@@ -431,6 +434,7 @@ std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_b
 }
 
 std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_embedding_forward(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   // Gather token (and position) rows, add, norm, dropout.
   return {make_elementwise("embedding", 8 * x.t * x.h * kBf16 / x.sp, 10 * x.t * x.h / x.sp, "embedding")};
@@ -441,6 +445,7 @@ std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, long micr
 }
 
 std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_head_forward(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;  // vocabulary-parallel under TP
   std::vector<Operation> ops;
@@ -457,6 +462,16 @@ std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerSha
 
 std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_batch) {
   return head_forward_ops(s, LayerShape{micro_batch});
+}
+
+std::vector<Operation> head_backward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_head_backward(s, shape.micro_batch);
+  return backward_of(head_forward_ops(s, shape));
+}
+
+std::vector<Operation> embedding_backward_ops(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_embedding_backward(s, shape.micro_batch);
+  return backward_of(embedding_forward_ops(s, shape));
 }
 
 std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, const LayerShape& shape) {

@@ -79,6 +79,11 @@ enum class ModuleKernels {
   /// context permuted and reshaped (a copy), unfused scores scaled by an eager multiply, SDPA's
   /// flash backward given its layout by two copies.
   torch_layer,
+  /// Hugging Face transformers 4.21's eager BertLayer, embeddings and MLM head under
+  /// torch.cuda.amp autocast (fp16 GEMMs, fp32 weights, residual stream, softmax and LayerNorm),
+  /// every tensor op its own kernel (hf_bert_ops.hpp). Replaces the whole layer, embedding and
+  /// head op lists: one rank per layer (no TP), unfused attention, BERT's shape.
+  hf_bert,
 };
 
 /// How a layer is computed on one rank: micro-batch, tensor-parallel split, attention kernel.
@@ -127,6 +132,10 @@ struct LayerShape {
 /// Output head forward: the LM/MLM projection onto the vocabulary and its loss.
 [[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape);
 [[nodiscard]] std::vector<Operation> head_forward_ops(const TransformerSpec& s, long micro_batch);
+/// The head's backward: backward_of(head_forward_ops) unless the module kernels list their own.
+[[nodiscard]] std::vector<Operation> head_backward_ops(const TransformerSpec& s, const LayerShape& shape);
+/// The embedding's backward, likewise.
+[[nodiscard]] std::vector<Operation> embedding_backward_ops(const TransformerSpec& s, const LayerShape& shape);
 /// Fused attention of one layer on one rank (FlashAttention; Dao 2023, arXiv 2307.08691, 4.1):
 /// 4 s^2 d FLOPs per head and sequence, halved under a causal mask; traffic is Q, K, V, O only.
 [[nodiscard]] Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape);

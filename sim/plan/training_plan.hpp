@@ -172,7 +172,12 @@ enum class OptimizerImplementation {
 
 /// Which framework's module code runs around a layer's GEMMs: model::ModuleKernels, whose
 /// comments say what each runs (the plan layer does not include the model layer).
-enum class ModuleKernels { fused, megatron, mpt, mpt_flash, torch_layer };
+enum class ModuleKernels { fused, megatron, mpt, mpt_flash, torch_layer, hf_bert };
+
+/// Whose training loop runs between a step's last backward and the next forward (model/
+/// hf_trainer_step.hpp): none modelled (the schedule's own optimizer step), Hugging Face's
+/// Trainer at transformers 4.21.1, or optimum-habana's GaudiTrainer at 89e505a.
+enum class TrainingLoop { none, hf_trainer_4_21, optimum_habana_89e505a };
 
 /// What the linear projections' GEMMs compute in (model/fp8_linear.hpp).
 enum class LinearPrecision { bf16, fp8 };
@@ -331,6 +336,9 @@ struct TrainingPlan {
   /// all-reduce over the data-parallel group after each last-stage forward. Modelled in the
   /// PTD-P schedule (program/pipeline_schedule.cpp).
   bool megatron_step_syncs = false;
+  /// The framework's training loop around the optimizer step (training.trainer): its read-backs,
+  /// gradient clipping, optimizer and zeroing as that loop runs them. Modelled in the DDP schedule.
+  TrainingLoop trainer = TrainingLoop::none;
   /// DeepSpeed's per-step passes around its BF16_Optimizer under the pipeline engine (v0.6.2):
   /// allreduce_bucket's cast of the fp32 gradients to the wire dtype before the data-parallel
   /// all-reduce, its scale and copy back after it, and clear_hp_grads' zeroing of the fp32

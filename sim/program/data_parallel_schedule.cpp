@@ -56,9 +56,10 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
   const Seconds layer_b =
       ops_duration(model::layer_backward_ops(s, shape), dev) + (recompute ? ops_duration(layer_f, dev) : 0);
   c.layer_backward.assign(static_cast<std::size_t>(s.layers), with_accumulation(layer_b, c.layer_params));
-  c.head_backward = with_accumulation(ops_duration(model::backward_of(head_f), dev), c.head_params);
-  c.embedding_backward =
-      with_accumulation(ops_duration(model::backward_of(emb), dev), c.embedding_params);
+  const auto head_b = model::head_backward_ops(s, shape);
+  const auto emb_b = model::embedding_backward_ops(s, shape);
+  c.head_backward = with_accumulation(ops_duration(head_b, dev), c.head_params);
+  c.embedding_backward = with_accumulation(ops_duration(emb_b, dev), c.embedding_params);
   const int accumulation_kernel = accumulate ? 1 : 0;
   c.embedding_forward_kernels = model::ops_kernels(emb);
   c.layer_forward_kernels = model::ops_kernels(layer_f);
@@ -67,8 +68,8 @@ MicroBatchCost micro_batch_cost(const model::TransformerSpec& s, const model::De
                       c.head_forward_kernels;
   c.layer_backward_kernels = model::ops_kernels(model::layer_backward_ops(s, shape)) +
                              (recompute ? c.layer_forward_kernels : 0) + accumulation_kernel;
-  c.head_backward_kernels = model::ops_kernels(model::backward_of(head_f)) + accumulation_kernel;
-  c.embedding_backward_kernels = model::ops_kernels(model::backward_of(emb)) + accumulation_kernel;
+  c.head_backward_kernels = model::ops_kernels(head_b) + accumulation_kernel;
+  c.embedding_backward_kernels = model::ops_kernels(emb_b) + accumulation_kernel;
   return c;
 }
 
@@ -121,6 +122,8 @@ DataParallelConfig data_parallel_config(const plan::TrainingPlan& plan, const pl
   c.megatron_fp16_optimizer = plan.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16;
   c.fp8_amax_reduction = te_amax_reduction_of(plan);
   c.fp8_amax_tp_only = plan.fp8_amax_tp_only;
+  if (plan.trainer == plan::TrainingLoop::hf_trainer_4_21) c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  if (plan.trainer == plan::TrainingLoop::optimum_habana_89e505a) c.trainer = model::TrainingLoop::optimum_habana_89e505a;
   return c;
 }
 
@@ -233,6 +236,10 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     return k == 0 ? cost.head_backward_kernels : k + 1 == units ? cost.embedding_backward_kernels
                                                                 : cost.layer_backward_kernels;
   };
+  TRAINSIM_CHECK(!cfg.trainer || !zero1, "a training loop is modelled with DDP only");
+  const std::vector<model::TrainerPhase> trainer_phases =
+      cfg.trainer ? model::trainer_step_phases(*cfg.trainer, total_params, model::hf_parameter_tensors(spec))
+                  : std::vector<model::TrainerPhase>{};
   // One kernel per optimizer pass; foreach / fused optimizers launch one per chunk of tensors.
   const int optimizer_kernels = cfg.megatron_fp16_optimizer ? 5 : 1;
 
@@ -348,6 +355,23 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     }
     std::vector<TaskRef> reduced;
     for (std::size_t i = 0; i < comm.tasks.size(); ++i) reduced.push_back({1, static_cast<int>(i)});
+    if (cfg.trainer) {
+      // The loop's first phase waits for the reductions (DDP's finalize makes the compute stream
+      // wait for them); a phase after a read-back is issued once everything before it finished.
+      for (const auto& ph : trainer_phases) {
+        Task t{ph.name, TaskKind::compute, Phase::optimizer, model::phase_duration(ph, dev), -1, {}};
+        if (ph.host_sync_before) {
+          t.host_sync = true;
+          t.deps.push_back(last_compute());
+        }
+        if (&ph == &trainer_phases.front()) t.deps = reduced;
+        t.kernels = model::ops_kernels(ph.ops);
+        if (ph.python_loop) t.host_per_kernel = dev.eager_copy_call;
+        comp.tasks.push_back(std::move(t));
+      }
+      prog.ranks.push_back(std::move(rp));
+      continue;
+    }
     comp.tasks.push_back({zero1 ? "optimizer step (shard)" : "optimizer step", TaskKind::compute,
                           Phase::optimizer, optimizer, -1, reduced});
     comp.tasks.back().kernels = optimizer_kernels;

@@ -10,9 +10,16 @@
 //    head) and each layer's input is copied to host memory after its forward and back one layer
 //    ahead of its backward, on a host-copy stream over the node's PCIe links (as in
 //    sharded_schedule.hpp).
+//  - a framework's training loop (Hugging Face's Trainer): after the last bucket's reduction, its
+//    phases in order on the compute stream, each with the kernels its host issues (a Python loop
+//    over the parameters at the device's eager_copy_call per kernel) and the host's read-backs
+//    before it (Task::host_sync).
 //  - Transformer Engine's FP8 (Megatron-core): each forward ends, and each backward's layers
 //    end, with TE's amax reduction (model/fp8_amax_reduction.hpp), on the compute stream's path.
+#include <optional>
+
 #include "model/device_profile.hpp"
+#include "model/hf_trainer_step.hpp"
 #include "model/transformer.hpp"
 #include "plan/training_plan.hpp"
 #include "program/program.hpp"
@@ -51,6 +58,9 @@ struct DataParallelConfig {
   /// one rank here, so the two kernels alone.
   bool fp8_amax_reduction = false;
   bool fp8_amax_tp_only = false;
+  /// A framework's training loop after the last backward (model/hf_trainer_step.hpp): its phases,
+  /// optimizer included, replace the schedule's optimizer step. ddp only.
+  std::optional<model::TrainingLoop> trainer;
   // Device memory per rank, from the memory model (memory/rank_memory.hpp):
   Bytes resident_memory = 0;    ///< model states, buffers and runtime reserve
   Bytes activation_memory = 0;  ///< stored by one micro-batch's forward, freed by its backward

@@ -44,6 +44,7 @@ struct ScheduleInputs {
     case plan::ModuleKernels::mpt: return model::ModuleKernels::mpt;
     case plan::ModuleKernels::mpt_flash: return model::ModuleKernels::mpt_flash;
     case plan::ModuleKernels::torch_layer: return model::ModuleKernels::torch_layer;
+    case plan::ModuleKernels::hf_bert: return model::ModuleKernels::hf_bert;
     case plan::ModuleKernels::fused: break;
   }
   return model::ModuleKernels::fused;

@@ -232,12 +232,24 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.cuda_launch_blocking && !t.host_dispatch)
     o.fail("cuda_launch_blocking", "needs host_dispatch (the host's time per kernel is what blocking launches expose)");
   {
-    const std::string mk = o.choice_or("module_kernels", {"fused", "megatron", "mpt", "mpt-flash", "torch-layer"}, "fused");
+    const std::string mk =
+        o.choice_or("module_kernels", {"fused", "megatron", "mpt", "mpt-flash", "torch-layer", "hf-bert"}, "fused");
     t.module_kernels = mk == "megatron"      ? plan::ModuleKernels::megatron
                        : mk == "mpt"         ? plan::ModuleKernels::mpt
                        : mk == "mpt-flash"   ? plan::ModuleKernels::mpt_flash
                        : mk == "torch-layer" ? plan::ModuleKernels::torch_layer
+                       : mk == "hf-bert"     ? plan::ModuleKernels::hf_bert
                                              : plan::ModuleKernels::fused;
+    // Hugging Face's BertLayer as 4.21 runs it under torch.cuda.amp (model/hf_bert_ops.hpp): one
+    // rank per layer, its own unfused attention and its own embedding and head code.
+    if (mk == "hf-bert") {
+      if (t.sharding != Sharding::none || t.tp > 1 || t.pp > 1 || t.cp > 1)
+        o.fail("module_kernels", "hf-bert is Hugging Face's BertLayer on one rank per replica: needs schedule \"ddp\" "
+                                 "without tensor, pipeline or context parallelism");
+      if (t.flash_attention) o.fail("module_kernels", "hf-bert runs BertSelfAttention's unfused matmuls: disable flash_attention");
+      if (t.precision.name != "amp")
+        o.fail("module_kernels", "hf-bert models torch.cuda.amp autocast (fp32 weights, fp16 GEMMs): needs precision \"amp\"");
+    }
     if (mk == "mpt-flash" && !t.flash_attention)
       o.fail("module_kernels", "mpt-flash is llm-foundry's flash_attn_fn around flash-attn's kernel: enable flash_attention");
   }
@@ -385,6 +397,20 @@ plan::TrainingPlan read_training(JsonObject o) {
     t.composer_metric_sync = o.boolean_or("composer_metric_sync", false);
     if (t.composer_metric_sync && t.composer_train_metrics == 0)
       o.fail("composer_metric_sync", "syncs Composer's train metrics: needs composer_train_metrics");
+  }
+  {
+    const std::string loop = o.choice_or("trainer", {"none", "hf-4.21", "optimum-habana-89e505a"}, "none");
+    t.trainer = loop == "hf-4.21"                  ? plan::TrainingLoop::hf_trainer_4_21
+                : loop == "optimum-habana-89e505a" ? plan::TrainingLoop::optimum_habana_89e505a
+                                                   : plan::TrainingLoop::none;
+    if (t.trainer != plan::TrainingLoop::none && (t.sharding != Sharding::none || t.tp > 1 || t.pp > 1 || t.cp > 1))
+      o.fail("trainer", "the Trainer's loop is modelled around PyTorch DDP: needs schedule \"ddp\" without tensor, "
+                        "pipeline or context parallelism");
+    if (t.trainer != plan::TrainingLoop::none && t.optimizer != plan::Optimizer::adam)
+      o.fail("trainer", "the Trainer's default optimizer is AdamW (transformers' AdamW, FusedAdamW on Gaudi): needs "
+                        "optimizer adam or adamw");
+    if (t.trainer == plan::TrainingLoop::hf_trainer_4_21 && t.precision.name != "amp")
+      o.fail("trainer", "hf-4.21 is modelled with --fp16 (torch.cuda.amp's GradScaler): needs precision \"amp\"");
   }
   t.megatron_step_syncs = o.boolean_or("megatron_step_syncs", false);
   if (t.megatron_step_syncs && t.sharding != Sharding::none)
