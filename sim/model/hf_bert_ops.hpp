@@ -37,7 +37,7 @@
 
 namespace trainsim::model {
 
-/// One BertLayer's forward kernels for `micro_batch` sequences, in order (40 for BERT-base).
+/// One BertLayer's forward kernels for `micro_batch` sequences, in order (46 for BERT-base).
 [[nodiscard]] std::vector<Operation> hf_bert_layer_forward(const TransformerSpec& s, long micro_batch);
 /// Its backward kernels, in the order autograd runs them.
 [[nodiscard]] std::vector<Operation> hf_bert_layer_backward(const TransformerSpec& s, long micro_batch);

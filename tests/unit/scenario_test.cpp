@@ -506,6 +506,34 @@ TEST(ScenarioErrors, MegatronStepSyncsNeedItsDataParallelism) {
   EXPECT_TRUE(contains(e.what(), "\"ddp\"")) << e.what();
 }
 
+TEST(ScenarioErrors, HuggingFaceBertAndTrainerNeedWhatTheyModel) {
+  // hf-bert is BertLayer's unfused attention under torch.cuda.amp; hf-4.21 the Trainer with --fp16
+  // around PyTorch DDP.
+  json doc = read_json_file("scenarios/hf-bert-base-gaudi-a100.json");
+  doc["topology"] = absolute("topologies/dl1.24xlarge.json");
+  doc["points"] = json::array({doc["points"][0]});
+  doc["training"]["module_kernels"] = "hf-bert";
+  doc["training"]["flash_attention"] = true;
+  ConfigError e = error_of(doc, "hf_bert_flash");
+  EXPECT_EQ(e.json_path(), "/training/module_kernels");
+  EXPECT_TRUE(contains(e.what(), "flash_attention")) << e.what();
+  doc["training"].erase("flash_attention");
+  doc["training"]["schedule"] = "zero1";
+  e = error_of(doc, "hf_bert_zero1");
+  EXPECT_EQ(e.json_path(), "/training/module_kernels");
+  doc["training"]["schedule"] = "ddp";
+  doc["training"].erase("module_kernels");
+  doc["training"]["trainer"] = "hf-4.22";
+  e = error_of(doc, "trainer_unknown");
+  EXPECT_EQ(e.json_path(), "/training/trainer");
+  EXPECT_TRUE(contains(e.what(), "hf-4.21")) << e.what();
+  doc["training"]["trainer"] = "hf-4.21";
+  doc["training"]["precision"] = "fp32";
+  e = error_of(doc, "trainer_fp32");
+  EXPECT_EQ(e.json_path(), "/training/trainer");
+  EXPECT_TRUE(contains(e.what(), "amp")) << e.what();
+}
+
 TEST(ScenarioErrors, CudaLaunchBlockingIsABoolAndNeedsHostDispatch) {
   json doc = read_json_file("scenarios/bloom-176b-jean-zay.json");
   doc["topology"] = absolute("topologies/jean-zay-a100-80g-opa.json");

@@ -1,0 +1,98 @@
+// Hugging Face's Trainer loop after the backward (model/hf_trainer_step.hpp) and its tasks in the
+// DDP schedule (program/data_parallel_schedule.hpp), no SimGrid: the phases, their kernels and
+// bytes, where the host reads a device value back, and which run as Python loops.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/hf_trainer_step.hpp"
+#include "program/data_parallel_schedule.hpp"
+#include "support/fixtures.hpp"
+
+namespace trainsim::program {
+namespace {
+
+model::TransformerSpec bert_base() {
+  model::TransformerSpec s{"BERT-base", 12, 768, 12, 3072, 32000, 512, true};
+  s.causal = false;
+  return s;
+}
+
+TEST(HfTrainerStep, ParameterTensorsOfBertForMaskedLm) {
+  // 12 x 16 in the layers, word / position / token-type tables and the embedding LayerNorm's two,
+  // the head's dense (2), LayerNorm (2) and decoder bias; the decoder weight is the word table.
+  EXPECT_EQ(model::hf_parameter_tensors(bert_base()), 12 * 16 + 5 + 5);
+}
+
+TEST(HfTrainerStep, Transformers421LoopOnAmp) {
+  const double params = 110e6;
+  const long tensors = 202;
+  const auto phases = model::trainer_step_phases(model::TrainingLoop::hf_trainer_4_21, params, tensors);
+  std::vector<std::string> names;
+  for (const auto& p : phases) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"trainer loss nan/inf check", "GradScaler unscale_",
+                                             "clip_grad_norm_ per-parameter norms", "clip_grad_norm_ total and coefficient",
+                                             "clip_grad_norm_ per-parameter scale", "transformers AdamW per-parameter loop",
+                                             "GradScaler update", "model.zero_grad"}));
+  // The host reads back: isnan / isinf before unscale_, get_scale() and found_inf before the
+  // optimizer, get_scale() after update before zero_grad.
+  std::vector<bool> syncs, loops;
+  for (const auto& p : phases) {
+    syncs.push_back(p.host_sync_before);
+    loops.push_back(p.python_loop);
+  }
+  EXPECT_EQ(syncs, (std::vector<bool>{false, true, false, false, false, true, false, true}));
+  EXPECT_EQ(loops, (std::vector<bool>{false, false, true, false, true, true, false, true}));
+  // transformers' AdamW: 7 kernels per parameter tensor, 8 + 12 + 8 + 12 + 8 + 8 + 16 = 72 bytes
+  // per fp32 element.
+  const auto& adam = phases[5].ops;
+  EXPECT_EQ(model::ops_kernels(adam), 7 * tensors);
+  double bytes = 0;
+  for (const auto& op : adam) bytes += op.bytes;
+  EXPECT_DOUBLE_EQ(bytes, 72 * params);
+  // unscale_: 4 scalar kernels, then multi_tensor_apply's launches: 110e6 / 65,536 + 202 = 1,880
+  // chunks, 320 per launch: 6 (the 110-tensor limit would give 2).
+  EXPECT_EQ(model::ops_kernels(phases[1].ops), 4 + 6);
+  EXPECT_EQ(model::ops_kernels(phases[7].ops), tensors);  // zero_ per gradient
+}
+
+TEST(HfTrainerStep, PhasesReplaceTheOptimizerStepInDdp) {
+  model::DeviceProfile dev = testing_support::round_number_device();
+  dev.eager_copy_call = 10e-6;
+  model::TransformerSpec s{"small", 2, 64, 4, 256, 1000, 32, true};
+  DataParallelConfig c;
+  c.world = 2;
+  c.ranks_per_node = 2;
+  c.micro_batch = 2;
+  c.bucket_elements = 20e3;
+  c.gradient_bytes = 4;
+  c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  const Program p = build_data_parallel(s, dev, c);
+  validate(p);
+  const auto& comp = p.ranks[0].streams[0].tasks;
+  const auto phases = model::trainer_step_phases(model::TrainingLoop::hf_trainer_4_21, model::parameter_count(s),
+                                                 model::hf_parameter_tensors(s));
+  ASSERT_GE(comp.size(), phases.size());
+  const std::size_t first = comp.size() - phases.size();
+  for (const auto& t : comp) EXPECT_NE(t.name.str(), "optimizer step");
+  const auto buckets = p.ranks[0].streams[1].tasks.size();
+  ASSERT_GE(buckets, 2U);
+  // The loss check waits for every bucket's all-reduce, without a host read-back before it.
+  EXPECT_EQ(comp[first].deps.size(), buckets);
+  EXPECT_FALSE(comp[first].host_sync);
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const auto& t = comp[first + i];
+    EXPECT_EQ(t.name.str(), phases[i].name);
+    EXPECT_EQ(t.phase, Phase::optimizer);
+    EXPECT_EQ(t.kernels, model::ops_kernels(phases[i].ops));
+    EXPECT_DOUBLE_EQ(t.duration, model::phase_duration(phases[i], dev));
+    EXPECT_EQ(t.host_sync, phases[i].host_sync_before) << phases[i].name;
+    // A read-back waits for the task before it on the compute stream.
+    if (i > 0 && phases[i].host_sync_before) EXPECT_TRUE(t.deps.size() == 1 && t.deps[0].index == static_cast<int>(first + i - 1));
+    EXPECT_DOUBLE_EQ(t.host_per_kernel, phases[i].python_loop ? 10e-6 : 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace trainsim::program
