@@ -182,6 +182,14 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     check_attention_kernel(p.training, p.machine->device, po);
     check_fp8(p.training, p.machine->device, po);
     check_allocator(p.training, p.machine->device, po);
+    // hf-bert's op lists are BertForMaskedLM's (model/hf_bert_ops.hpp): a post-LN, biased GELU
+    // encoder with learned positions and the MLM head.
+    const auto& m = p.model;
+    if (p.training.module_kernels == plan::ModuleKernels::hf_bert &&
+        (!m.mlm_head || m.causal || !m.bias || !m.learned_positions || m.mlp != model::MlpKind::gelu ||
+         m.norm != model::NormKind::layernorm || kv_heads_of(m) != m.heads))
+      po.fail("training", "module_kernels hf-bert is Hugging Face's BertForMaskedLM: needs a BERT model (mlm_head, "
+                          "bias, layernorm, gelu, learned positions, multi-head, not causal)");
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {

@@ -522,6 +522,11 @@ TEST(ScenarioErrors, HuggingFaceBertAndTrainerNeedWhatTheyModel) {
   e = error_of(doc, "hf_bert_zero1");
   EXPECT_EQ(e.json_path(), "/training/module_kernels");
   doc["training"]["schedule"] = "ddp";
+  doc["model"]["mlm_head"] = false;  // BertForMaskedLM's op lists on a model without its head
+  e = error_of(doc, "hf_bert_no_head");
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "mlm_head")) << e.what();
+  doc["model"]["mlm_head"] = true;
   doc["training"].erase("module_kernels");
   doc["training"]["trainer"] = "hf-4.22";
   e = error_of(doc, "trainer_unknown");
