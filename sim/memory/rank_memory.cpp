@@ -246,9 +246,21 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       // SHARD_GRAD_OP frees no unit after its forward: at the end of the forward every layer is
       // gathered (plan::FsdpShardingStrategy).
       const bool shard_grad_op = p.fsdp_sharding_strategy == plan::FsdpShardingStrategy::shard_grad_op;
-      const double in_flight = shard_grad_op ? static_cast<double>(layers) : prefetch_early ? 3 : 2;
-      add("gathered_parameters", (in_flight * layer + root) * p.parameter_wire_bytes,
-          "(" + num(in_flight) + (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : " layers") + " x " + num(layer) +
+      // Without the rate limiter (limit_all_gathers=False) nothing holds the gathers back: at
+      // worst every layer is gathered at once, the bound taken here (the allocator replay follows
+      // the host's actual run-ahead).
+      const bool unlimited = !p.fsdp_limit_all_gathers;
+      const long all_blocks = model::is_encoder_decoder(s) ? model::total_blocks(s) : layers;
+      const double in_flight =
+          shard_grad_op || unlimited ? static_cast<double>(all_blocks) : prefetch_early ? 3 : 2;
+      // Every block gathered: their sum (an encoder-decoder's are of two sizes).
+      const double blocks = shard_grad_op || unlimited
+                                ? (model::is_encoder_decoder(s) ? model::block_parameters(s) / tp : in_flight * layer)
+                                : in_flight * layer;
+      add("gathered_parameters", (blocks + root) * p.parameter_wire_bytes,
+          "(" + num(in_flight) +
+              (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : unlimited ? " layers (all: no rate limiter)" : " layers") +
+              " x " + num(layer) +
               " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
       // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it (always

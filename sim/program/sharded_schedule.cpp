@@ -458,6 +458,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // the copy-in before the gradients are dropped (foreach_reduce), so those blocks are back in
   // their pools when the host drops them.
   const bool host_waits_for_gather_slot = fsdp1 && !fp8_gather;
+  // FSDP1 with limit_all_gathers=False: no free-event queue, so neither the host nor the gather
+  // stream waits for a unit's reshard before the next gather (plan::TrainingPlan).
+  const bool rate_limited = !(fsdp1 && !p.fsdp_limit_all_gathers);
   // FSDP1's prefetches (plan::FsdpBackwardPrefetch, forward_prefetch): a prefetched gather is issued
   // in the hook of the unit before it, ahead of that unit's reshard, so the rate limiter's oldest
   // free event is one unit older: it waits for the pass three units back instead of two.
@@ -625,7 +628,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard <= 1 || !moved[u].forward_gather) return;
           // The rate limiter waits on the free event of the unit `lag` back: under SHARD_GRAD_OP
           // no forward frees one (_reshard enqueues only when it frees), so nothing bounds the gathers.
-          const bool limited = reshard_after_forward && u >= lag;
+          const bool limited = rate_limited && reshard_after_forward && u >= lag;
           std::vector<TaskRef> gdeps;
           if (limited) gdeps.push_back({kCompute, computed[u - lag]});
           if (fp8_gather)
@@ -675,14 +678,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           const std::size_t u = n - 1 - k;
           if (shard <= 1 || !moved[u].backward_gather) return;
           std::vector<TaskRef> gdeps;
-          if (k >= lag) gdeps.push_back({kCompute, done[k - lag]});
+          const bool limited = rate_limited && k >= lag;
+          if (limited) gdeps.push_back({kCompute, done[k - lag]});
           if (fp8_gather)
             gdeps = fp8_shard_cast(u, name[u].amax_backward, name[u].amax_all_reduce_backward, name[u].cast_backward,
                                    c[u].amax_bwd, gdeps);
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
-          gather.back().host_sync = host_waits_for_gather_slot && k >= lag;
+          gather.back().host_sync = host_waits_for_gather_slot && limited;
           gather.back().host_after = after_last_pass();
           gathered[k] = last(gather, kGather);
         };
