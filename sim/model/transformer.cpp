@@ -286,7 +286,8 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t, column);
     linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
     linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
-    if (!s.learned_positions) {
+    // Without a position table, rotary embeddings, unless the positions enter as T5's bias.
+    if (!s.learned_positions && !s.relative_position_bias) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
     }

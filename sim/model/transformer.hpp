@@ -38,7 +38,7 @@ struct TransformerSpec {
   MlpKind mlp = MlpKind::gelu;
   NormKind norm = NormKind::layernorm;
   bool bias = true;               ///< linear layers and norms carry biases
-  bool learned_positions = true;  ///< a position-embedding table (false: rotary, no parameters)
+  bool learned_positions = true;  ///< a position-embedding table (false: rotary, or T5's relative bias)
   bool tied_embeddings = true;    ///< the output projection reuses the token embedding
   bool embedding_norm = true;     ///< BERT: a layer norm after the embeddings
   bool final_norm = false;        ///< GPT, Llama: a norm before the output head

@@ -133,6 +133,16 @@ TEST(EncoderDecoder, DecoderBlockOpsHaveTheCrossAttentionOnTheEncodersTokens) {
   EXPECT_EQ(find(dec, "attn_scale"), nullptr);
 }
 
+TEST(EncoderDecoder, EagerT5HasSeparateProjectionsAndNoRotaryEmbedding) {
+  // Hugging Face's module code: q, k, v as three nn.Linear; the positions enter as the bias on
+  // the scores, not as rotary embeddings (no position table either).
+  LayerShape eager{2};
+  eager.eager = true;
+  const auto ops = layer_forward_ops(block_groups(t5_11b())[0].block, eager);
+  for (const char* name : {"q", "k", "v", "position_bias_add"}) EXPECT_NE(find(ops, name), nullptr) << name;
+  for (const auto& op : ops) EXPECT_EQ(op.name.find("rope"), std::string::npos) << op.name;
+}
+
 TEST(EncoderDecoder, ModelFlopsAreThreeTimesTheOpListsGemms) {
   // An independent count: 3 x (the blocks' GEMM FLOPs from their op lists + the projection on
   // the decoder's tokens), against the closed form of blocks_forward_flops_per_sequence.
