@@ -40,6 +40,10 @@ model::TransformerSpec read_model(JsonObject o) {
   m.hidden = o.positive_integer("hidden");
   m.heads = o.positive_integer("heads");
   m.kv_heads = o.positive_integer_or("kv_heads", m.heads);
+  // Channels per head apart from hidden / heads: T5's. Context parallelism, selective
+  // checkpointing and FP8 still take hidden / heads, and T5 is kept from them (scenario.cpp).
+  if (o.has("head_dim") && !t5)
+    o.fail("head_dim", "is modelled for architecture \"t5\" only (other architectures have hidden / heads channels per head)");
   m.head_dim = o.has("head_dim") ? o.positive_integer("head_dim") : 0;
   m.ffn_hidden = o.positive_integer_or("ffn_hidden", 4 * m.hidden);
   m.vocab = o.positive_integer("vocab");

@@ -57,14 +57,19 @@ TEST(EncoderDecoderScenario, T5DefaultsToTwoEqualStacksOfTheT5Block) {
   EXPECT_DOUBLE_EQ(model::parameter_count(m), 11307321344.0);
 }
 
-TEST(EncoderDecoderScenario, DecoderFieldsBelongToT5) {
+TEST(EncoderDecoderScenario, DecoderFieldsAndHeadDimBelongToT5) {
   json doc = t5_doc();
   doc["model"]["architecture"] = "gpt";
   doc["model"].erase("head_dim");
   doc["model"]["decoder_seq_len"] = 128;
-  const ConfigError e = error_of(doc, "gpt");
+  ConfigError e = error_of(doc, "gpt");
   EXPECT_EQ(e.json_path(), "/model/decoder_seq_len");
   EXPECT_TRUE(contains(e.what(), "encoder-decoder")) << e.what();
+  doc = t5_doc();
+  doc["model"]["architecture"] = "gpt";
+  e = error_of(doc, "gpt_head_dim");
+  EXPECT_EQ(e.json_path(), "/model/head_dim");
+  EXPECT_TRUE(contains(e.what(), "t5")) << e.what();
 }
 
 TEST(EncoderDecoderScenario, T5FixesItsMasksAndNeedsPositiveSizes) {
