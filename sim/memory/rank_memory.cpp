@@ -254,13 +254,13 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       const double in_flight =
           shard_grad_op || unlimited ? static_cast<double>(all_blocks) : prefetch_early ? 3 : 2;
       // Every block gathered: their sum (an encoder-decoder's are of two sizes).
-      const double blocks = shard_grad_op || unlimited
-                                ? (model::is_encoder_decoder(s) ? model::block_parameters(s) / tp : in_flight * layer)
-                                : in_flight * layer;
+      const bool every_block = shard_grad_op || unlimited;
+      const bool two_sizes = every_block && model::is_encoder_decoder(s);
+      const double blocks = two_sizes ? model::block_parameters(s) / tp : in_flight * layer;
+      const std::string why = shard_grad_op ? " (all: SHARD_GRAD_OP)" : unlimited ? " (all: no rate limiter)" : "";
       add("gathered_parameters", (blocks + root) * p.parameter_wire_bytes,
-          "(" + num(in_flight) +
-              (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : unlimited ? " layers (all: no rate limiter)" : " layers") +
-              " x " + num(layer) +
+          "(" + (two_sizes ? num(in_flight) + " blocks" + why + " " + num(blocks)
+                           : num(in_flight) + " layers" + why + " x " + num(layer)) +
               " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
       // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it (always
