@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "memory/deepspeed_pipe_buffers.hpp"
 #include "model/checkpointing.hpp"
+#include "model/encoder_decoder.hpp"
 #include "plan/gradient_state.hpp"
 
 namespace trainsim::memory {
@@ -134,7 +135,9 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
 
   // Parameters this rank owns: its layers and, on the end stages, the embedding and the head
   // (Megatron keeps a copy of a tied embedding on the last stage), all split by TP.
-  double params = static_cast<double>(layers) * model::parameters_per_layer(s);
+  // An encoder-decoder (one stage only: scenario.cpp) holds both stacks' blocks.
+  double params = model::is_encoder_decoder(s) ? model::block_parameters(s)
+                                               : static_cast<double>(layers) * model::parameters_per_layer(s);
   if (first) params += model::embedding_parameters(s);
   if (last) params += model::head_parameters(s);
   if (last && !first && s.tied_embeddings) params += static_cast<double>(s.vocab * s.hidden);
@@ -226,7 +229,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   if (shards_weights(p.sharding)) {
     // The unit in use and the one prefetched, gathered in the wire dtype; the largest unit is
     // a layer or, on an end stage, the embedding / head.
-    double unit = model::parameters_per_layer(s);
+    double unit = model::largest_block_parameters(s);
     if (first) unit = std::max(unit, model::embedding_parameters(s));
     if (last) unit = std::max(unit, model::head_parameters(s));
     unit /= tp;
@@ -234,7 +237,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     if (torch_fsdp1) {
       // FullyShardedDataParallel (1.13): the root unit, the embedding and head, is not
       // resharded after forward and stays gathered beside the two layers in flight.
-      const double layer = model::parameters_per_layer(s) / tp;
+      const double layer = model::largest_block_parameters(s) / tp;  // an encoder-decoder's: a decoder block
       const double root = (model::embedding_parameters(s) + model::head_parameters(s)) / tp;
       // BACKWARD_PRE and forward_prefetch issue the next unit's gather before the current one is
       // resharded: the rate limiter's two free events then leave three layers gathered.
@@ -243,9 +246,21 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       // SHARD_GRAD_OP frees no unit after its forward: at the end of the forward every layer is
       // gathered (plan::FsdpShardingStrategy).
       const bool shard_grad_op = p.fsdp_sharding_strategy == plan::FsdpShardingStrategy::shard_grad_op;
-      const double in_flight = shard_grad_op ? static_cast<double>(layers) : prefetch_early ? 3 : 2;
-      add("gathered_parameters", (in_flight * layer + root) * p.parameter_wire_bytes,
-          "(" + num(in_flight) + (shard_grad_op ? " layers (all: SHARD_GRAD_OP)" : " layers") + " x " + num(layer) +
+      // Without the rate limiter (limit_all_gathers=False) nothing holds the gathers back: at
+      // worst every layer is gathered at once, the bound taken here (the allocator replay follows
+      // the host's actual run-ahead).
+      const bool unlimited = !p.fsdp_limit_all_gathers;
+      const long all_blocks = model::is_encoder_decoder(s) ? model::total_blocks(s) : layers;
+      const double in_flight =
+          shard_grad_op || unlimited ? static_cast<double>(all_blocks) : prefetch_early ? 3 : 2;
+      // Every block gathered: their sum (an encoder-decoder's are of two sizes).
+      const bool every_block = shard_grad_op || unlimited;
+      const bool two_sizes = every_block && model::is_encoder_decoder(s);
+      const double blocks = two_sizes ? model::block_parameters(s) / tp : in_flight * layer;
+      const std::string why = shard_grad_op ? " (all: SHARD_GRAD_OP)" : unlimited ? " (all: no rate limiter)" : "";
+      add("gathered_parameters", (blocks + root) * p.parameter_wire_bytes,
+          "(" + (two_sizes ? num(in_flight) + " blocks" + why + " " + num(blocks)
+                           : num(in_flight) + " layers" + why + " x " + num(layer)) +
               " + root unit " + num(root) + ") params x " + num(p.parameter_wire_bytes) + " B");
       // Its _post_backward_hook: autograd leaves a unit's unsharded gradient in the compute
       // dtype; the hook casts it to the reduce dtype when they differ and F.pad copies it (always
@@ -304,8 +319,26 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
 
   // Activations of one micro-batch on this stage.
   const auto shape = shape_of(p);
-  const auto layer_tensors = model::layer_stored_activations(s, shape);
-  const Bytes layer_full = model::total_bytes(layer_tensors);
+  // An encoder-decoder's blocks are of two kinds (model/encoder_decoder.hpp): what a layer keeps
+  // is summed over them, the one-layer transients below are the larger kind's.
+  const auto groups = model::block_groups(s);
+  const bool two_stacks = groups.size() > 1;
+  auto over_blocks = [&](auto per_block) {
+    Bytes sum = 0;
+    for (const auto& g : groups) sum += static_cast<double>(g.count) * per_block(g.block);
+    return sum;
+  };
+  auto largest_block = [&](auto per_block) {
+    Bytes most = 0;
+    for (const auto& g : groups) most = std::max(most, per_block(g.block));
+    return most;
+  };
+  std::vector<model::StoredTensor> layer_tensors;
+  for (const auto& g : groups)
+    for (auto& t : model::layer_stored_activations(g.block, shape)) layer_tensors.push_back(std::move(t));
+  const Bytes layer_full = largest_block([&](const model::TransformerSpec& b) {
+    return model::total_bytes(model::layer_stored_activations(b, shape));
+  });
   const Bytes layer_input = model::layer_input_bytes(s, shape);
   Bytes per_micro_batch = 0;
   std::string how;
@@ -320,7 +353,15 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
       attention_only
           ? model::total_bytes(model::checkpointed_layer_activations(s, shape, model::Checkpointing::selective_attention))
           : 0;
-  if (!p.activation_checkpointing) {
+  if (two_stacks) {
+    // scenario.cpp allows no checkpointing or full checkpointing only.
+    per_micro_batch = over_blocks([&](const model::TransformerSpec& b) {
+      return p.activation_checkpointing ? model::layer_input_bytes(b, shape)
+                                        : model::total_bytes(model::layer_stored_activations(b, shape));
+    });
+    how = std::to_string(groups[0].count) + " encoder + " + std::to_string(groups[1].count) + " decoder layers" +
+          (p.activation_checkpointing ? " (checkpointed: their inputs) " : " ") + bytes(per_micro_batch);
+  } else if (!p.activation_checkpointing) {
     per_micro_batch = static_cast<double>(layers) * layer_full;
     how = std::to_string(layers) + " layers x " + bytes(layer_full);
   } else if (attention_only) {
@@ -392,7 +433,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   }
   if (last && !p.fused_cross_entropy) {
     // The loss backward writes the fp32 gradient of the logits and its bf16 cast.
-    const Bytes logits_grad = 6.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+    const Bytes logits_grad = 6.0 * static_cast<double>(p.micro_batch * model::decoder_tokens(s) * s.vocab) / tp;
     if (logits_grad > workspace) {
       workspace = logits_grad;
       ws_how = "gradient of the logits in fp32 and bf16: 6 B x tokens x vocabulary / TP";
@@ -405,7 +446,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     // at::empty_like(logits) (csrc/xentropy/xentropy_kernel.cu:697 at v0.2.8 and v1.0.9), bf16
     // beside the bf16 logits the activations hold, until the output projection's backward has
     // read it. No layer is being recomputed then, so it stands beside the layer workspace, not on it.
-    const Bytes logits_grad = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab) / tp;
+    const Bytes logits_grad = 2.0 * static_cast<double>(p.micro_batch * model::decoder_tokens(s) * s.vocab) / tp;
     if (logits_grad > workspace) {
       workspace = logits_grad;
       ws_how = "the fused loss's bf16 gradient of the logits, not in place: 2 B x tokens x vocabulary / TP";

@@ -1,6 +1,8 @@
 #include "model/transformer.hpp"
 
+#include "core/error.hpp"
 #include "model/eager_ops.hpp"
+#include "model/encoder_decoder.hpp"
 #include "model/hf_bert_ops.hpp"
 #include "model/module_kernels.hpp"
 
@@ -14,6 +16,9 @@ namespace {
 constexpr double kBf16 = 2.0;  // bytes per element of activations and weights in the kernels
 constexpr double kFp32 = 4.0;  // the loss's softmax runs in fp32
 constexpr double kMask = 1.0;  // a dropout mask is one byte per element
+// T5's relative position buckets per table (T5Config relative_attention_num_buckets, 32 in
+// every released T5 config.json; Raffel et al. 2020, 3.1: "we use 32 embeddings").
+constexpr double kRelativeBuckets = 32;
 
 double norm_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
@@ -38,6 +43,8 @@ std::string backward_kernel(const Operation& forward) {
 /// Shapes shared by the op and activation lists, already divided for one TP rank.
 struct Dims {
   double b, sq, h, f, a, hkv, d, t, tp, sp;
+  double hq;  ///< query (and context) columns: heads x head_dim, h unless head_dim is set
+  double sk;  ///< cross-attention keys per sequence (the encoder's tokens); 0 without
 };
 
 Dims dims_of(const TransformerSpec& s, const LayerShape& shape) {
@@ -47,7 +54,9 @@ Dims dims_of(const TransformerSpec& s, const LayerShape& shape) {
   x.h = static_cast<double>(s.hidden);
   x.f = static_cast<double>(s.ffn_hidden);
   x.a = static_cast<double>(s.heads);
-  x.d = x.h / x.a;
+  x.d = s.head_dim > 0 ? static_cast<double>(s.head_dim) : x.h / x.a;
+  x.hq = x.a * x.d;
+  x.sk = static_cast<double>(s.cross_seq_len);
   x.hkv = static_cast<double>(kv_heads_of(s)) * x.d;
   x.t = x.b * x.sq;
   x.tp = static_cast<double>(shape.tp);
@@ -90,13 +99,15 @@ int ops_kernels(const std::vector<Operation>& ops) {
 
 long kv_heads_of(const TransformerSpec& s) { return s.kv_heads > 0 ? s.kv_heads : s.heads; }
 
-bool gated(MlpKind mlp) { return mlp == MlpKind::swiglu; }
+bool gated(MlpKind mlp) { return mlp == MlpKind::swiglu || mlp == MlpKind::geglu; }
 
 const char* mlp_name(MlpKind mlp) {
   switch (mlp) {
     case MlpKind::gelu: return "gelu";
     case MlpKind::swiglu: return "swiglu";
     case MlpKind::squared_relu: return "squared_relu";
+    case MlpKind::relu: return "relu";
+    case MlpKind::geglu: return "geglu";
   }
   return "gelu";
 }
@@ -104,11 +115,15 @@ const char* mlp_name(MlpKind mlp) {
 double parameters_per_layer(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   const double f = static_cast<double>(s.ffn_hidden);
-  const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
-  const double attention = 2 * h * h + 2 * h * hkv + (s.bias ? 2 * h + 2 * hkv : 0);
+  const double d = s.head_dim > 0 ? static_cast<double>(s.head_dim) : h / static_cast<double>(s.heads);
+  const double hq = static_cast<double>(s.heads) * d, hkv = static_cast<double>(kv_heads_of(s)) * d;
+  // q and the output projection h x hq, k and v h x hkv (and their biases: hq, h, hkv, hkv).
+  const double attention = 2 * h * hq + 2 * h * hkv + (s.bias ? hq + h + 2 * hkv : 0);
   const double mlp = !gated(s.mlp) ? 2 * h * f + (s.bias ? f + h : 0)
                                    : 3 * h * f + (s.bias ? 2 * f + h : 0);
-  return attention + mlp + 2 * norm_parameters(s);
+  // A decoder block's cross-attention: the same projections and a norm of its own.
+  const double cross = s.cross_seq_len > 0 ? attention + norm_parameters(s) : 0;
+  return attention + mlp + 2 * norm_parameters(s) + cross;
 }
 
 TransformerSpec context_parallel_share(const TransformerSpec& s, long cp) {
@@ -124,6 +139,10 @@ double embedding_parameters(const TransformerSpec& s) {
   double p = static_cast<double>(s.vocab) * h;
   if (s.learned_positions) p += static_cast<double>(s.position_rows > 0 ? s.position_rows : s.seq_len) * h;
   if (s.embedding_norm) p += norm_parameters(s);
+  // T5: one bias table (buckets x heads) per stack, held by its first block in Hugging Face's
+  // code, counted here as a lookup table like the positions it stands for.
+  if (s.relative_position_bias)
+    p += (is_encoder_decoder(s) ? 2 : 1) * kRelativeBuckets * static_cast<double>(s.heads);
   return p;
 }
 
@@ -131,14 +150,13 @@ double head_parameters(const TransformerSpec& s) {
   const double h = static_cast<double>(s.hidden);
   double p = 0;
   if (s.mlm_head) p += h * h + h + norm_parameters(s) + static_cast<double>(s.vocab);
-  if (s.final_norm) p += norm_parameters(s);
+  if (s.final_norm) p += norm_parameters(s) * (is_encoder_decoder(s) ? 2 : 1);  // each stack ends in one
   if (!s.tied_embeddings) p += static_cast<double>(s.vocab) * h;
   return p;
 }
 
 double parameter_count(const TransformerSpec& s) {
-  return static_cast<double>(s.layers) * parameters_per_layer(s) + embedding_parameters(s) +
-         head_parameters(s);
+  return block_parameters(s) + embedding_parameters(s) + head_parameters(s);
 }
 
 namespace {
@@ -169,7 +187,6 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   const Dims x = dims_of(s, shape);
   const double heads = x.a / x.tp;  // attention heads on this rank
   const double act = x.t * x.h * kBf16 / x.sp;
-  const double scores = x.b * heads * x.sq * x.sq * kBf16;
   const bool eager_norm = shape.eager && s.norm == NormKind::rmsnorm;
   std::vector<Part> parts;
   // The QKV and the MLP's first linear read the norm's output, the others not. In eager module
@@ -216,15 +233,52 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     p.own_backward = true;
     parts.push_back(std::move(p));
   };
-  const double tH = x.t * x.h / x.tp;  // elements of q (or of the context) on this rank
+  const double tH = x.t * x.hq / x.tp;  // elements of q (or of the context) on this rank
   // SDPA's tensors are [b, heads, s, d] views of [b, s, heads, d] storage: with one sequence,
   // moving s ahead of b is still a view, with more it is a copy.
   const bool sdpa_copies = mk == ModuleKernels::torch_layer && shape.flash_attention && shape.micro_batch > 1;
   // The context back from [batch x heads, s, d] to [s, b, h] after the batched GEMM is a copy of
   // its own in these frameworks' module code (below).
   const bool bmm_context = !shape.flash_attention && (mk == ModuleKernels::torch_layer || mk == ModuleKernels::megatron);
+  // The written-out attention over `sk` keys per query (sk = sq: self-attention; the encoder's
+  // tokens: a decoder block's cross-attention); its ops are named with `prefix`.
+  auto unfused_core = [&](const std::string& prefix, double sk) {
+    const double scores = x.b * heads * x.sq * sk * kBf16;
+    const std::size_t core_begin = parts.size();
+    // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).
+    parts.push_back(op_part(make_gemm(prefix + "attn_scores", x.sq, sk, x.d, x.b * heads, Dtype::bf16)));
+    if (mk == ModuleKernels::torch_layer) {
+      const double score_elements = scores / kBf16;
+      parts.push_back({{scalar_multiply("attn_scale", score_elements)}, {scalar_multiply("attn_scale_bwd", score_elements)}, true});
+    }
+    if (s.relative_position_bias) {
+      // Hugging Face's T5Attention.forward (no 1/sqrt(d) scale: T5 folds it into the init):
+      // `scores += position_bias_masked`, the [b, heads, sq, sk] bias with the mask folded in
+      // (read scores and bias, write scores; its gradient passes through), then
+      // `softmax(scores.float(), dim=-1).type_as(scores)`: an upcast (2 B in, 4 B out), the
+      // softmax in fp32 and a downcast (4 B in, 2 B out), a kernel each.
+      parts.push_back(op_part(make_elementwise(prefix + "position_bias_add", 3 * scores, scores / kBf16)));
+      parts.push_back(op_part(make_elementwise(prefix + "softmax_upcast", 3 * scores, 0)));
+      parts.push_back(op_part(make_elementwise(prefix + "softmax", 4 * scores, 5 * scores / kBf16, "softmax"), 1, 2));
+      parts.push_back(op_part(make_elementwise(prefix + "softmax_downcast", 3 * scores, 0)));
+    } else {
+      // softmax reads and writes the scores; dropout on the probabilities reads/writes them
+      // again. The profile's backward has one more scores-sized multiply, counted here.
+      parts.push_back(op_part(make_elementwise(prefix + "softmax", 2 * scores, 5 * scores / kBf16, "softmax"), 1, 2));
+    }
+    if (s.dropout) parts.push_back(op_part(make_elementwise(prefix + "attn_dropout", 2.5 * scores, 0, "dropout")));
+    // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways (the
+    // copies are ops of their own where the module kernels are modelled: the context's below,
+    // the QKV gradient's with the split).
+    parts.push_back(op_part(make_gemm(prefix + "attn_context", x.sq, x.d, sk, x.b * heads, Dtype::bf16),
+                            bmm_context ? 1 : 2, bmm_context ? 2 : 3));
+    // The context back from [batch x heads, s, d] to [s, b, h] before the output projection:
+    // a copy after the batched GEMM, the last step of Megatron's CoreAttention.forward.
+    if (bmm_context) parts.push_back({{permute_copy(prefix + "context_layout_copy", tH)}, {}, true});
+    for (std::size_t i = core_begin; i < parts.size(); ++i) parts[i].core_attention = true;
+  };
   norm("layernorm_1", "rmsnorm_1");
-  const double q_cols = x.h / x.tp, kv_cols = x.hkv / x.tp;
+  const double q_cols = x.hq / x.tp, kv_cols = x.hkv / x.tp;
   if (shape.eager) {
     // Three nn.Linear on the norm's output (gathered along the sequence under sequence
     // parallelism): autograd adds their three input gradients.
@@ -233,11 +287,12 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     linear(make_gemm("q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t, column);
     linear(make_gemm("k", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
     linear(make_gemm("v", x.t, kv_cols, x.h, 1, Dtype::bf16), x.t, column);
-    if (!s.learned_positions) {
+    // Without a position table, rotary embeddings, unless the positions enter as T5's bias.
+    if (!s.learned_positions && !s.relative_position_bias) {
       parts.push_back(eager_part(eager_rotary("rope_q", x.t * q_cols)));
       parts.push_back(eager_part(eager_rotary("rope_k", x.t * kv_cols)));
     }
-    const double n_rep = x.h / x.hkv;
+    const double n_rep = x.hq / x.hkv;
     if (n_rep > 1) {
       parts.push_back(eager_part(eager_repeat_kv("repeat_k", x.t * kv_cols, n_rep)));
       parts.push_back(eager_part(eager_repeat_kv("repeat_v", x.t * kv_cols, n_rep)));
@@ -245,8 +300,8 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   } else {
     // Split into q, k, v by views: autograd joins their gradients (one cat kernel, explicit
     // below where the framework's module kernels are modelled).
-    linear(make_gemm("qkv", x.t, (x.h + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t, after_norm);
-    const double qkv = x.t * (x.h + 2 * x.hkv) / x.tp;
+    linear(make_gemm("qkv", x.t, (x.hq + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t, after_norm);
+    const double qkv = x.t * (x.hq + 2 * x.hkv) / x.tp;
     if (mk != ModuleKernels::fused) {
       Part split{{}, {chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
       if (mk == ModuleKernels::torch_layer) split.backward.push_back(permute_copy("qkv_grad_layout_copy", qkv));
@@ -286,43 +341,54 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     parts.back().core_attention = true;
     if (unpad) parts.push_back({pad_index_put("pad_out", tH), {pad_index_put_grad("pad_out_grad", tH)}, true});
   } else {
-    const std::size_t core_begin = parts.size();
-    // The batched GEMM (the eager 1/sqrt(d) scale, a kernel each way, below where modelled).
-    parts.push_back(op_part(make_gemm("attn_scores", x.sq, x.sq, x.d, x.b * heads, Dtype::bf16)));
-    if (mk == ModuleKernels::torch_layer) {
-      const double score_elements = scores / kBf16;
-      parts.push_back({{scalar_multiply("attn_scale", score_elements)}, {scalar_multiply("attn_scale_bwd", score_elements)}, true});
-    }
-    // softmax reads and writes the scores; dropout on the probabilities reads/writes them again.
-    // The profile's backward has one more scores-sized multiply, counted here.
-    parts.push_back(op_part(make_elementwise("softmax", 2 * scores, 5 * scores / kBf16, "softmax"), 1, 2));
-    if (s.dropout) parts.push_back(op_part(make_elementwise("attn_dropout", 2.5 * scores, 0, "dropout")));
-    // The batched GEMM and the copy of the context into the [s, b, h] layout, both ways (the
-    // copies are ops of their own where the module kernels are modelled: the context's below,
-    // the QKV gradient's with the split).
-    parts.push_back(op_part(make_gemm("attn_context", x.sq, x.d, x.sq, x.b * heads, Dtype::bf16),
-                            bmm_context ? 1 : 2, bmm_context ? 2 : 3));
-    // The context back from [batch x heads, s, d] to [s, b, h] before the output projection:
-    // a copy after the batched GEMM, the last step of Megatron's CoreAttention.forward.
-    if (bmm_context) parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
-    for (std::size_t i = core_begin; i < parts.size(); ++i) parts[i].core_attention = true;
+    unfused_core("", x.sq);
   }
   // After SDPA the context is copied into [s, b, h] only with more than one sequence.
   if (sdpa_copies) parts.push_back({{permute_copy("context_layout_copy", tH)}, {}, true});
   // Row-parallel: the bias is added after the reduction, on the full (or, under sequence
   // parallelism, this rank's) tokens.
-  linear(make_gemm("attn_out", x.t, x.h, x.h / x.tp, 1, Dtype::bf16), x.t / x.sp, row);
+  linear(make_gemm("attn_out", x.t, x.h, x.hq / x.tp, 1, Dtype::bf16), x.t / x.sp, row);
   // bias + dropout + residual add.
   // A dropout kernel and an add; backward the dropout's masked scale and autograd's add of the
   // two gradients reaching the residual's input.
   const int residual_kernels = s.dropout ? 2 : 1;
   parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
                           residual_kernels, residual_kernels));
+  if (x.sk > 0) {
+    // A decoder block's cross-attention (Hugging Face's T5LayerCrossAttention): a norm, q from
+    // it, k and v from the encoder's output (sk tokens per sequence), the written-out attention,
+    // the output projection and the residual. One nn.Linear each, as the module code has them.
+    norm("layernorm_cross", "rmsnorm_cross");
+    const double tk = x.b * x.sk;
+    linear(make_gemm("cross_q", x.t, q_cols, x.h, 1, Dtype::bf16), x.t, column);
+    linear(make_gemm("cross_k", tk, kv_cols, x.h, 1, Dtype::bf16), tk, column);
+    linear(make_gemm("cross_v", tk, kv_cols, x.h, 1, Dtype::bf16), tk, column);
+    TRAINSIM_CHECK(!shape.flash_attention, "cross-attention is modelled written out, not as a fused kernel");
+    unfused_core("cross_", x.sk);
+    linear(make_gemm("cross_attn_out", x.t, x.h, x.hq / x.tp, 1, Dtype::bf16), x.t / x.sp, row);
+    parts.push_back(op_part(make_elementwise("residual_cross", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
+                            residual_kernels, residual_kernels));
+  }
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
   if (s.mlp == MlpKind::gelu) {
     linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
     parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
+  } else if (s.mlp == MlpKind::relu) {
+    // T5 v1.0's DenseReluDense: wi, ReLU, dropout, wo (no measured class for ReLU: the device's
+    // elementwise rate); the dropout on the f columns is a kernel of its own each way.
+    linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
+    parts.push_back(op_part(make_elementwise("relu", 2 * x.t * fr * kBf16, x.t * fr)));
+    if (s.dropout) parts.push_back(op_part(make_elementwise("ffn_dropout", 2.5 * x.t * fr * kBf16, 0, "dropout")));
+  } else if (s.mlp == MlpKind::geglu) {
+    // T5 v1.1's DenseGatedActDense: wi_0 and wi_1 (two nn.Linear on the norm's output), GELU
+    // (tanh approximation, gelu_new) on the first, the product, dropout, wo.
+    parts.push_back({{}, {gradient_accumulation_add("ffn_grad_add", x.t * x.h)}, true});
+    linear(make_gemm("ffn_gate", x.t, fr, x.h, 1, Dtype::bf16), x.t, column);
+    linear(make_gemm("ffn_up", x.t, fr, x.h, 1, Dtype::bf16), x.t, column);
+    parts.push_back(op_part(make_elementwise("gelu", 2 * x.t * fr * kBf16, 8 * x.t * fr, "gelu")));
+    parts.push_back(op_part(make_elementwise("gelu_mul", 3 * x.t * fr * kBf16, x.t * fr)));
+    if (s.dropout) parts.push_back(op_part(make_elementwise("ffn_dropout", 2.5 * x.t * fr * kBf16, 0, "dropout")));
   } else if (s.mlp == MlpKind::squared_relu) {
     linear(make_gemm("ffn_in", x.t, fr, x.h, 1, Dtype::bf16), x.t, after_norm);
     // Megatron-core has no fused kernel for it (mlp.py: bias_activation_fusion only for GELU and
@@ -384,7 +450,7 @@ Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape
   // (FlashAttention-2 paper, 4.1, counts its FLOPs the same way).
   op.flops = 4.0 * x.sq * x.sq * x.d * x.b * heads * (s.causal ? 0.5 : 1.0);
   // Reads Q, K, V, writes O and the per-row log-sum-exp the backward needs.
-  op.bytes = kBf16 * x.t * (2 * x.h + 2 * x.hkv) / x.tp + kFp32 * x.b * heads * x.sq;
+  op.bytes = kBf16 * x.t * (2 * x.hq + 2 * x.hkv) / x.tp + kFp32 * x.b * heads * x.sq;
   return op;
 }
 
@@ -435,7 +501,9 @@ std::vector<Operation> layer_backward_ops(const TransformerSpec& s, long micro_b
 
 std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
   if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_embedding_forward(s, shape.micro_batch);
-  const Dims x = dims_of(s, shape);
+  Dims x = dims_of(s, shape);
+  // An encoder-decoder looks up the encoder's and the decoder's tokens in the one shared table.
+  if (is_encoder_decoder(s)) x.t = x.b * static_cast<double>(s.seq_len + decoder_tokens(s));
   // Gather token (and position) rows, add, norm, dropout.
   return {make_elementwise("embedding", 8 * x.t * x.h * kBf16 / x.sp, 10 * x.t * x.h / x.sp, "embedding")};
 }
@@ -446,14 +514,25 @@ std::vector<Operation> embedding_forward_ops(const TransformerSpec& s, long micr
 
 std::vector<Operation> head_forward_ops(const TransformerSpec& s, const LayerShape& shape) {
   if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_head_forward(s, shape.micro_batch);
-  const Dims x = dims_of(s, shape);
+  Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;  // vocabulary-parallel under TP
   std::vector<Operation> ops;
+  if (is_encoder_decoder(s)) {
+    // The encoder's final norm (its output feeds every cross-attention) on the encoder's tokens;
+    // the rest of the head runs on the decoder's.
+    if (s.final_norm)
+      ops.push_back(make_elementwise("encoder_final_norm", 2 * x.t * x.h * kBf16 / x.sp, 8 * x.t * x.h / x.sp, norm_kernel(s)));
+    x.t = x.b * static_cast<double>(decoder_tokens(s));
+  }
   if (s.final_norm) ops.push_back(make_elementwise("final_norm", 2 * x.t * x.h * kBf16 / x.sp, 8 * x.t * x.h / x.sp, norm_kernel(s)));
   if (s.mlm_head) {
     ops.push_back(make_gemm("mlm_transform", x.t, x.h, x.h, 1, Dtype::bf16));
     ops.push_back(make_elementwise("mlm_gelu_layernorm", 4 * x.t * x.h * kBf16, 16 * x.t * x.h));
   }
+  // T5 v1.0 scales the decoder's output by d_model^-0.5 before a tied projection (Hugging Face
+  // T5ForConditionalGeneration.forward: `sequence_output * (self.model_dim**-0.5)`).
+  if (s.relative_position_bias && s.tied_embeddings)
+    ops.push_back(make_elementwise("tied_head_scale", 2 * x.t * x.h * kBf16 / x.sp, x.t * x.h / x.sp));
   ops.push_back(make_gemm("vocab_projection", x.t, v, x.h, 1, Dtype::bf16));
   // Cross-entropy over the logits: softmax read + write in fp32.
   ops.push_back(make_elementwise("cross_entropy", 3 * x.t * v * kFp32, 5 * x.t * v));
@@ -491,7 +570,7 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   const bool eager = shape.eager;
   const bool eager_rms = eager && s.norm == NormKind::rmsnorm;
   const double norm_input = eager_rms ? kFp32 : kBf16;
-  const double kv_saved = eager ? x.h : x.hkv;
+  const double kv_saved = eager ? x.hq : x.hkv;
   // Attention block. Replicated under TP alone: the norm input, the QKV input, the mask.
   keep("norm_1_input", norm_input * sbh / x.sp);
   if (eager_rms) keep("norm_1_normalized", kBf16 * sbh / x.sp);
@@ -499,16 +578,22 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
   // cast input) instead of the bf16 tensor.
   const double lin = shape.fp8.enabled ? dtype_bytes(Dtype::fp8) : kBf16;
   keep("qkv_input", lin * sbh / x.sp);
-  keep("q_k", kBf16 * x.t * (x.h + kv_saved) / x.tp);
+  keep("q_k", kBf16 * x.t * (x.hq + kv_saved) / x.tp);
   keep("v", kBf16 * x.t * kv_saved / x.tp);
+  // T5's attention keeps its softmax's fp32 output (softmax(scores.float())); the casts and the
+  // bias add save nothing their backward needs.
+  const double probabilities = s.relative_position_bias ? kFp32 : kBf16;
+  auto unfused_core = [&](const std::string& prefix, double score_elements) {
+    out.push_back({prefix + "softmax_output", probabilities * score_elements});
+    if (s.dropout) {
+      out.push_back({prefix + "attention_dropout_mask", kMask * score_elements});
+      out.push_back({prefix + "attention_dropout_output", kBf16 * score_elements});
+    }
+  };
   if (shape.flash_attention) {
     keep("softmax_logsumexp", kFp32 * x.b * heads * x.sq);  // the fused kernel's only extra
   } else {
-    keep("softmax_output", kBf16 * s2);
-    if (s.dropout) {
-      keep("attention_dropout_mask", kMask * s2);
-      keep("attention_dropout_output", kBf16 * s2);
-    }
+    unfused_core("", s2);
   }
   if (shape.fp8.enabled && shape.flash_attention) {
     // The attention kernel keeps its bf16 output for its backward, the projection its FP8 copy.
@@ -518,12 +603,35 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
     keep("attention_output", lin * sbh / x.tp);  // input of the row-parallel projection
   }
   if (s.dropout) keep("attention_residual_mask", kMask * sbh / x.sp);
+  if (x.sk > 0) {
+    // Cross-attention: its norm's input, q's input, q, k and v of the encoder's tokens, the
+    // scores' tensors, the output projection's input, the residual's mask.
+    const double tk = x.b * x.sk;
+    keep("cross_norm_input", norm_input * sbh / x.sp);
+    keep("cross_q_input", lin * sbh / x.sp);
+    keep("cross_q", kBf16 * x.t * x.hq / x.tp);
+    keep("cross_k_v", kBf16 * tk * 2 * x.hkv / x.tp);
+    unfused_core("cross_", x.b * heads * x.sq * x.sk);
+    keep("cross_attention_output", lin * x.t * x.hq / x.tp);
+    if (s.dropout) keep("cross_residual_mask", kMask * sbh / x.sp);
+  }
   // MLP block.
   keep("norm_2_input", norm_input * sbh / x.sp);
   if (eager_rms) keep("norm_2_normalized", kBf16 * sbh / x.sp);
   keep("mlp_input", lin * sbh / x.sp);
   if (s.mlp == MlpKind::gelu) {
     keep("gelu_input", kBf16 * x.t * fr);
+    keep("mlp_out_input", lin * x.t * fr);
+  } else if (s.mlp == MlpKind::relu || s.mlp == MlpKind::geglu) {
+    // T5: ReLU keeps its output (threshold_backward), GeGLU wi_0's and wi_1's outputs and the
+    // GELU's (the product's inputs); then dropout's mask and output (wo's input).
+    if (s.mlp == MlpKind::relu) {
+      keep("relu_output", kBf16 * x.t * fr);
+    } else {
+      keep("gate_up_output", kBf16 * 2 * x.t * fr);
+      keep("gelu_output", kBf16 * x.t * fr);
+    }
+    if (s.dropout) keep("ffn_dropout_mask", kMask * x.t * fr);
     keep("mlp_out_input", lin * x.t * fr);
   } else if (s.mlp == MlpKind::squared_relu) {
     // Its backward, 2 relu(x) dy, needs one f-column tensor (x compiled, relu(x) eager: pow saves
@@ -541,7 +649,8 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
 
 std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
                                                        const LayerShape& shape) {
-  const Dims x = dims_of(s, shape);
+  Dims x = dims_of(s, shape);
+  if (is_encoder_decoder(s)) x.t = x.b * static_cast<double>(s.seq_len + decoder_tokens(s));  // both stacks' inputs
   std::vector<StoredTensor> out;
   if (s.embedding_norm) out.push_back({"embedding_norm_input", kBf16 * x.t * x.h / x.sp});
   if (s.dropout) out.push_back({"embedding_dropout_mask", kMask * x.t * x.h / x.sp});
@@ -549,9 +658,26 @@ std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
 }
 
 std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
-  const Dims x = dims_of(s, shape);
+  Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;
   std::vector<StoredTensor> out;
+  if (is_encoder_decoder(s)) {
+    // The encoder's final norm keeps its input; its output, the encoder's, is read by every
+    // decoder block's cross k and v projections and kept once for their weight gradients.
+    if (s.final_norm) out.push_back({"encoder_final_norm_input", kBf16 * x.t * x.h / x.sp});
+    out.push_back({"encoder_output", kBf16 * x.t * x.h / x.sp});
+    if (s.relative_position_bias) {
+      // Hugging Face's T5Stack hands each block the [b, heads, s_q, s_k] position bias with the
+      // mask added (`position_bias + mask`; the cross-attention's zeros + the encoder mask),
+      // one per stack and one for cross-attention, alive through the forward and, under
+      // activation checkpointing, saved as every checkpointed block's input. bf16.
+      const double heads = x.a / x.tp, sq = x.sq, sd = static_cast<double>(decoder_tokens(s));
+      out.push_back({"encoder_position_bias", kBf16 * x.b * heads * sq * sq});
+      out.push_back({"decoder_position_bias", kBf16 * x.b * heads * sd * sd});
+      out.push_back({"cross_position_bias", kBf16 * x.b * heads * sd * sq});
+    }
+    x.t = x.b * static_cast<double>(decoder_tokens(s));
+  }
   if (s.final_norm) out.push_back({"final_norm_input", kBf16 * x.t * x.h / x.sp});
   if (s.mlm_head) out.push_back({"mlm_transform_activations", 3 * kBf16 * x.t * x.h});
   // Under sequence parallelism the projection keeps its input sharded along the sequence and
@@ -580,6 +706,13 @@ Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape) {
 }
 
 double model_flops_per_sequence(const TransformerSpec& s) {
+  if (is_encoder_decoder(s)) {
+    // The blocks' forward, backward twice the forward, and the output projection on the
+    // decoder's tokens; the token table is only looked up.
+    const double projection = 2.0 * static_cast<double>(s.vocab) * static_cast<double>(s.hidden) *
+                              static_cast<double>(decoder_tokens(s));
+    return 3.0 * (blocks_forward_flops_per_sequence(s) + projection);
+  }
   const double sq = static_cast<double>(s.seq_len);
   const double h = static_cast<double>(s.hidden);
   const double l = static_cast<double>(s.layers);

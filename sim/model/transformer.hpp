@@ -16,10 +16,12 @@ enum class MlpKind {
   gelu,          ///< two matrices h->f->h with GELU (BERT, GPT)
   swiglu,        ///< gate and up h->f, SiLU(gate)*up, down f->h (Llama)
   squared_relu,  ///< two matrices h->f->h with relu(x)^2 (Nemotron-4; So et al. 2021, "Primer")
+  relu,          ///< two matrices h->f->h with ReLU (T5 v1.0; Raffel et al. 2020, 3.1)
+  geglu,         ///< gate and up h->f, GELU(gate)*up, down f->h (T5 v1.1, Flan-T5; Shazeer 2020)
 };
-/// Gated MLPs (SwiGLU) have a third matrix: the first projection writes 2f columns.
+/// Gated MLPs (SwiGLU, GeGLU) have a third matrix: the first projection writes 2f columns.
 [[nodiscard]] bool gated(MlpKind mlp);
-/// The scenario name of an MLP kind ("gelu", "swiglu", "squared_relu").
+/// The scenario name of an MLP kind ("gelu", "swiglu", "squared_relu", "relu", "geglu").
 [[nodiscard]] const char* mlp_name(MlpKind mlp);
 enum class NormKind { layernorm, rmsnorm };
 
@@ -36,7 +38,7 @@ struct TransformerSpec {
   MlpKind mlp = MlpKind::gelu;
   NormKind norm = NormKind::layernorm;
   bool bias = true;               ///< linear layers and norms carry biases
-  bool learned_positions = true;  ///< a position-embedding table (false: rotary, no parameters)
+  bool learned_positions = true;  ///< a position-embedding table (false: rotary, or T5's relative bias)
   bool tied_embeddings = true;    ///< the output projection reuses the token embedding
   bool embedding_norm = true;     ///< BERT: a layer norm after the embeddings
   bool final_norm = false;        ///< GPT, Llama: a norm before the output head
@@ -45,6 +47,20 @@ struct TransformerSpec {
   /// Rows of the learned position table; 0: seq_len. A context-parallel rank's share of the model
   /// runs seq_len / cp tokens but holds the whole table (context_parallel_share).
   long position_rows = 0;
+  /// Channels per attention head; 0: hidden / heads. T5 sets its own (T5-11B: 128 heads x 128
+  /// over a hidden of 1024), so q, k, v and the context have heads x head_dim columns.
+  long head_dim = 0;
+  /// Encoder-decoder (T5; model/encoder_decoder.hpp): the decoder's blocks after the `layers`
+  /// encoder blocks; 0: one stack of `layers` blocks, as every other architecture.
+  long decoder_layers = 0;
+  /// The decoder's tokens per sequence when decoder_layers > 0; 0: seq_len.
+  long decoder_seq_len = 0;
+  /// A block with cross-attention (a T5 decoder block) attends to this many encoder tokens
+  /// after its self-attention; 0: no cross-attention. Set by block_groups, not by scenarios.
+  long cross_seq_len = 0;
+  /// T5's relative position bias: a [heads, s_q, s_k] bias (with the mask folded in) added to
+  /// every attention's scores (self and cross), one table of 32 buckets x heads per stack.
+  bool relative_position_bias = false;
 };
 
 /// The model as one rank of a context-parallel group runs it: seq_len / cp tokens of each

@@ -353,6 +353,11 @@ struct TrainingPlan {
   /// torch-fsdp1 only: FullyShardedDataParallel(forward_prefetch=True): _pre_forward_unshard issues
   /// the next unit's all-gather before the current unit's forward is issued.
   bool fsdp_forward_prefetch = false;
+  /// torch-fsdp1 only: FullyShardedDataParallel(limit_all_gathers=...), the rate limiter. true: the
+  /// host waits for the free event of the unit two back before it issues a gather (sharded_schedule.hpp);
+  /// false: nothing bounds the gathers but the gather stream's order, and the host issues them,
+  /// and so requests their memory, as far ahead of the device as it runs.
+  bool fsdp_limit_all_gathers = true;
   /// torch-fsdp1 only: FullyShardedDataParallel(sharding_strategy=...).
   FsdpShardingStrategy fsdp_sharding_strategy = FsdpShardingStrategy::full_shard;
   /// torch-fsdp1 only: the PyTorch version's pad copy of each unsharded gradient.

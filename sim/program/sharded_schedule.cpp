@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "model/checkpointing.hpp"
+#include "model/encoder_decoder.hpp"
 #include "program/activation_allocations.hpp"
 #include "model/composer_metric_sync.hpp"
 #include "model/composer_metrics.hpp"
@@ -80,52 +81,58 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
                    model::ops_kernels(model::backward_of(emb)), false, false});
   units.back().forward_memory = model::ops_memory_bound(emb, dev);
   units.back().backward_memory = model::ops_memory_bound(model::backward_of(emb), dev);
-  const auto layer_f = model::layer_forward_ops(s, shape);
-  const Seconds lf = ops_duration(layer_f, dev);
-  const auto layer_b = model::layer_backward_ops(s, shape);
-  Seconds lb = ops_duration(layer_b, dev);
-  const int lfk = model::ops_kernels(layer_f);
-  int lbk = model::ops_kernels(layer_b);
-  if (p.activation_checkpointing) {
-    const bool selective = p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
-    const auto recomputed =
-        selective ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op) : layer_f;
-    lb += selective ? ops_duration(recomputed, dev) : lf;
-    lbk += model::ops_kernels(recomputed);
-  }
-  const auto lfm = model::ops_memory_bound(layer_f, dev);
-  auto runs_of = [&](const std::vector<model::Operation>& ops) {
-    std::vector<SyncedRun> runs;
-    const auto split = model::split_at_host_syncs(ops);
-    if (!p.host_dispatch || split.size() <= 1) return runs;
-    for (const auto& run : split)
-      runs.push_back({ops_duration(run, dev), model::ops_kernels(run), model::ops_memory_bound(run, dev)});
-    return runs;
-  };
-  const auto forward_runs = runs_of(layer_f);
-  std::vector<SyncedRun> backward_runs;
-  if (p.activation_checkpointing) {
-    backward_runs = runs_of(p.checkpoint_policy == plan::CheckpointPolicy::selective_op
-                                ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op)
-                                : layer_f);
-    if (!backward_runs.empty()) {
-      auto& last = backward_runs.back();
-      last.duration += ops_duration(layer_b, dev);
-      last.kernels += model::ops_kernels(layer_b);
-      last.memory += model::ops_memory_bound(layer_b, dev);
+  // One unit per block (FSDP's transformer auto-wrap policy), an encoder-decoder's encoder blocks
+  // then its decoder blocks (model/encoder_decoder.hpp).
+  for (const auto& g : model::block_groups(s)) {
+    const model::TransformerSpec& b = g.block;
+    const auto layer_f = model::layer_forward_ops(b, shape);
+    const Seconds lf = ops_duration(layer_f, dev);
+    const auto layer_b = model::layer_backward_ops(b, shape);
+    Seconds lb = ops_duration(layer_b, dev);
+    const int lfk = model::ops_kernels(layer_f);
+    int lbk = model::ops_kernels(layer_b);
+    if (p.activation_checkpointing) {
+      const bool selective = p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+      const auto recomputed =
+          selective ? model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op) : layer_f;
+      lb += selective ? ops_duration(recomputed, dev) : lf;
+      lbk += model::ops_kernels(recomputed);
     }
-  }
-  auto lbm = model::ops_memory_bound(layer_b, dev);
-  if (p.activation_checkpointing)
-    lbm += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
-               ? model::ops_memory_bound(model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op), dev)
-               : lfm;
-  for (long l = 0; l < s.layers; ++l) {
-    units.push_back({"layer " + std::to_string(l), model::parameters_per_layer(s) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
-    units.back().forward_memory = lfm;
-    units.back().backward_memory = lbm;
-    units.back().forward_runs = forward_runs;
-    units.back().backward_runs = backward_runs;
+    const auto lfm = model::ops_memory_bound(layer_f, dev);
+    auto runs_of = [&](const std::vector<model::Operation>& ops) {
+      std::vector<SyncedRun> runs;
+      const auto split = model::split_at_host_syncs(ops);
+      if (!p.host_dispatch || split.size() <= 1) return runs;
+      for (const auto& run : split)
+        runs.push_back({ops_duration(run, dev), model::ops_kernels(run), model::ops_memory_bound(run, dev)});
+      return runs;
+    };
+    const auto forward_runs = runs_of(layer_f);
+    std::vector<SyncedRun> backward_runs;
+    if (p.activation_checkpointing) {
+      backward_runs = runs_of(p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+                                  ? model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op)
+                                  : layer_f);
+      if (!backward_runs.empty()) {
+        auto& last = backward_runs.back();
+        last.duration += ops_duration(layer_b, dev);
+        last.kernels += model::ops_kernels(layer_b);
+        last.memory += model::ops_memory_bound(layer_b, dev);
+      }
+    }
+    auto lbm = model::ops_memory_bound(layer_b, dev);
+    if (p.activation_checkpointing)
+      lbm += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+                 ? model::ops_memory_bound(model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op), dev)
+                 : lfm;
+    for (long l = 0; l < g.count; ++l) {
+      units.push_back({(g.name == "layer" ? "layer " : g.name + " layer ") + std::to_string(l),
+                       model::parameters_per_layer(b) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
+      units.back().forward_memory = lfm;
+      units.back().backward_memory = lbm;
+      units.back().forward_runs = forward_runs;
+      units.back().backward_runs = backward_runs;
+    }
   }
   if (p.fsdp_float8_all_gather)
     for (auto& u : units)
@@ -451,6 +458,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // the copy-in before the gradients are dropped (foreach_reduce), so those blocks are back in
   // their pools when the host drops them.
   const bool host_waits_for_gather_slot = fsdp1 && !fp8_gather;
+  // FSDP1 with limit_all_gathers=False: no free-event queue, so neither the host nor the gather
+  // stream waits for a unit's reshard before the next gather (plan::TrainingPlan).
+  const bool rate_limited = !(fsdp1 && !p.fsdp_limit_all_gathers);
   // FSDP1's prefetches (plan::FsdpBackwardPrefetch, forward_prefetch): a prefetched gather is issued
   // in the hook of the unit before it, ahead of that unit's reshard, so the rate limiter's oldest
   // free event is one unit older: it waits for the pass three units back instead of two.
@@ -618,7 +628,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (shard <= 1 || !moved[u].forward_gather) return;
           // The rate limiter waits on the free event of the unit `lag` back: under SHARD_GRAD_OP
           // no forward frees one (_reshard enqueues only when it frees), so nothing bounds the gathers.
-          const bool limited = reshard_after_forward && u >= lag;
+          const bool limited = rate_limited && reshard_after_forward && u >= lag;
           std::vector<TaskRef> gdeps;
           if (limited) gdeps.push_back({kCompute, computed[u - lag]});
           if (fp8_gather)
@@ -668,14 +678,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           const std::size_t u = n - 1 - k;
           if (shard <= 1 || !moved[u].backward_gather) return;
           std::vector<TaskRef> gdeps;
-          if (k >= lag) gdeps.push_back({kCompute, done[k - lag]});
+          const bool limited = rate_limited && k >= lag;
+          if (limited) gdeps.push_back({kCompute, done[k - lag]});
           if (fp8_gather)
             gdeps = fp8_shard_cast(u, name[u].amax_backward, name[u].amax_all_reduce_backward, name[u].cast_backward,
                                    c[u].amax_bwd, gdeps);
           gather.push_back({name[u].gather_backward, TaskKind::collective,
                             Phase::parameter_sync, 0, c[u].gather_bwd[shard_gid], gdeps});
           gather.back().alloc = gathered_bytes[u];
-          gather.back().host_sync = host_waits_for_gather_slot && k >= lag;
+          gather.back().host_sync = host_waits_for_gather_slot && limited;
           gather.back().host_after = after_last_pass();
           gathered[k] = last(gather, kGather);
         };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/checkpointing.hpp"
+#include "model/encoder_decoder.hpp"
 #include "model/transformer.hpp"
 
 #include "pipeline/pipeline_result_json.hpp"
@@ -53,7 +54,9 @@ std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
       for (const auto& op : model::recomputed_forward_ops(m, one, model::Checkpointing::selective_attention))
         if (op.kind == model::OpKind::gemm || op.kind == model::OpKind::fused_attention)
           flops += static_cast<double>(m.layers) * op.flops;
-    } else if (r.point.training.activation_checkpointing)
+    } else if (r.point.training.activation_checkpointing && model::is_encoder_decoder(m))
+      flops += model::blocks_forward_flops_per_sequence(m);  // both stacks' blocks, their own tokens
+    else if (r.point.training.activation_checkpointing)
       flops += 2.0 * static_cast<double>(m.layers) * model::parameters_per_layer(m) * static_cast<double>(m.seq_len) +
                4.0 * static_cast<double>(m.layers * m.hidden) * static_cast<double>(m.seq_len * m.seq_len);
     row.tflops_per_accelerator = row.per_accelerator * flops / 1e12;

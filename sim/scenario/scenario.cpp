@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/paths.hpp"
 #include "core/json_reader.hpp"
+#include "model/encoder_decoder.hpp"
 #include "scenario/pipeline_reader.hpp"
 #include "scenario/model_reader.hpp"
 #include "scenario/training_reader.hpp"
@@ -55,6 +56,27 @@ void check_attention_kernel(const plan::TrainingPlan& t, const model::DeviceProf
   }
   po.fail("training", "attention_kernel \"" + t.attention_kernel + "\" is not a fused attention kernel of " +
                           dev.file + " (" + (names.empty() ? "it has none" : "it has " + names) + ")");
+}
+
+/// An encoder-decoder's two kinds of blocks are modelled in the sharded schedule (FSDP) and the
+/// memory model it uses, one unit per block, without model parallelism and with the attention
+/// written out (T5's relative position bias is added to the scores; no fused kernel takes it).
+void check_encoder_decoder(const plan::TrainingPlan& t, const model::TransformerSpec& m, const JsonObject& po) {
+  if (!model::is_encoder_decoder(m)) return;
+  const auto fail = [&](const std::string& what) {
+    po.fail("training", "architecture \"t5\" (an encoder-decoder) is modelled " + what);
+  };
+  if ((t.sharding != plan::Sharding::fsdp && t.sharding != plan::Sharding::zero3) ||
+      t.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3)
+    fail("in the sharded schedule only (schedule fsdp, or zero3 as fsdp)");
+  if (t.tp > 1 || t.pp > 1 || t.cp > 1)
+    fail("without tensor, pipeline or context parallelism (tensor_parallel, pipeline_parallel, context_parallel 1)");
+  if (t.flash_attention) fail("with its attention written out (flash_attention false): no fused kernel adds its position bias");
+  if (t.activation_checkpointing && (t.checkpoint_policy != plan::CheckpointPolicy::full || t.activation_offloading))
+    fail("with full activation checkpointing only (no selective policy, no activation_offloading)");
+  if (t.linear_precision == plan::LinearPrecision::fp8 || t.fsdp_float8_all_gather) fail("in bf16 only (no FP8)");
+  if (t.allocator_tensor_requests || t.composer_train_metrics > 0)
+    fail("without allocator_tensor_requests or composer_train_metrics (their tensors are a single stack's)");
 }
 
 /// FP8 linear layers run at the device's measured fp8 GEMM rate: a profile without fp8 samples
@@ -181,6 +203,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     po.allow("training");
     check_attention_kernel(p.training, p.machine->device, po);
     check_fp8(p.training, p.machine->device, po);
+    check_encoder_decoder(p.training, p.model, po);
     check_allocator(p.training, p.machine->device, po);
     // hf-bert's op lists are BertForMaskedLM's (model/hf_bert_ops.hpp): a post-LN, biased GELU
     // encoder with learned positions and the MLM head.

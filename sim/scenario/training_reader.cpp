@@ -481,6 +481,10 @@ plan::TrainingPlan read_training(JsonObject o) {
     needs_fsdp1("fsdp_forward_prefetch");
     t.fsdp_forward_prefetch = o.boolean_or("fsdp_forward_prefetch", false);
   }
+  if (o.has("fsdp_limit_all_gathers")) {
+    needs_fsdp1("fsdp_limit_all_gathers");
+    t.fsdp_limit_all_gathers = o.boolean_or("fsdp_limit_all_gathers", true);
+  }
   if (o.has("fsdp_sharding_strategy")) {
     needs_fsdp1("fsdp_sharding_strategy");
     // With hybrid_shard_degree these are HYBRID_SHARD and _HYBRID_SHARD_ZERO2.

@@ -357,6 +357,14 @@ TEST(ScenarioErrors, AllocatorRetryStallsNeedTheCudaCachingAllocator) {
   EXPECT_TRUE(contains(e.what(), "gaudi1.json gives no allocator_retry")) << e.what();
 }
 
+TEST(ScenarioErrors, TheRateLimiterIsAnArgumentOfFsdp1) {
+  json dl1 = bert_large_doc();
+  dl1["training"]["fsdp_limit_all_gathers"] = false;
+  const ConfigError e = error_of(dl1, "ddp_limiter");
+  EXPECT_EQ(e.json_path(), "/training/fsdp_limit_all_gathers");
+  EXPECT_TRUE(contains(e.what(), "FullyShardedDataParallel")) << e.what();
+}
+
 TEST(ScenarioErrors, AllocatorTensorRequestsNeedTheShardedScheduleWithFullOrNoCheckpointing) {
   json dl1 = bert_large_doc();
   dl1["training"]["allocator_tensor_requests"] = true;
