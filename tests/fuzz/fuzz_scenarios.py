@@ -20,6 +20,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -269,11 +270,17 @@ def walk_numbers(x, path=""):
 
 
 def invoke(trainsim, args, timeout):
+    # A session of its own: trainsim forks a child per point, and a timeout must end both (the
+    # child would otherwise hold the output pipe open until it finishes).
+    p = subprocess.Popen([trainsim] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                         start_new_session=True)
     try:
-        p = subprocess.run([trainsim] + args, capture_output=True, timeout=timeout, cwd=ROOT)
-        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return None, "", ""
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def check_error(kind, rc, out, err, file_name):
@@ -330,7 +337,7 @@ def check_variant(trainsim, name, doc, timeout, workdir):
     for _ in range(2):
         rc, out, err = invoke(trainsim, ["run", path, "--format", "json", "--no-wall-time"], timeout)
         if rc is None:
-            return "hang", [f"hang: run over {timeout} s"], path
+            return "hang", [f"hang: run over {timeout} s"], path, ""
         runs.append((rc, out, err))
     (rc, out, err), (rc2, out2, err2) = runs
     if rc != rc2 or out != out2 or err != err2:
@@ -359,7 +366,7 @@ def check_variant(trainsim, name, doc, timeout, workdir):
     else:
         problems += check_error("memory", mrc, mout, merr, file_name)
     outcome = "ok" if rc == 0 else "error" if rc == 2 else "crash"
-    return outcome, problems, path
+    return outcome, problems, path, err.strip()
 
 
 def main():
@@ -370,6 +377,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per trainsim call")
     ap.add_argument("--keep", help="copy failing variants into this folder")
+    ap.add_argument("--show-errors", action="store_true", help="print every clean error too (to review its wording)")
     ap.add_argument("--only", help="run only variants whose name contains this text")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="trainsim-fuzz-")
@@ -389,7 +397,9 @@ def main():
         futures = {pool.submit(check_variant, args.trainsim, n, d, args.timeout, work): (n, m) for n, d, m in todo}
         for fut in concurrent.futures.as_completed(futures):
             name, must_fail = futures[fut]
-            outcome, problems, path = fut.result()
+            outcome, problems, path, err = fut.result()
+            if args.show_errors and outcome == "error":
+                print(f"{name}: [clean] {err[:300]}", flush=True)
             if must_fail and outcome == "ok":
                 problems.append("accepted: bad input simulated without an error")
             counts[outcome] += 1
