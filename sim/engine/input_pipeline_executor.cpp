@@ -210,7 +210,8 @@ private:
         }
         attribute_wait(node, step, node.batches[b], w0, sg4::Engine::get_clock());
         // Each micro-batch's batches free their prefetch slots once taken (PyTorch's DataLoader
-        // gives a worker the next index whenever a batch is taken). Freeing them only at the
+        // gives a worker the next index whenever a batch is taken: dataloader.py _process_data
+        // calls _try_put_index). Freeing them only at the
         // step's end deadlocked once micro-batches x loaders exceeded the prefetch depth
         // (prefetch_factor x workers x loaders): the workers stopped short of the step.
         if ((j + 1) % node.loaders == 0) {

@@ -249,16 +249,18 @@ def variants(seed, count):
     return out[:count]
 
 
-def device_peak_flops(topology_file):
-    """Largest dense peak of the topology's accelerator, doubled where FP8 could run (2x BF16 on H100)."""
+def device_peak_flops(topology_file, fp8):
+    """The accelerator's dense BF16 peak in TFLOP/s, doubled where FP8 linear layers run (H100: 2x)."""
     topo = json.load(open(topology_file))
     dev = json.load(open(os.path.join(os.path.dirname(topology_file), topo["accelerator"]["device"])))
-    tflops = []
-    for key, v in dev.items():
-        if key.startswith("peak_"):
-            value = v["value"] if isinstance(v, dict) else v
-            tflops.append(float(re.match(r"[0-9.]+", value).group(0)))
-    return 2.0 * max(tflops)
+    v = dev["peak_bf16"]
+    value = v["value"] if isinstance(v, dict) else v
+    return (2.0 if fp8 else 1.0) * float(re.match(r"[0-9.]+", value).group(0))
+
+
+def runs_fp8(doc):
+    blocks = [doc.get("training", {})] + [p.get("training", {}) for p in doc.get("points", [])]
+    return any(isinstance(b, dict) and b.get("linear_precision") == "fp8" for b in blocks)
 
 
 def walk_numbers(x, path=""):
@@ -351,7 +353,7 @@ def check_variant(trainsim, name, doc, timeout, workdir):
     if rc == 0:
         topo = doc.get("topology")
         topo_file = os.path.normpath(os.path.join(scen_dir, topo)) if isinstance(topo, str) else None
-        peak = device_peak_flops(topo_file) if topo_file and os.path.exists(topo_file) else float("inf")
+        peak = device_peak_flops(topo_file, runs_fp8(doc)) if topo_file and os.path.exists(topo_file) else float("inf")
         problems += check_run_json(out, peak)
         if CRASH_TEXT.search(err):
             problems.append(f"crash-text: run: {err.strip()[:200]}")
