@@ -357,9 +357,17 @@ def check_variant(trainsim, name, doc, timeout, workdir):
         problems += check_run_json(out, peak)
         if CRASH_TEXT.search(err):
             problems.append(f"crash-text: run: {err.strip()[:200]}")
+        # The table formats the same results: no nan / inf printed there either.
+        trc, tout, terr = invoke(trainsim, ["run", path, "--no-wall-time"], timeout)
+        if trc != 0:
+            problems.append(f"inconsistent: run --format table exit {trc} where json exit 0: {terr.strip()[:200]}")
+        elif re.search(r"\b(-?nan|-?inf)\b", tout, re.IGNORECASE):
+            problems.append("non-finite: run --format table prints nan or inf")
     else:
         problems += check_error("run", rc, out, err, file_name)
     mrc, mout, merr = invoke(trainsim, ["memory", path, "--format", "json"], timeout)
+    if mrc is not None and invoke(trainsim, ["memory", path, "--format", "json"], timeout) != (mrc, mout, merr):
+        problems.append("non-deterministic: memory output differs between two runs")
     if mrc is None:
         problems.append(f"hang: memory over {timeout} s")
     elif mrc == 0:
