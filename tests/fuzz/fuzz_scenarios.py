@@ -381,7 +381,9 @@ def check_variant(trainsim, name, doc, timeout, workdir):
             problems.append("inconsistent: run rejects what memory accepts")
     else:
         problems += check_error("memory", mrc, mout, merr, file_name)
-    outcome = "ok" if rc == 0 else "error" if rc == 2 else "crash"
+    outcome = "error" if rc == 2 else "crash" if rc != 0 else "flagged"
+    if rc == 0 and not problems:
+        outcome = json.loads(out)["points"][0].get("status", "flagged")  # simulated, oom, not_simulated
     return outcome, problems, path, err.strip()
 
 
@@ -411,7 +413,7 @@ def main():
         for fn in fns:
             fn(doc)
         todo.append((name, doc, must_fail))
-    counts = {"ok": 0, "error": 0, "crash": 0, "hang": 0}
+    counts = {"simulated": 0, "oom": 0, "not_simulated": 0, "flagged": 0, "error": 0, "crash": 0, "hang": 0}
     classes = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(check_variant, args.trainsim, n, d, args.timeout, work): (n, m) for n, d, m in todo}
@@ -422,7 +424,7 @@ def main():
                 print(f"{name}: [clean] {err[:300]}", flush=True)
             if must_fail and outcome == "ok":
                 problems.append("accepted: bad input simulated without an error")
-            counts[outcome] += 1
+            counts[outcome] = counts.get(outcome, 0) + 1
             for p in problems:
                 classes.setdefault(p.split(":")[0], []).append(name)
                 print(f"{name}: {p}", flush=True)
@@ -430,8 +432,7 @@ def main():
                 os.makedirs(args.keep, exist_ok=True)
                 shutil.copy(path, args.keep)
     shutil.rmtree(work)
-    print(f"{len(todo)} variants: {counts['ok']} simulated, {counts['error']} clean errors, "
-          f"{counts['crash']} crashes, {counts['hang']} hangs")
+    print(f"{len(todo)} variants: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n or k in ("crash", "hang")))
     for cls, names in sorted(classes.items()):
         print(f"  {cls}: {len(names)}")
     return 1 if classes else 0
