@@ -134,11 +134,13 @@ double JsonObject::non_negative_quantity_or(const std::string& key, Dimension d,
 }
 
 std::string JsonObject::choice(const std::string& key, const std::vector<std::string>& choices) {
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  // A required choice that is missing says what it may be, as a wrong one does.
+  if (!has(key)) fail(key, "missing required key; expected one of: " + list);
   const std::string s = string(key);
   for (const auto& c : choices)
     if (c == s) return s;
-  std::string list;
-  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
   fail(key, "unknown value \"" + s + "\"; expected one of: " + list);
 }
 

@@ -209,11 +209,16 @@ private:
           while (node.batches[b].ready < 0) node.batch_ready->wait(lock);
         }
         attribute_wait(node, step, node.batches[b], w0, sg4::Engine::get_clock());
-      }
-      {
-        std::unique_lock<sg4::Mutex> lock(*node.mutex);
-        node.consumed = (k + 1) * node.loader_batches;
-        node.slot_freed->notify_all();
+        // Each micro-batch's batches free their prefetch slots once taken (PyTorch's DataLoader
+        // gives a worker the next index whenever a batch is taken: dataloader.py _process_data
+        // calls _try_put_index). Freeing them only at the
+        // step's end deadlocked once micro-batches x loaders exceeded the prefetch depth
+        // (prefetch_factor x workers x loaders): the workers stopped short of the step.
+        if ((j + 1) % node.loaders == 0) {
+          std::unique_lock<sg4::Mutex> lock(*node.mutex);
+          node.consumed = k * node.loader_batches + j + 1;
+          node.slot_freed->notify_all();
+        }
       }
       barrier_->wait();  // the step's gradient all-reduce waits for every node
       std::vector<sg4::CommPtr> grads;

@@ -98,6 +98,22 @@ void check_allocator(const plan::TrainingPlan& t, const model::DeviceProfile& de
                       " gives no allocator_retry cost (its framework's allocator is not modelled)");
 }
 
+/// A schema-1 calibration (HCCL on DL1) plans all_reduce, reduce_scatter and all_gather only
+/// (collective/collective_plan.cpp); the schedules that need another collective are rejected
+/// here, before the point is simulated, rather than failing inside the simulation.
+void check_collective_library(const plan::TrainingPlan& t, const collective::CollectiveCalibration& cal,
+                              const JsonObject& po) {
+  if (cal.schema_version >= 2) return;
+  const char* needs = t.pp > 1                             ? "pipeline_parallel > 1 sends activations between stages (send_recv)"
+                      : t.cp > 1                           ? "context_parallel > 1 exchanges keys and values in a ring (ring_exchange)"
+                      : t.tp_comm_overlap                  ? "tp_comm_overlap runs ring exchanges over the TP group (ring_exchange)"
+                      : t.megatron_step_syncs && t.tp > 1 ? "megatron_step_syncs with tensor_parallel > 1 broadcasts each batch over TP"
+                                                           : nullptr;
+  if (needs == nullptr) return;
+  po.fail("training", std::string(needs) + ", but " + cal.library + " (" + cal.file +
+                          ", schema_version 1) plans all_reduce, reduce_scatter and all_gather only");
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -213,6 +229,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
          m.norm != model::NormKind::layernorm || kv_heads_of(m) != m.heads))
       po.fail("training", "module_kernels hf-bert is Hugging Face's BertForMaskedLM: needs a BERT model (mlm_head, "
                           "bias, layernorm, gelu, learned positions, multi-head, not causal)");
+    check_collective_library(p.training, p.machine->collectives, po);
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
     } catch (const std::invalid_argument& e) {

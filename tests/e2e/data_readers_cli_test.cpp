@@ -124,6 +124,25 @@ TEST(CliDataReaders, MiddleStagesReadUnderMegatron2021OnlyNotUnderMegatronCore) 
   EXPECT_GT(e.at("min_node_wait_fraction").get<double>(), 0) << "a middle stage's node counted";
 }
 
+TEST(CliDataReaders, AccumulationBeyondThePrefetchDepthFinishes) {
+  // 2 workers x prefetch 2 = 4 batches in flight per rank, and 5 micro-batches per step: the
+  // workers used to stop one short of the step while the trainer waited for all of it, and the
+  // FSx burst-credit actor kept the deadlocked simulation running for ever. Now every
+  // micro-batch frees its slots as it is taken. DP 16 x 4 x 5 = 320 samples of 8192 per step:
+  // 25 steps (rounded down).
+  json s = two_jobs();
+  s["points"].erase(1);  // the FSDP DP 16 point
+  s["training"]["gradient_accumulation"] = 5;
+  const std::string file = ts::test_temp_path("accumulation.json");
+  std::ofstream(file) << s.dump(2);
+  const auto r = ts::run_shell("timeout 60 " + ts::trainsim_bin() + " run '" + file + "' --format json --no-wall-time");
+  ASSERT_EQ(r.status, 0) << "124: still running after 60 s; " << r.err;
+  const json doc = json::parse(r.out);
+  const json& p = doc.at("points").at(0).at("pipeline");
+  EXPECT_EQ(p.at("steps_per_epoch").get<long>(), 25);
+  EXPECT_GT(p.at("epochs").at(0).at("samples_per_s").get<double>(), 0);
+}
+
 TEST(CliDataReaders, UnknownReadersAreAConfigError) {
   json s = two_jobs();
   s["data"]["readers"] = "rank0";

@@ -160,6 +160,15 @@ TEST(JsonObject, ChoiceListsTheAcceptedValues) {
   EXPECT_TRUE(contains(e.what(), "unknown value \"tree\"; expected one of: ring, direct")) << e.what();
 }
 
+TEST(JsonObject, MissingChoiceListsTheAcceptedValuesToo) {
+  // linear_precision "fp8" without fp8_implementation used to say only "missing required key".
+  const json doc = json::parse(R"({})");
+  JsonObject o = root_object(doc, kFile);
+  const ConfigError e = error_of([&] { (void)o.choice("fp8_implementation", {"transformer-engine", "torchao"}); });
+  EXPECT_EQ(e.json_path(), "/fp8_implementation");
+  EXPECT_TRUE(contains(e.what(), "missing required key; expected one of: transformer-engine, torchao")) << e.what();
+}
+
 TEST(JsonObject, SchemaVersionAndKindMustBeTheExpectedOnes) {
   const json doc = json::parse(R"({"schema_version": 2, "kind": "nccl_fabric"})");
   JsonObject o = root_object(doc, kFile);

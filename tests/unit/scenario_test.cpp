@@ -46,6 +46,14 @@ json bert_large_doc() {
   return doc;
 }
 
+/// The same on p4d.24xlarge: its NCCL calibration plans the send_recv of pipeline stages, which
+/// DL1's schema-1 HCCL calibration does not.
+json bert_large_nccl_doc() {
+  json doc = bert_large_doc();
+  doc["topology"] = absolute("topologies/p4d.24xlarge.json");
+  return doc;
+}
+
 ConfigError load_error(const std::string& file) {
   return testing_support::config_error_of([](const std::string& f) { return load_scenario(f); }, file);
 }
@@ -365,6 +373,20 @@ TEST(ScenarioErrors, TheRateLimiterIsAnArgumentOfFsdp1) {
   EXPECT_TRUE(contains(e.what(), "FullyShardedDataParallel")) << e.what();
 }
 
+TEST(ScenarioErrors, HcclCalibrationRejectsSchedulesNeedingOtherCollectives) {
+  // dl1-hccl.json is schema 1: all_reduce, reduce_scatter and all_gather only. A pipeline's
+  // send_recv used to fail inside the simulation (exit 1, "simulation of point ... failed").
+  json pp = bert_large_doc();
+  pp["training"]["pipeline_parallel"] = 2;
+  ConfigError e = error_of(pp, "hccl_pp");
+  EXPECT_EQ(e.json_path(), "/points/0/training");
+  EXPECT_TRUE(contains(e.what(), "send_recv")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "dl1-hccl.json")) << e.what();
+  // The same scenario on an NCCL calibration (schema 2) loads.
+  pp["topology"] = absolute("topologies/p4d.24xlarge.json");
+  EXPECT_NO_THROW(load_scenario(write(pp, temp_file("nccl_pp"))));
+}
+
 TEST(ScenarioErrors, AllocatorTensorRequestsNeedTheShardedScheduleWithFullOrNoCheckpointing) {
   json dl1 = bert_large_doc();
   dl1["training"]["allocator_tensor_requests"] = true;
@@ -641,7 +663,7 @@ TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
 }
 
 TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
-  json doc = bert_large_doc();
+  json doc = bert_large_nccl_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero3";
   ConfigError e = error_of(doc, "zero3");
@@ -662,7 +684,7 @@ TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReaso
 }
 
 TEST(ScenarioErrors, OverlappedParameterGatherNeedsZero1AndOverlappedReduce) {
-  json doc = bert_large_doc();
+  json doc = bert_large_nccl_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero1";
   doc["training"]["overlap_param_gather"] = true;
@@ -682,7 +704,7 @@ TEST(ScenarioErrors, OverlappedParameterGatherNeedsZero1AndOverlappedReduce) {
 }
 
 TEST(ScenarioErrors, Zero1GradientAllReduceNeedsZero1UnderAPipeline) {
-  json doc = bert_large_doc();
+  json doc = bert_large_nccl_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero1";
   doc["training"]["zero1_gradient_collective"] = "all_reduce";
@@ -697,7 +719,7 @@ TEST(ScenarioErrors, Zero1GradientAllReduceNeedsZero1UnderAPipeline) {
 }
 
 TEST(ScenarioErrors, DeepSpeedPipelineEngineNeedsA1F1BPipelineReducedAfterTheFlush) {
-  json doc = bert_large_doc();
+  json doc = bert_large_nccl_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["pipeline_engine"] = "deepspeed";
   EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("dspipe"))));
@@ -795,7 +817,7 @@ TEST(ScenarioErrors, Bf16OptimizerStateNeedsAdamUnderZero1WithBf16Weights) {
 // training.gradient_buffers: no default where the implementations' copies differ, and each named
 // implementation only with the schedule, recipe, pipeline engine and collective its code runs.
 TEST(ScenarioErrors, GradientBuffersNameTheOptimizerWhereTheCopiesDiffer) {
-  json doc = bert_large_doc();  // zero1, amp, adam
+  json doc = bert_large_nccl_doc();  // zero1, amp, adam
   EXPECT_EQ(load_scenario(write(doc, temp_file("gb"))).training.gradient_buffers, plan::GradientBuffers::generic);
   doc["training"]["precision"] = "bf16_fp32_grads";
   ConfigError e = error_of(doc, "gb");
