@@ -475,6 +475,7 @@ std::vector<Operation> embedding_backward_ops(const TransformerSpec& s, const La
 }
 
 std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_layer_saved(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   const double sbh = x.t * x.h;
   const double heads = x.a / x.tp;
@@ -541,6 +542,7 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
 
 std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
                                                        const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_embedding_saved(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   std::vector<StoredTensor> out;
   if (s.embedding_norm) out.push_back({"embedding_norm_input", kBf16 * x.t * x.h / x.sp});
@@ -549,6 +551,7 @@ std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
 }
 
 std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_head_saved(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;
   std::vector<StoredTensor> out;
@@ -575,7 +578,9 @@ Bytes total_bytes(const std::vector<StoredTensor>& tensors) {
 }
 
 Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape) {
-  return 2.0 * static_cast<double>(shape.micro_batch * s.seq_len * s.hidden) /
+  // hf-bert's residual stream is fp32 (the LayerNorm outputs under autocast).
+  const double element = shape.module_kernels == ModuleKernels::hf_bert ? 4.0 : 2.0;
+  return element * static_cast<double>(shape.micro_batch * s.seq_len * s.hidden) /
          (shape.sequence_parallel ? static_cast<double>(shape.tp) : 1.0);
 }
 
