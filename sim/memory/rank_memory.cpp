@@ -35,6 +35,9 @@ bool shards_weights(Sharding s) { return s == Sharding::zero3 || s == Sharding::
 model::LayerShape shape_of(const plan::TrainingPlan& p) {
   model::LayerShape shape{p.micro_batch, p.tp, p.sequence_parallel, p.flash_attention, p.fused_cross_entropy,
                           p.eager_kernels};
+  // Of the framework module codes only hf-bert changes what a layer stores (its op list keeps
+  // autograd's saved tensors beside it: model/hf_bert_ops.hpp).
+  if (p.module_kernels == plan::ModuleKernels::hf_bert) shape.module_kernels = model::ModuleKernels::hf_bert;
   // What an FP8 layer stores depends only on FP8 being on (the casts' costs are the schedules').
   shape.fp8.enabled = p.linear_precision == plan::LinearPrecision::fp8;
   return shape;
@@ -157,7 +160,14 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
         num(bytes_per_param) + " B x " + num(params) + " params" +
             (divisor > 1 ? " / " + num(divisor) + " shards" : ""));
   };
-  const auto& rec = p.precision;
+  const bool hf_bert = p.module_kernels == plan::ModuleKernels::hf_bert;
+  // hf-bert runs under torch.cuda.amp (model/hf_bert_ops.hpp): the parameters stay fp32 and
+  // their .grad fp32, which the optimizer updates directly (no master copy); the fp16 weights
+  // are autocast's casts, made at each forward and kept by the GEMMs' saved operands until
+  // their backward: activations. The Trainer (4.21) zeroes .grad instead of freeing it
+  // (model.zero_grad(), set_to_none=False in torch 1.11), so the fp32 gradients live through
+  // the forward and the backward's peak. GradScaler's state is three scalars (not counted).
+  const plan::PrecisionRecipe rec = hf_bert ? plan::PrecisionRecipe{"autocast", 4, 4, 0, 0, true} : p.precision;
   // The scenario reader admits the four named implementations only on the stage each shards by
   // (memory_advice's ZeRO-3 what-if sets generic).
   using plan::GradientBuffers;
@@ -431,7 +441,17 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     workspace += layer_full;
     ws_how = "one recomputed layer " + bytes(layer_full) + " + " + ws_how;
   }
-  if (last && !p.fused_cross_entropy) {
+  if (last && hf_bert) {
+    // CrossEntropyLoss's backward under autocast: nll_loss_backward's zeroed fp32 gradient of the
+    // log-probabilities and _log_softmax_backward_data's fp32 output, both live while the latter
+    // runs beside the kept log-probabilities (in activations); the fp16 cast for the decoder's
+    // backward comes after the first two are freed (hf_bert_head_backward's order).
+    const Bytes logits_grad = 8.0 * static_cast<double>(p.micro_batch * s.seq_len * s.vocab);
+    if (logits_grad > workspace) {
+      workspace = logits_grad;
+      ws_how = "nll_loss's and log_softmax's fp32 gradients of the logits: 8 B x tokens x vocabulary";
+    }
+  } else if (last && !p.fused_cross_entropy) {
     // The loss backward writes the fp32 gradient of the logits and its bf16 cast.
     const Bytes logits_grad = 6.0 * static_cast<double>(p.micro_batch * model::decoder_tokens(s) * s.vocab) / tp;
     if (logits_grad > workspace) {

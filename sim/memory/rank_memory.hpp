@@ -22,6 +22,8 @@
 //    (transformer.hpp: Korthikanti et al. 2022); with checkpointing only layer inputs; with
 //    offloading only the two layers' inputs being moved; micro-batches in flight from the
 //    pipeline schedule (GPipe: all; 1F1B: pp - stage; interleaved: Megatron's warm-up count).
+//    Under module_kernels hf-bert, what autograd keeps as its op list records it
+//    (model/hf_bert_ops.hpp), and the autocast states: fp32 parameters and .grad, no master copy.
 //  - deferred_head_wgrad: Megatron-core's defer_embedding_wgrad_compute, on the last stage, the
 //    output layer's input and bf16 logits gradient of each deferred micro-batch until the flush.
 //  - activation_workspace: transient at the peak: the layer being recomputed (checkpointing),

@@ -11,6 +11,17 @@ constexpr double kHalf = 2.0;   // fp16 activations, the GEMMs' operands and out
 constexpr double kFloat = 4.0;  // fp32 weights, gradients, residual stream, softmax, LayerNorm
 constexpr double kMask = 1.0;   // dropout's bool mask
 
+/// One forward pass's kernels and what autograd keeps of them for the backward, built side by
+/// side so that the memory model (hf_bert_*_saved) and the op lists cannot drift. Each op that
+/// saves a tensor says so right after it runs, with the derivatives.yaml formula (PyTorch 1.11,
+/// tools/autograd/derivatives.yaml, by entry) that reads it.
+struct Pass {
+  std::vector<Operation> ops;
+  std::vector<StoredTensor> saved;
+  void run(Operation op) { ops.push_back(std::move(op)); }
+  void keep(std::string name, double bytes) { saved.push_back({std::move(name), bytes}); }
+};
+
 /// An autocast dtype conversion of `elements` elements (or the conversion's backward).
 Operation cast(std::string name, double elements, double from_bytes, double to_bytes) {
   return make_elementwise(std::move(name), elements * (from_bytes + to_bytes), 0, "autocast_cast");
@@ -28,12 +39,19 @@ struct Linear {
   double t, k, n;
   bool fp32_input;
 
-  void forward(std::vector<Operation>& ops) const {
-    if (fp32_input) ops.push_back(cast(name + "_input_cast", t * k, kFloat, kHalf));
-    ops.push_back(cast(name + "_weight_cast", k * n, kFloat, kHalf));
-    ops.push_back(cast(name + "_bias_cast", n, kFloat, kHalf));
-    ops.push_back(make_gemm(name, t, n, k, 1, Dtype::fp16));
-    ops.push_back(make_elementwise(name + "_bias", 2 * kHalf * t * n, t * n));
+  void forward(Pass& p) const {
+    if (fp32_input) p.run(cast(name + "_input_cast", t * k, kFloat, kHalf));
+    p.run(cast(name + "_weight_cast", k * n, kFloat, kHalf));
+    p.run(cast(name + "_bias_cast", n, kFloat, kHalf));
+    p.run(make_gemm(name, t, n, k, 1, Dtype::fp16));
+    p.run(make_elementwise(name + "_bias", 2 * kHalf * t * n, t * n));
+    // addmm (or mm) keeps both GEMM operands for the other's gradient (addmm: mat1 reads mat2,
+    // mat2 reads mat1): the fp16 input (the cast when it came in fp32: a new tensor per Linear,
+    // as only leaves are cached) and the fp16 weight, the autocast cache's cast, which the saved
+    // reference keeps past the cache's clearing at autocast's exit until this backward. The
+    // bias's cast is not read by any gradient.
+    p.keep(name + "_input_fp16", kHalf * t * k);
+    p.keep(name + "_weight_fp16", kHalf * k * n);
   }
   void backward(std::vector<Operation>& ops) const {
     ops.push_back(bias_grad_reduction(name + "_bias_grad", t, n));
@@ -50,8 +68,18 @@ struct Linear {
 /// nn.LayerNorm(h) on `rows` fp32 rows: forward one kernel; backward the input gradient, the
 /// weight and bias gradients (2 kernels, as the fused default counts a norm's backward) and
 /// their two AccumulateGrad adds.
-void layer_norm_forward(std::vector<Operation>& ops, const std::string& name, double rows, double h) {
-  ops.push_back(make_elementwise(name, 2 * kFloat * rows * h, 8 * rows * h, "layer_norm"));
+void layer_norm_forward(Pass& p, const std::string& name, double rows, double h) {
+  p.run(make_elementwise(name, 2 * kFloat * rows * h, 8 * rows * h, "layer_norm"));
+  // native_layer_norm: the backward reads input, weight, bias, result1 (mean) and result2
+  // (rstd), fp32 per row: the fp32 input is kept, not the output.
+  p.keep(name + "_input_fp32", kFloat * rows * h);
+  p.keep(name + "_mean_rstd", 2 * kFloat * rows);
+}
+
+/// nn.Dropout in training: native_dropout's backward reads result1, its bool mask.
+void dropout_forward(Pass& p, const std::string& name, double elements, double dtype_bytes) {
+  p.run(make_elementwise(name, (2 * dtype_bytes + kMask) * elements, 0, "dropout"));
+  p.keep(name + "_mask", kMask * elements);
 }
 void layer_norm_backward(std::vector<Operation>& ops, const std::string& name, double rows, double h) {
   Operation b = make_elementwise(name + "_bwd", 3 * kFloat * rows * h, 16 * rows * h, "layer_norm_bwd");
@@ -94,43 +122,59 @@ LayerLinears linears_of(const Shape& x) {
 
 }  // namespace
 
-std::vector<Operation> hf_bert_layer_forward(const TransformerSpec& s, long micro_batch) {
+namespace {
+
+Pass layer_pass(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
   const LayerLinears l = linears_of(x);
   const double th = x.t * x.h, e = x.scores;
-  std::vector<Operation> ops;
-  // BertSelfAttention.
-  l.q.forward(ops);
-  l.k.forward(ops);
-  l.v.forward(ops);
-  // matmul(query_layer, key_layer.transpose(-1, -2)): both permuted views copied into batches.
-  ops.push_back(permute_copy("query_matmul_copy", th));
-  ops.push_back(permute_copy("key_matmul_copy", th));
-  Operation scores = make_gemm("attention_scores", x.sq, x.sq, x.d, x.b * x.a, Dtype::fp16);
-  ops.push_back(std::move(scores));
-  ops.push_back(make_elementwise("attention_scale_div", 2 * kHalf * e, e));           // fp16 / sqrt(d)
-  ops.push_back(make_elementwise("attention_mask_add", (kHalf + kFloat) * e, e));     // fp16 + fp32 mask -> fp32
-  ops.push_back(make_elementwise("softmax", 2 * kFloat * e, 5 * e, "softmax"));      // fp32
-  ops.push_back(make_elementwise("attention_dropout", (2 * kFloat + kMask) * e, 0, "dropout"));  // fp32
-  ops.push_back(cast("attention_probs_cast", e, kFloat, kHalf));  // matmul's fp16 operand
-  ops.push_back(permute_copy("value_matmul_copy", th));
-  ops.push_back(make_gemm("attention_context", x.sq, x.d, x.sq, x.b * x.a, Dtype::fp16));
-  ops.push_back(permute_copy("context_contiguous", th));
+  Pass p;
+  // BertSelfAttention. Not kept: the layer's fp32 input (the casts and the residual add read
+  // it, none of their gradients does) and the projections' outputs (only their copies are).
+  l.q.forward(p);
+  l.k.forward(p);
+  l.v.forward(p);
+  // matmul(query_layer, key_layer.transpose(-1, -2)): both permuted views copied into batches;
+  // bmm keeps both operands (self: grad.bmm(mat2^T), mat2: self^T.bmm(grad)), the copies.
+  p.run(permute_copy("query_matmul_copy", th));
+  p.run(permute_copy("key_matmul_copy", th));
+  p.run(make_gemm("attention_scores", x.sq, x.sq, x.d, x.b * x.a, Dtype::fp16));
+  p.keep("query_matmul_copy", kHalf * th);
+  p.keep("key_matmul_copy", kHalf * th);
+  // The division by a Python float and the add of the mask keep nothing of size (div.Tensor
+  // keeps the 0-dim divisor; add's gradients read no tensor).
+  p.run(make_elementwise("attention_scale_div", 2 * kHalf * e, e));           // fp16 / sqrt(d)
+  p.run(make_elementwise("attention_mask_add", (kHalf + kFloat) * e, e));     // fp16 + fp32 mask -> fp32
+  p.run(make_elementwise("softmax", 2 * kFloat * e, 5 * e, "softmax"));      // fp32
+  p.keep("softmax_output_fp32", kFloat * e);  // _softmax: _softmax_backward_data(grad, result)
+  dropout_forward(p, "attention_dropout", e, kFloat);
+  // The cast's backward reads no tensor, so the fp32 dropout output dies here; the second bmm
+  // keeps its fp16 cast and the copy of v.
+  p.run(cast("attention_probs_cast", e, kFloat, kHalf));  // matmul's fp16 operand
+  p.run(permute_copy("value_matmul_copy", th));
+  p.run(make_gemm("attention_context", x.sq, x.d, x.sq, x.b * x.a, Dtype::fp16));
+  p.keep("attention_probs_fp16", kHalf * e);
+  p.keep("value_matmul_copy", kHalf * th);
+  p.run(permute_copy("context_contiguous", th));
   // BertSelfOutput: dense, dropout (fp16), + input_tensor (fp32: the sum is fp32), LayerNorm.
-  l.attn_out.forward(ops);
-  ops.push_back(make_elementwise("attention_output_dropout", (2 * kHalf + kMask) * th, 0, "dropout"));
-  ops.push_back(make_elementwise("attention_residual_add", (kHalf + 2 * kFloat) * th, th));
-  layer_norm_forward(ops, "attention_layernorm", x.t, x.h);
-  // BertIntermediate: dense on the fp32 LayerNorm output, GELU in fp16.
-  l.ffn_in.forward(ops);
-  ops.push_back(make_elementwise("gelu", 2 * kHalf * x.t * x.f, 8 * x.t * x.f, "gelu"));
+  l.attn_out.forward(p);
+  dropout_forward(p, "attention_output_dropout", th, kHalf);
+  p.run(make_elementwise("attention_residual_add", (kHalf + 2 * kFloat) * th, th));
+  layer_norm_forward(p, "attention_layernorm", x.t, x.h);
+  // BertIntermediate: dense on the fp32 LayerNorm output, GELU in fp16 (gelu: gelu_backward(grad,
+  // self) reads its input; its output is the next dense's kept input).
+  l.ffn_in.forward(p);
+  p.run(make_elementwise("gelu", 2 * kHalf * x.t * x.f, 8 * x.t * x.f, "gelu"));
+  p.keep("gelu_input", kHalf * x.t * x.f);
   // BertOutput.
-  l.ffn_out.forward(ops);
-  ops.push_back(make_elementwise("output_dropout", (2 * kHalf + kMask) * th, 0, "dropout"));
-  ops.push_back(make_elementwise("output_residual_add", (kHalf + 2 * kFloat) * th, th));
-  layer_norm_forward(ops, "output_layernorm", x.t, x.h);
-  return ops;
+  l.ffn_out.forward(p);
+  dropout_forward(p, "output_dropout", th, kHalf);
+  p.run(make_elementwise("output_residual_add", (kHalf + 2 * kFloat) * th, th));
+  layer_norm_forward(p, "output_layernorm", x.t, x.h);
+  return p;
 }
+
+}  // namespace
 
 std::vector<Operation> hf_bert_layer_backward(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
@@ -178,24 +222,30 @@ std::vector<Operation> hf_bert_layer_backward(const TransformerSpec& s, long mic
   return ops;
 }
 
-std::vector<Operation> hf_bert_embedding_forward(const TransformerSpec& s, long micro_batch) {
+namespace {
+
+Pass embedding_pass(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
   const double th = x.t * x.h;
-  std::vector<Operation> ops;
+  Pass p;
   // get_extended_attention_mask: mask[:, None, None, :], .to(self.dtype), (1.0 - m) * min.
-  ops.push_back(make_elementwise("extended_mask_cast", x.t * (8 + kFloat), 0));
-  ops.push_back(make_elementwise("extended_mask_rsub", 2 * kFloat * x.t, x.t));
-  ops.push_back(make_elementwise("extended_mask_mul", 2 * kFloat * x.t, x.t));
-  // Lookups read a row and write it (fp32 tables); adds read two and write one.
-  ops.push_back(make_elementwise("word_embeddings", 2 * kFloat * th, 0));
-  ops.push_back(make_elementwise("token_type_embeddings", 2 * kFloat * th, 0));
-  ops.push_back(make_elementwise("embeddings_add_token_type", 3 * kFloat * th, th));
-  ops.push_back(make_elementwise("position_embeddings", 2 * kFloat * th, 0));
-  ops.push_back(make_elementwise("embeddings_add_position", 3 * kFloat * th, th));
-  layer_norm_forward(ops, "embeddings_layernorm", x.t, x.h);
-  ops.push_back(make_elementwise("embeddings_dropout", (2 * kFloat + kMask) * th, 0, "dropout"));
-  return ops;
+  p.run(make_elementwise("extended_mask_cast", x.t * (8 + kFloat), 0));
+  p.run(make_elementwise("extended_mask_rsub", 2 * kFloat * x.t, x.t));
+  p.run(make_elementwise("extended_mask_mul", 2 * kFloat * x.t, x.t));
+  // Lookups read a row and write it (fp32 tables); adds read two and write one. embedding's
+  // backward reads its indices: the batch's input_ids and token_type_ids and a view of the
+  // position_ids buffer, no new memory.
+  p.run(make_elementwise("word_embeddings", 2 * kFloat * th, 0));
+  p.run(make_elementwise("token_type_embeddings", 2 * kFloat * th, 0));
+  p.run(make_elementwise("embeddings_add_token_type", 3 * kFloat * th, th));
+  p.run(make_elementwise("position_embeddings", 2 * kFloat * th, 0));
+  p.run(make_elementwise("embeddings_add_position", 3 * kFloat * th, th));
+  layer_norm_forward(p, "embeddings_layernorm", x.t, x.h);
+  dropout_forward(p, "embeddings_dropout", th, kFloat);
+  return p;
 }
+
+}  // namespace
 
 std::vector<Operation> hf_bert_embedding_backward(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
@@ -214,25 +264,36 @@ std::vector<Operation> hf_bert_embedding_backward(const TransformerSpec& s, long
   return ops;
 }
 
-std::vector<Operation> hf_bert_head_forward(const TransformerSpec& s, long micro_batch) {
+namespace {
+
+Pass head_pass(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
   const double th = x.t * x.h, tv = x.t * x.v;
-  std::vector<Operation> ops;
+  Pass p;
   // BertPredictionHeadTransform: dense on the last LayerNorm's fp32 output, GELU (fp16),
-  // LayerNorm (autocast casts its fp16 input to fp32).
-  Linear{"head_transform_dense", x.t, x.h, x.h, true}.forward(ops);
-  ops.push_back(make_elementwise("head_gelu", 2 * kHalf * th, 8 * th, "gelu"));
-  ops.push_back(cast("head_layernorm_input_cast", th, kHalf, kFloat));
-  layer_norm_forward(ops, "head_layernorm", x.t, x.h);
-  // BertLMPredictionHead.decoder (tied to the word embeddings, with its own bias) on every token.
-  Linear{"decoder", x.t, x.h, x.v, true}.forward(ops);
+  // LayerNorm (autocast casts its fp16 input to fp32: the kept input is that cast).
+  Linear{"head_transform_dense", x.t, x.h, x.h, true}.forward(p);
+  p.run(make_elementwise("head_gelu", 2 * kHalf * th, 8 * th, "gelu"));
+  p.keep("head_gelu_input", kHalf * th);
+  p.run(cast("head_layernorm_input_cast", th, kHalf, kFloat));
+  layer_norm_forward(p, "head_layernorm", x.t, x.h);
+  // BertLMPredictionHead.decoder (tied to the word embeddings, with its own bias) on every token;
+  // its fp16 weight is the cast of the whole fp32 table.
+  Linear{"decoder", x.t, x.h, x.v, true}.forward(p);
   // CrossEntropyLoss (autocast fp32): the fp16 logits cast, log_softmax, nll_loss's gather and
-  // mean over the labels that are not ignore_index.
-  ops.push_back(cast("logits_cast", tv, kHalf, kFloat));
-  ops.push_back(make_elementwise("log_softmax", 2 * kFloat * tv, 5 * tv, "softmax"));
-  ops.push_back(make_elementwise("nll_loss", x.t * (8 + kFloat), x.t));
-  return ops;
+  // mean over the labels that are not ignore_index. _log_softmax keeps its fp32 result
+  // (_log_softmax_backward_data(grad, result)), which nll_loss keeps too (self: the same
+  // tensor) with the labels (the batch's) and a 0-dim total_weight. Not kept: the fp16 logits,
+  // which BertForMaskedLM returns but Trainer.compute_loss drops with the outputs before the
+  // backward, and their fp32 cast (the cast's backward reads no tensor).
+  p.run(cast("logits_cast", tv, kHalf, kFloat));
+  p.run(make_elementwise("log_softmax", 2 * kFloat * tv, 5 * tv, "softmax"));
+  p.keep("log_softmax_output_fp32", kFloat * tv);
+  p.run(make_elementwise("nll_loss", x.t * (8 + kFloat), x.t));
+  return p;
 }
+
+}  // namespace
 
 std::vector<Operation> hf_bert_head_backward(const TransformerSpec& s, long micro_batch) {
   const Shape x = shape_of(s, micro_batch);
@@ -249,6 +310,25 @@ std::vector<Operation> hf_bert_head_backward(const TransformerSpec& s, long micr
   ops.push_back(make_elementwise("head_gelu_bwd", 3 * kHalf * th, 16 * th, "gelu_bwd"));
   Linear{"head_transform_dense", x.t, x.h, x.h, true}.backward(ops);
   return ops;
+}
+
+std::vector<Operation> hf_bert_layer_forward(const TransformerSpec& s, long micro_batch) {
+  return layer_pass(s, micro_batch).ops;
+}
+std::vector<Operation> hf_bert_embedding_forward(const TransformerSpec& s, long micro_batch) {
+  return embedding_pass(s, micro_batch).ops;
+}
+std::vector<Operation> hf_bert_head_forward(const TransformerSpec& s, long micro_batch) {
+  return head_pass(s, micro_batch).ops;
+}
+std::vector<StoredTensor> hf_bert_layer_saved(const TransformerSpec& s, long micro_batch) {
+  return layer_pass(s, micro_batch).saved;
+}
+std::vector<StoredTensor> hf_bert_embedding_saved(const TransformerSpec& s, long micro_batch) {
+  return embedding_pass(s, micro_batch).saved;
+}
+std::vector<StoredTensor> hf_bert_head_saved(const TransformerSpec& s, long micro_batch) {
+  return head_pass(s, micro_batch).saved;
 }
 
 }  // namespace trainsim::model

@@ -51,4 +51,13 @@ namespace trainsim::model {
 [[nodiscard]] std::vector<Operation> hf_bert_head_forward(const TransformerSpec& s, long micro_batch);
 [[nodiscard]] std::vector<Operation> hf_bert_head_backward(const TransformerSpec& s, long micro_batch);
 
+/// What autograd keeps for the backward of one BertLayer, of BertEmbeddings and of the MLM head
+/// with its loss, for `micro_batch` sequences (bytes on one rank), as the forward op lists
+/// above produce them: built by the same code, each saved tensor recorded by the op whose
+/// backward reads it. Includes each Linear's fp16 weight cast (2 B per weight), which the
+/// saved reference keeps from the end of the forward to that Linear's backward.
+[[nodiscard]] std::vector<StoredTensor> hf_bert_layer_saved(const TransformerSpec& s, long micro_batch);
+[[nodiscard]] std::vector<StoredTensor> hf_bert_embedding_saved(const TransformerSpec& s, long micro_batch);
+[[nodiscard]] std::vector<StoredTensor> hf_bert_head_saved(const TransformerSpec& s, long micro_batch);
+
 }  // namespace trainsim::model

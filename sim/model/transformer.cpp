@@ -554,6 +554,7 @@ std::vector<Operation> embedding_backward_ops(const TransformerSpec& s, const La
 }
 
 std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_layer_saved(s, shape.micro_batch);
   const Dims x = dims_of(s, shape);
   const double sbh = x.t * x.h;
   const double heads = x.a / x.tp;
@@ -649,6 +650,7 @@ std::vector<StoredTensor> layer_stored_activations(const TransformerSpec& s, con
 
 std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
                                                        const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_embedding_saved(s, shape.micro_batch);
   Dims x = dims_of(s, shape);
   if (is_encoder_decoder(s)) x.t = x.b * static_cast<double>(s.seq_len + decoder_tokens(s));  // both stacks' inputs
   std::vector<StoredTensor> out;
@@ -658,6 +660,7 @@ std::vector<StoredTensor> embedding_stored_activations(const TransformerSpec& s,
 }
 
 std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s, const LayerShape& shape) {
+  if (shape.module_kernels == ModuleKernels::hf_bert) return hf_bert_head_saved(s, shape.micro_batch);
   Dims x = dims_of(s, shape);
   const double v = static_cast<double>(s.vocab) / x.tp;
   std::vector<StoredTensor> out;
@@ -701,7 +704,9 @@ Bytes total_bytes(const std::vector<StoredTensor>& tensors) {
 }
 
 Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape) {
-  return 2.0 * static_cast<double>(shape.micro_batch * s.seq_len * s.hidden) /
+  // hf-bert's residual stream is fp32 (the LayerNorm outputs under autocast).
+  const double element = shape.module_kernels == ModuleKernels::hf_bert ? 4.0 : 2.0;
+  return element * static_cast<double>(shape.micro_batch * s.seq_len * s.hidden) /
          (shape.sequence_parallel ? static_cast<double>(shape.tp) : 1.0);
 }
 

@@ -175,7 +175,8 @@ struct StoredTensor {
 [[nodiscard]] std::vector<StoredTensor> head_stored_activations(const TransformerSpec& s,
                                                                 const LayerShape& shape);
 [[nodiscard]] Bytes total_bytes(const std::vector<StoredTensor>& tensors);
-/// A layer's input in bf16 (b x s x h x 2 B, split by TP only under sequence parallelism): what
+/// A layer's input in bf16 (b x s x h x 2 B; fp32 for hf_bert, whose residual stream is fp32;
+/// split by TP only under sequence parallelism): what
 /// activation checkpointing keeps per layer and activation offloading moves to host memory.
 [[nodiscard]] Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape);
 

@@ -126,5 +126,66 @@ TEST(HfBertOps, LossBytesPerLogit) {
   EXPECT_DOUBLE_EQ(bytes_named(b, {"decoder_bias_grad"}), 2 * (tv + 32000));
 }
 
+double saved_named(const std::vector<StoredTensor>& saved, const std::string& name) {
+  for (const auto& t : saved)
+    if (t.name == name) return t.bytes;
+  ADD_FAILURE() << "no saved tensor " << name;
+  return 0;
+}
+
+TEST(HfBertOps, OneLayerSavesWhatAutogradKeepsUnderAutocast) {
+  // One sequence of BERT-base: t = 512 tokens, th = t x 768, e = 12 x 512 x 512 scores.
+  const auto s = bert_base();
+  const double t = 512, th = t * 768, tf = t * 3072, e = 12.0 * 512 * 512;
+  const auto saved = hf_bert_layer_saved(s, 1);
+  // Each Linear keeps its fp16 input (q, k, v and the intermediate dense their own cast of the
+  // fp32 LayerNorm output) and the fp16 cast of its weight.
+  for (const char* n : {"query", "key", "value", "attention_output_dense", "intermediate_dense"})
+    EXPECT_DOUBLE_EQ(saved_named(saved, std::string(n) + "_input_fp16"), 2 * th) << n;
+  EXPECT_DOUBLE_EQ(saved_named(saved, "output_dense_input_fp16"), 2 * tf);  // GELU's output
+  EXPECT_DOUBLE_EQ(saved_named(saved, "query_weight_fp16"), 2 * 768.0 * 768);
+  EXPECT_DOUBLE_EQ(saved_named(saved, "intermediate_dense_weight_fp16"), 2 * 768.0 * 3072);
+  // torch.matmul's copies of the permuted q, k and v, which bmm keeps.
+  for (const char* n : {"query_matmul_copy", "key_matmul_copy", "value_matmul_copy"})
+    EXPECT_DOUBLE_EQ(saved_named(saved, n), 2 * th) << n;
+  // The scores path: fp32 softmax output, the dropout's bool mask, the fp16 cast for bmm.
+  EXPECT_DOUBLE_EQ(saved_named(saved, "softmax_output_fp32"), 4 * e);
+  EXPECT_DOUBLE_EQ(saved_named(saved, "attention_dropout_mask"), e);
+  EXPECT_DOUBLE_EQ(saved_named(saved, "attention_probs_fp16"), 2 * e);
+  EXPECT_DOUBLE_EQ(saved_named(saved, "gelu_input"), 2 * tf);
+  // LayerNorm keeps its fp32 input (the residual sum) and a mean and rstd per row.
+  for (const char* n : {"attention_layernorm", "output_layernorm"}) {
+    EXPECT_DOUBLE_EQ(saved_named(saved, std::string(n) + "_input_fp32"), 4 * th) << n;
+    EXPECT_DOUBLE_EQ(saved_named(saved, std::string(n) + "_mean_rstd"), 8 * t) << n;
+  }
+  EXPECT_DOUBLE_EQ(saved_named(saved, "attention_output_dropout_mask"), th);
+  EXPECT_DOUBLE_EQ(saved_named(saved, "output_dropout_mask"), th);
+  // In all: 42 B per token and hidden unit, 7 B per score, 16 B per token, 2 B per weight,
+  // against the fused bf16 layer's 34 sbh + 5 as^2b (Korthikanti et al. 2022).
+  const double weights = 4 * 768.0 * 768 + 2 * 768.0 * 3072;
+  EXPECT_DOUBLE_EQ(total_bytes(saved), 42 * th + 7 * e + 16 * t + 2 * weights);
+  LayerShape hf{1};
+  hf.module_kernels = ModuleKernels::hf_bert;
+  EXPECT_DOUBLE_EQ(total_bytes(layer_stored_activations(s, hf)), total_bytes(saved));
+  EXPECT_DOUBLE_EQ(total_bytes(layer_stored_activations(s, LayerShape{1})), 34 * th + 5 * e);
+  EXPECT_DOUBLE_EQ(layer_input_bytes(s, hf), 4 * th);  // the fp32 residual stream
+}
+
+TEST(HfBertOps, EmbeddingAndHeadSaves) {
+  const auto s = bert_base();
+  const double t = 512, th = t * 768, tv = t * 32000;
+  // Embeddings: the fp32 LayerNorm input and statistics, the dropout mask (indices are the
+  // batch's own tensors).
+  EXPECT_DOUBLE_EQ(total_bytes(hf_bert_embedding_saved(s, 1)), 4 * th + 8 * t + th);
+  const auto head = hf_bert_head_saved(s, 1);
+  // The loss keeps only the fp32 log-probabilities (the fp16 logits and their fp32 cast die).
+  EXPECT_DOUBLE_EQ(saved_named(head, "log_softmax_output_fp32"), 4 * tv);
+  EXPECT_DOUBLE_EQ(saved_named(head, "decoder_weight_fp16"), 2 * 768.0 * 32000);
+  // Transform dense input and weight, GELU input, LayerNorm's fp32 input and statistics, the
+  // decoder's fp16 input.
+  EXPECT_DOUBLE_EQ(total_bytes(head), 2 * th + 2 * 768.0 * 768 + 2 * th + 4 * th + 8 * t + 2 * th +
+                                          2 * 768.0 * 32000 + 4 * tv);
+}
+
 }  // namespace
 }  // namespace trainsim::model

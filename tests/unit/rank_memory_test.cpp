@@ -1,6 +1,7 @@
 // Each memory term against hand arithmetic written here (memory/rank_memory.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "memory/rank_memory.hpp"
@@ -45,6 +46,44 @@ TEST(RankMemory, AmpAdamIsTwentyBytesPerParameterUnsharded) {
   double sum = 0;
   for (const auto& t : r.terms) sum += t.bytes;
   EXPECT_DOUBLE_EQ(r.peak, sum);
+}
+
+TEST(RankMemory, HfBertUnderAutocastKeepsFp32ParametersAndWhatAutogradSaves) {
+  // A small BERT (4 layers, h 256, 4 heads, f 1024, vocab 1000, seq 128) under hf-bert with the
+  // amp recipe: torch.cuda.amp keeps fp32 parameters and fp32 .grad (the Trainer zeroes, not
+  // frees, them), no master copy; AdamW's two fp32 moments.
+  model::TransformerSpec s{"small-bert", 4, 256, 4, 1024, 1000, 128, true};
+  s.causal = false;
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none, 2);
+  p.module_kernels = plan::ModuleKernels::hf_bert;
+  p.gradient_wire_bytes = 4;
+  MemoryInputs in{s, p, plan::layout_of(p, 8, 8), 80.0 * (1ull << 30), 1e9};
+  const auto r = stage_memory(in, 0);
+  const double P = model::parameter_count(s);
+  EXPECT_DOUBLE_EQ(r.term("weights"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 4 * P);
+  EXPECT_DOUBLE_EQ(r.term("master_weights"), 0);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 0);
+  EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 4 * P);  // DDP's fp32 buckets, a copy
+  // Activations, by hand: t = 256 tokens, th = t x 256, e = 2 x 4 x 128^2 scores, per layer
+  // 42 th + 7 e + 16 t + 2 B x the layer's 4 h^2 + 2 h f weights; the embeddings 5 th + 8 t; the
+  // head 10 th + 8 t + 2 B x (h^2 + h V) weights + the fp32 log-probabilities 4 t V.
+  const double t = 256, th = t * 256, e = 2 * 4 * 128.0 * 128, V = 1000;
+  const double layer = 42 * th + 7 * e + 16 * t + 2 * (4 * 256.0 * 256 + 2 * 256.0 * 1024);
+  const double embedding = 5 * th + 8 * t;
+  const double head = 10 * th + 8 * t + 2 * (256.0 * 256 + 256 * V) + 4 * t * V;
+  EXPECT_DOUBLE_EQ(r.term("activations"), 4 * layer + embedding + head);
+  // Backward workspace: the larger of two gradients of the layer's largest tensor (the fp32
+  // softmax output, 4 e) and the loss's two fp32 gradients of the logits (8 t V).
+  EXPECT_DOUBLE_EQ(r.term("activation_workspace"), std::max(2 * 4 * e, 8 * t * V));
+  // Without hf-bert the same plan counts the fused bf16 layer and the amp recipe's 20 B.
+  plan::TrainingPlan fused = p;
+  fused.module_kernels = plan::ModuleKernels::fused;
+  in.plan = fused;
+  const auto f = stage_memory(in, 0);
+  EXPECT_DOUBLE_EQ(f.term("master_weights"), 4 * P);
+  EXPECT_LT(f.term("activations"), r.term("activations"));
 }
 
 TEST(RankMemory, ZeroStagesShardOneMoreCopyEach) {
