@@ -89,7 +89,9 @@ TEST(HfTrainerStep, PhasesReplaceTheOptimizerStepInDdp) {
     EXPECT_DOUBLE_EQ(t.duration, model::phase_duration(phases[i], dev));
     EXPECT_EQ(t.host_sync, phases[i].host_sync_before) << phases[i].name;
     // A read-back waits for the task before it on the compute stream.
-    if (i > 0 && phases[i].host_sync_before) EXPECT_TRUE(t.deps.size() == 1 && t.deps[0].index == static_cast<int>(first + i - 1));
+    if (i > 0 && phases[i].host_sync_before) {
+      EXPECT_TRUE(t.deps.size() == 1 && t.deps[0].index == static_cast<int>(first + i - 1)) << phases[i].name;
+    }
     EXPECT_DOUBLE_EQ(t.host_per_kernel, phases[i].python_loop ? 10e-6 : 0.0);
   }
 }
