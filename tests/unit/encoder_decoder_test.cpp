@@ -154,7 +154,8 @@ TEST(EncoderDecoder, ModelFlopsAreThreeTimesTheOpListsGemms) {
   // The papers' 2 x parameters x tokens also counts the norms' weights, which no GEMM has:
   // 2 x 2048 x 512 per encoder block, 2 x 3072 x 128 per decoder block.
   gemm += 24 * 2.0 * 2048 * 512 + 24 * 2.0 * 3072 * 128;
-  const Operation* projection = find(head_forward_ops(s, LayerShape{1}), "vocab_projection");
+  const auto head = head_forward_ops(s, LayerShape{1});  // find() points into it
+  const Operation* projection = find(head, "vocab_projection");
   ASSERT_NE(projection, nullptr);
   EXPECT_DOUBLE_EQ(projection->m, 128.0);
   EXPECT_NEAR(model_flops_per_sequence(s), 3 * (gemm + projection->flops), 1e-9 * model_flops_per_sequence(s));
