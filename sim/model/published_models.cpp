@@ -23,4 +23,28 @@ TransformerSpec llama3_8b(long seq_len) {
   return s;
 }
 
+TransformerSpec t5_11b(long decoder_seq_len) {
+  TransformerSpec s;
+  s.name = "T5-11B";
+  s.layers = 24;
+  s.decoder_layers = 24;
+  s.hidden = 1024;
+  s.heads = 128;
+  s.head_dim = 128;
+  s.ffn_hidden = 65536;
+  s.vocab = 32128;
+  s.seq_len = 512;
+  s.decoder_seq_len = decoder_seq_len;
+  s.mlp = MlpKind::relu;
+  s.norm = NormKind::rmsnorm;
+  s.bias = false;
+  s.learned_positions = false;
+  s.tied_embeddings = true;
+  s.embedding_norm = false;
+  s.final_norm = true;
+  s.causal = false;
+  s.relative_position_bias = true;
+  return s;
+}
+
 }  // namespace trainsim::model

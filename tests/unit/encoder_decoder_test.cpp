@@ -7,36 +7,11 @@
 #include <vector>
 
 #include "model/encoder_decoder.hpp"
+#include "model/published_models.hpp"
 #include "model/transformer.hpp"
 
 namespace trainsim::model {
 namespace {
-
-/// T5-11B as the scenario reader builds it (Raffel et al. 2020, Table 14; Hugging Face
-/// google-t5/t5-11b config.json), with the decoder's tokens given separately.
-TransformerSpec t5_11b(long decoder_seq_len = 512) {
-  TransformerSpec s;
-  s.name = "T5-11B";
-  s.layers = 24;
-  s.decoder_layers = 24;
-  s.hidden = 1024;
-  s.heads = 128;
-  s.head_dim = 128;
-  s.ffn_hidden = 65536;
-  s.vocab = 32128;
-  s.seq_len = 512;
-  s.decoder_seq_len = decoder_seq_len;
-  s.mlp = MlpKind::relu;
-  s.norm = NormKind::rmsnorm;
-  s.bias = false;
-  s.learned_positions = false;
-  s.tied_embeddings = true;
-  s.embedding_norm = false;
-  s.final_norm = true;
-  s.causal = false;
-  s.relative_position_bias = true;
-  return s;
-}
 
 const Operation* find(const std::vector<Operation>& ops, const std::string& name) {
   for (const auto& op : ops)
