@@ -82,6 +82,16 @@ void check_encoder_decoder(const plan::TrainingPlan& t, const model::Transformer
 /// FP8 linear layers run at the device's measured fp8 GEMM rate: a profile without fp8 samples
 /// (an A100 or a Gaudi has no FP8 tensor cores, an H100 profile may simply lack the file) is an
 /// error here, not a silent bf16 rate.
+// hf-bert's op lists are BertForMaskedLM's (model/hf_bert_ops.hpp): a post-LN, biased GELU
+// encoder with learned positions and the MLM head.
+void check_hf_bert(const plan::TrainingPlan& t, const model::TransformerSpec& m, const JsonObject& po) {
+  if (t.module_kernels == plan::ModuleKernels::hf_bert &&
+      (!m.mlm_head || m.causal || !m.bias || !m.learned_positions || m.mlp != model::MlpKind::gelu ||
+       m.norm != model::NormKind::layernorm || kv_heads_of(m) != m.heads))
+    po.fail("training", "module_kernels hf-bert is Hugging Face's BertForMaskedLM: needs a BERT model (mlm_head, "
+                        "bias, layernorm, gelu, learned positions, multi-head, not causal)");
+}
+
 void check_fp8(const plan::TrainingPlan& t, const model::DeviceProfile& dev, const JsonObject& po) {
   if (t.linear_precision != plan::LinearPrecision::fp8) return;
   if (model::gemm_curve(dev, model::Dtype::fp8) != nullptr) return;
@@ -221,14 +231,7 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
     check_fp8(p.training, p.machine->device, po);
     check_encoder_decoder(p.training, p.model, po);
     check_allocator(p.training, p.machine->device, po);
-    // hf-bert's op lists are BertForMaskedLM's (model/hf_bert_ops.hpp): a post-LN, biased GELU
-    // encoder with learned positions and the MLM head.
-    const auto& m = p.model;
-    if (p.training.module_kernels == plan::ModuleKernels::hf_bert &&
-        (!m.mlm_head || m.causal || !m.bias || !m.learned_positions || m.mlp != model::MlpKind::gelu ||
-         m.norm != model::NormKind::layernorm || kv_heads_of(m) != m.heads))
-      po.fail("training", "module_kernels hf-bert is Hugging Face's BertForMaskedLM: needs a BERT model (mlm_head, "
-                          "bias, layernorm, gelu, learned positions, multi-head, not causal)");
+    check_hf_bert(p.training, p.model, po);
     check_collective_library(p.training, p.machine->collectives, po);
     try {
       p.layout = plan::layout_of(p.training, p.nodes * per_node, per_node);
