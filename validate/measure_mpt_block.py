@@ -318,10 +318,15 @@ def class_times(torch, fn, steps=3):
     return {c: round(v, 1) for c, v in sorted(classes.items())}
 
 
-def interference_by_class(torch, d, heads, seq, mb):
-    """Per kernel class, the block's step kernels' device time beside a spin kernel of K CTAs."""
-    cupy, spin, _ = side_kernels()
+def interference_by_class(torch, d, heads, seq, mb, kinds=("spin",)):
+    """Per kernel class, the block's step kernels' device time beside a spin or copy kernel of K
+    CTAs (copy: its achieved GB/s beside them too)."""
+    cupy, spin, copy = side_kernels()
     clock_hz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3
+    n = (256 << 20) // 16
+    src = cupy.ones(n * 4, dtype=cupy.float32)
+    dst = cupy.zeros(n * 4, dtype=cupy.float32)
+    counter = cupy.zeros(1, dtype=cupy.uint64)
     case = Case(torch, d, heads, seq, mb)
     for _ in range(3):
         case.step()
@@ -329,16 +334,30 @@ def interference_by_class(torch, d, heads, seq, mb):
     side = torch.cuda.Stream()
     ext = external_stream(cupy, side)
     rows = []
-    for ctas in (0,) + SPIN_CTAS:
-        torch.cuda.synchronize()
-        if ctas:
-            with ext:
-                spin((ctas,), (512,), (cupy.int64(int((alone_ms * 3 * 4 / 1e3 + 0.2) * clock_hz)),))
-        classes = class_times(torch, case.step)
-        torch.cuda.synchronize()
-        rows.append({"ctas": ctas, "classes_us": classes})
-        print("d %d seq %d mb %d beside spin x %d CTAs, per class: %s" % (
-            d, seq, mb, ctas, ", ".join("%s %.0f us" % kv for kv in classes.items())), flush=True)
+    for kind in kinds:
+        for ctas in (0,) + (SPIN_CTAS if kind == "spin" else COPY_CTAS):
+            torch.cuda.synchronize()
+            row = {"side": kind, "ctas": ctas}
+            if ctas:
+                cycles = cupy.int64(int((alone_ms * 3 * 4 / 1e3 + 0.2) * clock_hz))
+                ss, se = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                with torch.cuda.stream(side):
+                    ss.record()
+                    with ext:
+                        if kind == "spin":
+                            spin((ctas,), (512,), (cycles,))
+                        else:
+                            counter.fill(0)
+                            copy((ctas,), (512,), (src, dst, cupy.int64(n), cycles, counter))
+                    se.record()
+            row["classes_us"] = class_times(torch, case.step)
+            torch.cuda.synchronize()
+            if ctas and kind == "copy":
+                row["copy_gbps"] = round(float(counter.get()[0]) / (ss.elapsed_time(se) / 1e3) / 1e9, 1)
+            rows.append(row)
+            print("d %d seq %d mb %d beside %s x %d CTAs, per class: %s%s" % (
+                d, seq, mb, kind, ctas, ", ".join("%s %.0f us" % kv for kv in row["classes_us"].items()),
+                "; copy %.0f GB/s over its run" % row["copy_gbps"] if "copy_gbps" in row else ""), flush=True)
     del case
     torch.cuda.empty_cache()
     return {"hidden": d, "heads": heads, "seq_len": seq, "micro_batch": mb, "rows": rows}
@@ -348,7 +367,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="two shapes, no profile, one interference shape")
-    ap.add_argument("--parts", default="shapes,profiles,interference,by_class", help="which parts to run")
+    ap.add_argument("--parts", default="shapes,profiles,interference,by_class",
+                    help="which parts to run (by_class_copy: only the copy side kernel by class)")
     args = ap.parse_args()
     torch = cuda_torch("measure_mpt_block")
     if torch is None:
@@ -387,7 +407,14 @@ def main():
         write_json(args.out, doc)
     for s in [] if "by_class" not in parts else INTERFERENCE_SHAPES:
         try:
-            doc["interference_by_class"].append(interference_by_class(torch, *s))
+            doc["interference_by_class"].append(interference_by_class(torch, *s, kinds=("spin", "copy")))
+        except Exception as e:  # noqa: BLE001
+            doc["interference_by_class"].append({"shape": list(s), "error": failure(e)})
+            print("interference by class %s failed: %s" % (s, failure(e)), flush=True)
+        write_json(args.out, doc)
+    for s in [] if "by_class_copy" not in parts else INTERFERENCE_SHAPES:
+        try:
+            doc["interference_by_class"].append(interference_by_class(torch, *s, kinds=("copy",)))
         except Exception as e:  # noqa: BLE001
             doc["interference_by_class"].append({"shape": list(s), "error": failure(e)})
             print("interference by class %s failed: %s" % (s, failure(e)), flush=True)
