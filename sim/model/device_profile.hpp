@@ -48,6 +48,10 @@ struct DeviceProfile {
   /// asynchronous device copy (Tensor.copy_). 0: not given, such host loops are not modelled.
   Seconds eager_view_call = 0;
   Seconds eager_copy_call = 0;
+  /// Host time of one call of torchmetrics' gather_all_tensors bookkeeping per rank (a Python
+  /// torch.zeros_like, c10d's copy_ out of the gathered buffer), for Composer's per-batch metric
+  /// sync (model/composer_metric_sync.hpp). 0: not given, eager_copy_call stands for it.
+  Seconds metric_sync_call = 0;
   /// Host time of one iteration of a Python loop that narrows and views a small slice and
   /// copies it (DeepSpeed 0.3's rebuild of the persistent parameters after the step), measured
   /// as a whole; 0: not given, the loop is charged 3 views and a copy.

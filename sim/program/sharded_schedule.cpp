@@ -219,7 +219,9 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // off or the device profile has no measured per-call time.
   const Seconds metric_sync =
       p.composer_metric_sync
-          ? model::composer_metric_sync_host_time(p.composer_train_metrics, L.world, in.device.eager_copy_call)
+          ? model::composer_metric_sync_host_time(
+                p.composer_train_metrics, L.world,
+                in.device.metric_sync_call > 0 ? in.device.metric_sync_call : in.device.eager_copy_call)
           : 0.0;
   // torch FSDP's host waits and issue order are marked below (gathers' host_sync and host_after);
   // DeepSpeed's and a generic runtime's are not known.

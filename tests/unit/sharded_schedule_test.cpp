@@ -183,6 +183,19 @@ TEST(ShardedSchedule, ComposerMetricSyncIsOneHostTaskAfterTheStepGrowingWithTheW
   }
 }
 
+TEST(ShardedSchedule, ComposerMetricSyncChargesTheMeasuredMetricSyncCallOverEagerCopyCall) {
+  ScheduleInputs in = inputs(8, 8, 1, 2);
+  in.plan.composer_train_metrics = 2;
+  in.plan.composer_metric_sync = true;
+  in.device.eager_copy_call = 1e-3;
+  in.device.metric_sync_call = 4e-4;
+  const Program prog = build_program(in);
+  const Stream& host = prog.ranks[0].streams.back();
+  ASSERT_EQ(host.kind, StreamKind::host);
+  ASSERT_EQ(host.tasks.size(), 1u);
+  EXPECT_DOUBLE_EQ(host.tasks[0].duration, 2 * 2 * 2 * 8.0 * 4e-4);
+}
+
 TEST(ShardedSchedule, ComposerMetricSyncWithoutAMeasuredCallTimeAddsNothing) {
   ScheduleInputs in = inputs(4, 4, 1);
   in.plan.composer_train_metrics = 2;
