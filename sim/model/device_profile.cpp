@@ -106,6 +106,8 @@ DeviceProfile load_device_profile(const std::string& path) {
   if (d.eager_copy_call < 0) root.fail("eager_copy_call", "expected a non-negative time");
   if (root.has("metric_sync_call")) d.metric_sync_call = sourced(root, "metric_sync_call", Dimension::seconds);
   if (d.metric_sync_call < 0) root.fail("metric_sync_call", "expected a non-negative time");
+  if (root.has("mlm_collate_token")) d.mlm_collate_token = sourced(root, "mlm_collate_token", Dimension::seconds);
+  if (d.mlm_collate_token < 0) root.fail("mlm_collate_token", "expected a non-negative time per token");
   if (root.has("eager_slice_copy_iteration"))
     d.eager_slice_copy_iteration = sourced(root, "eager_slice_copy_iteration", Dimension::seconds);
   if (d.eager_slice_copy_iteration < 0) root.fail("eager_slice_copy_iteration", "expected a non-negative time");

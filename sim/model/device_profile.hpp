@@ -52,6 +52,11 @@ struct DeviceProfile {
   /// torch.zeros_like, c10d's copy_ out of the gathered buffer), for Composer's per-batch metric
   /// sync (model/composer_metric_sync.hpp). 0: not given, eager_copy_call stands for it.
   Seconds metric_sync_call = 0;
+  /// Host time per token of transformers' DataCollatorForLanguageModeling (padding the examples'
+  /// Python lists into tensors, the 15% masking) in the training process, which the Hugging Face
+  /// Trainer's DataLoader runs with dataloader_num_workers 0 (model/hf_trainer_step.hpp). 0: not
+  /// given, the collation is not modelled.
+  Seconds mlm_collate_token = 0;
   /// Host time of one iteration of a Python loop that narrows and views a small slice and
   /// copies it (DeepSpeed 0.3's rebuild of the persistent parameters after the step), measured
   /// as a whole; 0: not given, the loop is charged 3 views and a copy.

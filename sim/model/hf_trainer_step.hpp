@@ -26,8 +26,13 @@
 // FusedClipNorm.clip_norm (one norm over the gradients, one scale), FusedAdamW, lr_scheduler,
 // zero_grad(set_to_none=True) (no kernels), mark_step.
 //
+// The Trainer's DataLoader (dataloader_num_workers 0) collates each micro-batch in the training
+// process: for run_mlm.py, DataCollatorForLanguageModeling (the DDP schedule's host task per
+// micro-batch, device profile's mlm_collate_token).
+//
 // Left out: lr_scheduler.step()'s Python; DDP's find_unused_parameters=True traversal of the
-// autograd graph after each forward (C++ over a few thousand nodes; no measured cost) and the
+// autograd graph after each forward (host time, hidden on the H100 by the device's lead:
+// validate/results/h100-hf-bert.json) and the
 // reducer's per-gradient copies into and out of the buckets (PyTorch DDP, not the Trainer, and not
 // modelled for any DDP scenario); scaler.scale(loss)'s one kernel.
 #include <string>

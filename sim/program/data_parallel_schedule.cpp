@@ -240,6 +240,12 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
   const std::vector<model::TrainerPhase> trainer_phases =
       cfg.trainer ? model::trainer_step_phases(*cfg.trainer, total_params, model::hf_parameter_tensors(spec))
                   : std::vector<model::TrainerPhase>{};
+  // The Trainer's DataLoader collates each micro-batch in the training process (num_workers 0):
+  // run_mlm.py's DataCollatorForLanguageModeling, on the host before the micro-batch's forward.
+  const Seconds collate = cfg.trainer && spec.mlm_head
+                              ? dev.mlm_collate_token * static_cast<double>(cfg.micro_batch) *
+                                    static_cast<double>(spec.seq_len)
+                              : 0.0;
   // One kernel per optimizer pass; foreach / fused optimizers launch one per chunk of tensors.
   const int optimizer_kernels = cfg.megatron_fp16_optimizer ? 5 : 1;
 
@@ -250,6 +256,8 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
     rp.streams.resize(offload ? 3 : 2);
     const int amax_stream = static_cast<int>(rp.streams.size());
     if (amax_all_reduce) rp.streams.push_back({"fp8 amax", StreamKind::communication, {}});
+    const int host_stream = static_cast<int>(rp.streams.size());
+    if (collate > 0) rp.streams.push_back({"host", StreamKind::host, {}});
     Stream& comp = rp.streams[0];
     Stream& comm = rp.streams[1];
     comp.name = "compute";
@@ -290,9 +298,19 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
       }
       rp.streams[0].tasks.push_back(std::move(u));
     };
+    // The host task collating micro-batch mb: each one holds the host thread, and the
+    // micro-batch's first forward waits for it. Later micro-batches' collation follows on the
+    // host, which issues ahead of the device, so it can overlap the device's earlier work.
+    auto collated = [&](long mb) -> std::vector<TaskRef> {
+      if (collate <= 0) return {};
+      auto& host = rp.streams[static_cast<std::size_t>(host_stream)].tasks;
+      host.push_back({"DataLoader collate mb" + std::to_string(mb), TaskKind::host, Phase::other, collate, -1, {}});
+      return {TaskRef{host_stream, static_cast<int>(host.size()) - 1}};
+    };
     for (long mb = 0; mb < cfg.accumulation; ++mb) {
       const std::string tag = " mb" + std::to_string(mb);
       const bool reduce_now = mb + 1 == cfg.accumulation || reductions > 1;
+      const std::vector<TaskRef> batch_ready = collated(mb);
       if (offload) {
         std::vector<TaskRef> offloaded(units, TaskRef{-1, -1});
         for (std::size_t u = 0; u < units; ++u) {
@@ -301,7 +319,10 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
                  u == 0 ? cost.embedding_forward : layer ? cost.layer_forward : cost.head_forward, -1, {}};
           f.kernels = u == 0 ? cost.embedding_forward_kernels : layer ? cost.layer_forward_kernels
                                                                     : cost.head_forward_kernels;
-          if (u == 0) f.alloc = cfg.activation_memory;
+          if (u == 0) {
+            f.alloc = cfg.activation_memory;
+            f.deps = batch_ready;
+          }
           if (u >= 2 && offloaded[u - 2].stream >= 0) f.deps.push_back(offloaded[u - 2]);
           comp.tasks.push_back(std::move(f));
           if (layer) offloaded[u] = copy("offload input " + unit_name(u) + tag, CopyDirection::to_host, {last_compute()});
@@ -326,7 +347,7 @@ Program build_data_parallel(const model::TransformerSpec& spec, const model::Dev
         amax_reduction(mb, false);
         continue;
       }
-      Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, {}};
+      Task forward{"forward" + tag, TaskKind::compute, Phase::forward, cost.forward, -1, batch_ready};
       forward.alloc = cfg.activation_memory;
       forward.kernels = cost.forward_kernels;
       comp.tasks.push_back(forward);

@@ -96,5 +96,47 @@ TEST(HfTrainerStep, PhasesReplaceTheOptimizerStepInDdp) {
   }
 }
 
+TEST(HfTrainerStep, MainProcessCollationHoldsTheHostBeforeEachMicroBatchsForward) {
+  model::DeviceProfile dev = testing_support::round_number_device();
+  model::TransformerSpec s{"small", 2, 64, 4, 256, 1000, 32, true};
+  DataParallelConfig c;
+  c.world = 2;
+  c.ranks_per_node = 2;
+  c.micro_batch = 3;
+  c.accumulation = 2;
+  c.bucket_elements = 20e3;
+  c.gradient_bytes = 4;
+  c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  // Without a measured per-token time: no host stream.
+  const std::size_t streams = build_data_parallel(s, dev, c).ranks[0].streams.size();
+  dev.mlm_collate_token = 2e-6;
+  const Program p = build_data_parallel(s, dev, c);
+  validate(p);
+  for (const auto& r : p.ranks) {
+    ASSERT_EQ(r.streams.size(), streams + 1);
+    const Stream& host = r.streams.back();
+    EXPECT_EQ(host.kind, StreamKind::host);
+    ASSERT_EQ(host.tasks.size(), 2U);  // one per micro-batch
+    const int host_index = static_cast<int>(r.streams.size()) - 1;
+    for (int mb = 0; mb < 2; ++mb) {
+      EXPECT_EQ(host.tasks[static_cast<std::size_t>(mb)].kind, TaskKind::host);
+      EXPECT_DOUBLE_EQ(host.tasks[static_cast<std::size_t>(mb)].duration, 2e-6 * 3 * 32);  // micro-batch x seq tokens
+      const std::string fwd = "forward mb" + std::to_string(mb);
+      int found = 0;
+      for (const auto& t : r.streams[0].tasks)
+        if (t.name.str() == fwd) {
+          ++found;
+          ASSERT_EQ(t.deps.size(), 1U);
+          EXPECT_EQ(t.deps[0].stream, host_index);
+          EXPECT_EQ(t.deps[0].index, mb);
+        }
+      EXPECT_EQ(found, 1) << fwd;
+    }
+  }
+  // A model without the MLM head (not run_mlm.py's collator): none.
+  s.mlm_head = false;
+  EXPECT_EQ(build_data_parallel(s, dev, c).ranks[0].streams.size(), streams);
+}
+
 }  // namespace
 }  // namespace trainsim::program
