@@ -1,4 +1,5 @@
 // `trainsim run`: simulate every point of a scenario and print it beside the reference.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -58,6 +59,14 @@ int run_command(const std::vector<std::string>& args) {
   if (!trace_ranks.all() && trace_file.empty()) throw UsageError("--trace-ranks needs --trace FILE");
 
   auto s = scenario::load_scenario(scenario_file);
+  if (!trace_ranks.all()) {
+    // A list naming no rank of any point would write an empty trace without a word.
+    long largest = 0;
+    for (const auto& p : s.points) largest = std::max(largest, static_cast<long>(p.layout.world));
+    if (trace_ranks.first() >= largest)
+      throw UsageError("--trace-ranks names no rank of " + scenario_file + ": its largest point has " +
+                       std::to_string(largest) + " ranks (0-" + std::to_string(largest - 1) + ")");
+  }
   s.fold_symmetric_ranks = fold;
   s.trace_ranks = trace_ranks;
   std::ofstream trace_out;

@@ -1,5 +1,6 @@
 #include "core/rank_list.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <stdexcept>
@@ -26,6 +27,13 @@ bool RankList::contains(int rank) const {
   for (const auto& [first, last] : ranges)
     if (rank >= first && rank <= last) return true;
   return false;
+}
+
+int RankList::first() const {
+  int lowest = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    lowest = i == 0 ? ranges[i].first : std::min(lowest, ranges[i].first);
+  return lowest;
 }
 
 std::vector<bool> RankList::mask(int world) const {

@@ -15,6 +15,8 @@ struct RankList {
   [[nodiscard]] bool contains(int rank) const;
   /// Per rank of a world of `world` ranks: whether the list holds it (every rank when all()).
   [[nodiscard]] std::vector<bool> mask(int world) const;
+  /// The smallest rank the list holds (0 when all()).
+  [[nodiscard]] int first() const;
 };
 
 /// Parses "0,8-15". Throws std::invalid_argument naming the bad item and what is accepted: each

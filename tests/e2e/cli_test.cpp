@@ -386,6 +386,12 @@ TEST(CliErrors, BadTraceRanks) {
   EXPECT_EQ(word.status, 2);
   EXPECT_TRUE(contains(word.err, "expected ranks and ranges separated by commas, such as 0,8-15")) << word.err;
   EXPECT_TRUE(word.out.empty()) << "nothing simulated: " << word.out;
+  // Ranks beyond every point's world (the scenario's largest point: 8 instances x 8 HPUs).
+  const CliRun beyond = trainsim("run " + kBertLarge + " --trace /dev/null --trace-ranks 64-70");
+  EXPECT_EQ(beyond.status, 2);
+  EXPECT_TRUE(contains(beyond.err, "--trace-ranks names no rank of")) << beyond.err;
+  EXPECT_TRUE(contains(beyond.err, "its largest point has 64 ranks (0-63)")) << beyond.err;
+  EXPECT_TRUE(beyond.out.empty()) << "nothing simulated: " << beyond.out;
 }
 
 TEST(CliErrors, UsageMistakes) {
