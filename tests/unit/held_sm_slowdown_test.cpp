@@ -1,17 +1,17 @@
 // What held SMs take of an accelerator's arithmetic (model/held_sm_slowdown.hpp): the
 // proportional share without a measurement, the measured slowdown interpolated with one, and
 // the device profile's "held_sm_slowdown" loader.
+#include "model/held_sm_slowdown.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
 #include "model/device_profile.hpp"
-#include "model/held_sm_slowdown.hpp"
 #include "support/fixtures.hpp"
 
 using namespace trainsim;
@@ -56,8 +56,10 @@ TEST(HeldSmFraction, H100MeasuredPointsHoldFarMoreThanTheirShareOfFewSms) {
 }
 
 TEST(HeldSmFraction, ProfilesWithoutAMeasurementKeepTheShare) {
-  EXPECT_TRUE(load_device_profile("topologies/devices/a100-40gb.json").held_sm_slowdown.points.empty());
-  EXPECT_TRUE(load_device_profile("topologies/devices/a100-80gb.json").held_sm_slowdown.points.empty());
+  EXPECT_TRUE(
+      load_device_profile("topologies/devices/a100-40gb.json").held_sm_slowdown.points.empty());
+  EXPECT_TRUE(
+      load_device_profile("topologies/devices/a100-80gb.json").held_sm_slowdown.points.empty());
 }
 
 // ---- The loader ------------------------------------------------------------------------------
@@ -76,7 +78,8 @@ std::string profile_with(const nlohmann::json& points, bool sm_count = true) {
 nlohmann::json point(int sms, double slowdown) { return {{"sms", sms}, {"slowdown", slowdown}}; }
 
 ConfigError load_error(const std::string& file) {
-  return testing_support::config_error_of([](const std::string& f) { return load_device_profile(f); }, file);
+  return testing_support::config_error_of(
+      [](const std::string& f) { return load_device_profile(f); }, file);
 }
 
 void expect_error(const std::string& file, const std::string& path, const std::string& words) {
@@ -87,34 +90,41 @@ void expect_error(const std::string& file, const std::string& path, const std::s
 }
 
 TEST(HeldSmSlowdownLoader, ReadsItsPoints) {
-  const DeviceProfile d = load_device_profile(profile_with(nlohmann::json::array({point(1, 1.07), point(32, 1.33)})));
+  const DeviceProfile d =
+      load_device_profile(profile_with(nlohmann::json::array({point(1, 1.07), point(32, 1.33)})));
   ASSERT_EQ(d.held_sm_slowdown.points.size(), 2u);
   EXPECT_EQ(d.held_sm_slowdown.points[1].sms, 32);
   EXPECT_DOUBLE_EQ(d.held_sm_slowdown.points[1].slowdown, 1.33);
 }
 
 TEST(HeldSmSlowdownLoader, RejectsSmCountsNotStrictlyIncreasing) {
-  expect_error(profile_with(nlohmann::json::array({point(4, 1.1), point(4, 1.2)})), "/held_sm_slowdown/points/1/sms", "strictly increasing");
+  expect_error(profile_with(nlohmann::json::array({point(4, 1.1), point(4, 1.2)})),
+               "/held_sm_slowdown/points/1/sms", "strictly increasing");
 }
 
 TEST(HeldSmSlowdownLoader, RejectsASpeedup) {
-  expect_error(profile_with(nlohmann::json::array({point(4, 0.9)})), "/held_sm_slowdown/points/0/slowdown", "between 1 and 100");
+  expect_error(profile_with(nlohmann::json::array({point(4, 0.9)})),
+               "/held_sm_slowdown/points/0/slowdown", "between 1 and 100");
 }
 
 TEST(HeldSmSlowdownLoader, RejectsASlowdownThatFallsWithMoreSms) {
-  expect_error(profile_with(nlohmann::json::array({point(4, 1.2), point(8, 1.1)})), "/held_sm_slowdown/points/1/slowdown", "no smaller");
+  expect_error(profile_with(nlohmann::json::array({point(4, 1.2), point(8, 1.1)})),
+               "/held_sm_slowdown/points/1/slowdown", "no smaller");
 }
 
 TEST(HeldSmSlowdownLoader, RejectsAllTheDevicesSms) {
-  expect_error(profile_with(nlohmann::json::array({point(132, 2.0)})), "/held_sm_slowdown/points/0/sms", "fewer held SMs");
+  expect_error(profile_with(nlohmann::json::array({point(132, 2.0)})),
+               "/held_sm_slowdown/points/0/sms", "fewer held SMs");
 }
 
 TEST(HeldSmSlowdownLoader, RejectsNoPoints) {
-  expect_error(profile_with(nlohmann::json::array()), "/held_sm_slowdown/points", "at least one point");
+  expect_error(profile_with(nlohmann::json::array()), "/held_sm_slowdown/points",
+               "at least one point");
 }
 
 TEST(HeldSmSlowdownLoader, NeedsTheProfilesSmCount) {
-  expect_error(profile_with(nlohmann::json::array({point(4, 1.2)}), false), "/held_sm_slowdown/points", "sm_count");
+  expect_error(profile_with(nlohmann::json::array({point(4, 1.2)}), false),
+               "/held_sm_slowdown/points", "sm_count");
 }
 
 }  // namespace
