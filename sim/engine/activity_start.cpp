@@ -1,5 +1,7 @@
 #include "engine/activity_start.hpp"
 
+#include <utility>
+
 #include <simgrid/simix.hpp>
 
 namespace trainsim::engine {
@@ -21,6 +23,20 @@ sg4::ExecPtr start_bounded_exec(sg4::Host* host, double flops, double bound, dou
     sg4::ExecPtr e = sg4::Exec::init();
     e->set_flops_amount(flops)->set_bound(bound)->set_priority(priority)->set_host(host)->start();
     return e;
+  });
+}
+
+sg4::ExecPtr replace_bounded_exec(sg4::ExecPtr& exec, sg4::Host* host, const std::function<double()>& bound,
+                                  double lifetime, double priority) {
+  return simgrid::kernel::actor::simcall_answered([&] {
+    sg4::ExecPtr old = std::exchange(exec, nullptr);
+    if (old) old->cancel();
+    const double b = bound();
+    if (b > 0) {
+      exec = sg4::Exec::init();
+      exec->set_flops_amount(b * lifetime)->set_bound(b)->set_priority(priority)->set_host(host)->start();
+    }
+    return old;
   });
 }
 

@@ -9,6 +9,7 @@
 // one simcall_answered makes the same kernel calls in the same order on the same activity, at
 // one round trip.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <simgrid/s4u/Comm.hpp>
@@ -25,6 +26,17 @@ namespace trainsim::engine {
 /// in max-min sharing, started.
 [[nodiscard]] simgrid::s4u::ExecPtr start_bounded_exec(simgrid::s4u::Host* host, double flops, double bound,
                                                        double priority);
+
+/// In one simcall: cancels `exec` (when not null), then sets it to a new Exec on `host` bounded
+/// to `bound()` (flop/s, evaluated in the simcall), of `bound() * lifetime` flop and weighted
+/// `priority`, or to null when `bound()` is 0. The handle and the bound change atomically: an
+/// actor that updates shared state and then calls this may yield to others before maestro runs
+/// it, so the bound must be read when the swap happens, not before. Returns the cancelled Exec:
+/// keep it until the simulated time has moved on, since maestro reads it when it handles the
+/// step's ended actions (dropped at once, it is freed before and SimGrid 3.32 crashes there).
+[[nodiscard]] simgrid::s4u::ExecPtr replace_bounded_exec(simgrid::s4u::ExecPtr& exec, simgrid::s4u::Host* host,
+                                                         const std::function<double()>& bound, double lifetime,
+                                                         double priority);
 
 /// A host-to-host transfer (Comm::sendto_async's arguments).
 struct HostTransfer {

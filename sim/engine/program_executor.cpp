@@ -54,6 +54,7 @@ public:
         platform_(platform),
         record_(options.record),
         sm_count_(options.sm_count),
+        held_sm_slowdown_(options.held_sm_slowdown),
         options_(options),
         prepare_start_(std::chrono::steady_clock::now()),
         fold_(std::move(folding)) {
@@ -97,6 +98,7 @@ public:
       stream_actor_.emplace_back(rp.streams.size());
       waiting_.emplace_back(rp.streams.size(), -1);
       held_sms_.push_back(0);
+      held_sm_exec_.emplace_back();
       compute_stream_.push_back(only_compute_stream(rp));
       host_free_.push_back(0);
       if (host_issue_) {
@@ -644,13 +646,11 @@ private:
   }
 
   struct SmHold {
-    sg4::ExecPtr exec;  ///< null when nothing is held
-    int sms = 0;
+    int sms = 0;  ///< 0 when nothing is held
   };
 
   /// Takes `channels` SMs of the class's accelerator (fewer when the collectives already in
-  /// flight there hold all but one) until release_sms: an Exec bounded to their share of the
-  /// host's speed, weighted so that it gets its bound before any compute Exec gets a share.
+  /// flight there hold all but one) until release_sms.
   SmHold hold_sms(int cls, int channels) {
     SmHold h;
     if (sm_count_ <= 0 || channels <= 0) return h;
@@ -658,19 +658,35 @@ private:
     h.sms = std::min(channels, sm_count_ - 1 - held);
     if (h.sms <= 0) return {};
     held += h.sms;
-    const double bound = platform_.host_speed * h.sms / sm_count_;
-    // Bounded, it would end after 1e15 s: the collective always ends first and cancels it.
-    h.exec = start_bounded_exec(
-        platform_.rank_host[static_cast<std::size_t>(fold_.representative[static_cast<std::size_t>(cls)])],
-        bound * 1e15, bound, kHeldSmPriority);
-    ++result_.execs;
+    restart_held_sm_exec(cls);
     return h;
   }
 
   void release_sms(int cls, const SmHold& h) {
-    if (!h.exec) return;
+    if (h.sms <= 0) return;
     held_sms_[static_cast<std::size_t>(cls)] -= h.sms;
-    h.exec->cancel();
+    restart_held_sm_exec(cls);
+  }
+
+  /// All SMs the class's collectives in flight hold are one Exec, bounded to what that many take
+  /// of the host's speed and weighted so that it gets its bound before any compute Exec gets a
+  /// share; restarted at every change of the count. One Exec for the total, not one per
+  /// collective: the measured slowdown is not additive (1 SM costs 7%, 32 SMs 25%), and
+  /// collectives end in any order, so per-collective increments f(held + K) - f(held) would leave
+  /// the wrong total once an earlier one ended first.
+  void restart_held_sm_exec(int cls) {
+    const auto c = static_cast<std::size_t>(cls);
+    if (now() > cancelled_holds_at_) cancelled_holds_.clear();  // maestro has handled their end
+    // Bounded, it would end after 1e15 s: the last collective always ends first and cancels it.
+    sg4::ExecPtr cancelled = replace_bounded_exec(
+        held_sm_exec_[c], platform_.rank_host[static_cast<std::size_t>(fold_.representative[c])],
+        [&] { return platform_.host_speed * model::held_sm_fraction(held_sm_slowdown_, sm_count_, held_sms_[c]); },
+        1e15, kHeldSmPriority);
+    if (cancelled) {
+      cancelled_holds_.push_back(std::move(cancelled));
+      cancelled_holds_at_ = now();
+    }
+    if (held_sm_exec_[c]) ++result_.execs;
   }
 
   /// Max-min weight of an SM hold against a compute Exec's 1: large enough that the hold
@@ -999,6 +1015,7 @@ private:
   const Platform& platform_;
   bool record_;
   int sm_count_;
+  model::HeldSmSlowdown held_sm_slowdown_;
   ExecuteOptions options_;
   ExecutionResult result_;
   std::chrono::steady_clock::time_point prepare_start_;
@@ -1043,6 +1060,10 @@ private:
   std::vector<std::vector<AllocEvent>> alloc_events_;
   std::vector<long> slots_;
   std::vector<int> held_sms_;  ///< SMs the class's collectives in flight hold
+  std::vector<sg4::ExecPtr> held_sm_exec_;  ///< their hold (restart_held_sm_exec); null when none
+  /// Holds cancelled at `cancelled_holds_at_`, kept alive until the time moves on (replace_bounded_exec).
+  std::vector<sg4::ExecPtr> cancelled_holds_;
+  Seconds cancelled_holds_at_ = 0;
   std::vector<int> compute_stream_;  ///< per class: its one compute stream, -1 if not exactly one
   std::size_t total_tasks_ = 0;
   std::size_t finished_tasks_ = 0;

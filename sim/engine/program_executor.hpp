@@ -21,6 +21,7 @@
 
 #include "collective/collective_plan.hpp"
 #include "engine/platform_builder.hpp"
+#include "model/held_sm_slowdown.hpp"
 #include "program/program.hpp"
 
 namespace trainsim::engine {
@@ -77,6 +78,9 @@ struct ExecuteOptions {
   /// (CollectivePlan::channels, one thread block each) hold that many of them, so compute on the
   /// same accelerator runs at the rest of its speed. 0 turns this off.
   int sm_count = 0;
+  /// What `held` SMs take of the accelerator's speed (model::held_sm_fraction): the device's
+  /// measured slowdown of arithmetic kernels beside them; empty: their share held / sm_count.
+  model::HeldSmSlowdown held_sm_slowdown{};
   /// Device memory per accelerator for the caching allocator; 0: not followed.
   Bytes device_memory = 0;
   /// Of each program's `resident`, what the caching allocator does not manage (runtime reserve).

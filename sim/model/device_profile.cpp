@@ -127,6 +127,7 @@ DeviceProfile load_device_profile(const std::string& path) {
       root.fail("sm_count", "expected a positive whole number of streaming multiprocessors");
     d.sm_count = static_cast<int>(sms);
   }
+  if (root.has("held_sm_slowdown")) d.held_sm_slowdown = read_held_sm_slowdown(root.object("held_sm_slowdown"), d.sm_count);
   if (d.peak_bf16 <= 0) root.fail("peak_bf16", "expected a positive rate");
   if (d.peak_fp32 <= 0) root.fail("peak_fp32", "expected a positive rate");
   if (d.memory_bandwidth <= 0) root.fail("memory_bandwidth", "expected a positive bandwidth");

@@ -10,6 +10,7 @@
 #include "core/units.hpp"
 #include "model/attention_kernel.hpp"
 #include "model/gemm_throughput_curve.hpp"
+#include "model/held_sm_slowdown.hpp"
 #include "model/kernel_calibration.hpp"
 #include "model/memory_bound_kernels.hpp"
 
@@ -79,6 +80,9 @@ struct DeviceProfile {
   /// Streaming multiprocessors: what a concurrent NCCL kernel takes a share of (one per channel,
   /// engine/program_executor.hpp); 0 = not given (no collective slows compute on this device).
   int sm_count = 0;
+  /// Measured slowdown of arithmetic kernels beside K held SMs ("held_sm_slowdown"); empty: the
+  /// held SMs' proportional share (measured on the H100 only, not on the A100 or Gaudi).
+  HeldSmSlowdown held_sm_slowdown;
   std::vector<FittedParameter> fitted;
 
   /// Measured kernel performance ("kernel_calibration": file relative to the profile). Where

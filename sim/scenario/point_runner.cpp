@@ -99,6 +99,7 @@ PointResult simulate_point_in_process(const Scenario& s, const Point& p, bool tr
   const auto rates = engine::fabric_rates(p.machine->topology);
   auto options = allocator_options(p, engine::ExecuteOptions{trace, s.fold_symmetric_ranks,
                                                              p.sm_sharing ? p.machine->device.sm_count : 0});
+  options.held_sm_slowdown = p.machine->device.held_sm_slowdown;
   if (trace) options.record_ranks = record_ranks(s, p);
   const auto result = engine::execute_program(
       prog, platform,

@@ -52,6 +52,7 @@ protected:
   ExecutionResult run(const Program& p,
                       const std::function<CollectivePlan(const CollectiveCall&)>& plan) {
     ExecuteOptions o{true, fold_, sm_count_};
+    o.held_sm_slowdown = held_sm_slowdown_;
     o.device_memory = device_memory_;
     o.retry_fixed = retry_fixed_;
     o.allocate_at_host_issue = host_issue_;
@@ -60,6 +61,7 @@ protected:
 
   bool fold_ = true;
   int sm_count_ = 0;  ///< SMs per accelerator for SM sharing; 0 = off
+  model::HeldSmSlowdown held_sm_slowdown_{};  ///< measured slowdown beside held SMs; empty: their share
   BytesPerSecond hbm_link_ = 0;  ///< HBM link per accelerator (link units/s), set before SetUp; 0 = none
   Bytes device_memory_ = 0;  ///< for the caching allocator; 0 = not followed
   Seconds retry_fixed_ = 0;
@@ -920,9 +922,9 @@ namespace {
 // efa0 takes exactly 1 GB / 12.5 GB/s = 80 ms (no latency), whatever the SMs do.
 class SmSharingTest : public EngineTest {
 protected:
-  static CollectivePlan flow_to(int dst, int channels) {
+  static CollectivePlan flow_to(int dst, int channels, Bytes bytes = 1e9) {
     collective::Phase ph;
-    ph.flows = {{0, dst, 1e9}};
+    ph.flows = {{0, dst, bytes}};
     CollectivePlan plan;
     plan.phases.push_back(std::move(ph));
     plan.channels = channels;
@@ -988,6 +990,42 @@ TEST_F(SmSharingTest, HeldSmsStopOneShortOfTheDevice) {
   const auto rec = overlap({flow_to(8, 100), flow_to(10, 100)}, 1.0);
   const Seconds both = 2 * kFlow;
   EXPECT_NEAR(of_stream(rec, 0).end, both + (1.0 - both / 108), 1e-6);
+}
+
+// A measured curve (model/held_sm_slowdown.hpp): compute beside K held SMs runs at 1 / slowdown(K).
+const model::HeldSmSlowdown kMeasured{{{4, 1.25}, {16, 1.5}}};
+
+TEST_F(SmSharingTest, MeasuredSlowdownStretchesComputeBesideTheHeldSms) {
+  sm_count_ = 132;
+  held_sm_slowdown_ = kMeasured;
+  // 40 ms of compute, all of it beside the 80 ms collective holding 4 SMs: 40 ms x 1.25, where
+  // their share (4 of 132) would give 40 ms x 132/128 = 41.25 ms.
+  const auto rec = overlap({flow_to(8, 4)}, 0.04);
+  EXPECT_NEAR(of_stream(rec, 1).end, kFlow, 1e-9);  // the collective itself is not slowed
+  EXPECT_NEAR(of_stream(rec, 0).end, 0.04 * 1.25, 1e-9);
+}
+
+TEST_F(SmSharingTest, MeasuredSlowdownIsInterpolatedBetweenPoints) {
+  sm_count_ = 132;
+  held_sm_slowdown_ = kMeasured;
+  // 10 SMs: halfway from 1.25 (4) to 1.5 (16) -> 1.375.
+  const auto rec = overlap({flow_to(8, 10)}, 0.04);
+  EXPECT_NEAR(of_stream(rec, 0).end, 0.04 * 1.375, 1e-9);
+}
+
+TEST_F(SmSharingTest, MeasuredSlowdownOfConcurrentCollectivesIsThatOfTheirTotal) {
+  sm_count_ = 132;
+  held_sm_slowdown_ = kMeasured;
+  // 12 + 4 SMs held: slowdown(16) = 1.5, not 1.375 (12) and 1.25 (4) compounded nor added. Both
+  // flows leave through efa0: the 0.5 GB one ends at 80 ms (6.25 GB/s each), the 1 GB one 40 ms
+  // later alone, so from 80 ms only its 4 SMs are held (1.25): the first to end released its
+  // own, whichever took its SMs first. Compute of 1 s does 80 ms / 1.5 by 80 ms, 40 ms / 1.25
+  // more by 120 ms, the rest at full speed.
+  const auto rec = overlap({flow_to(8, 12, 0.5e9), flow_to(10, 4)}, 1.0);
+  EXPECT_NEAR(of_stream(rec, 1).end, kFlow, 1e-9);
+  EXPECT_NEAR(of_stream(rec, 2).end, 1.5 * kFlow, 1e-9);
+  const Seconds done_by_120ms = kFlow / 1.5 + 0.5 * kFlow / 1.25;
+  EXPECT_NEAR(of_stream(rec, 0).end, 1.5 * kFlow + (1.0 - done_by_120ms), 1e-6);
 }
 
 TEST_F(SmSharingTest, NoSmCountMeansNoSharing) {
