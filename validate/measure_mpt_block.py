@@ -75,7 +75,10 @@ def bf16_shapes():
     return sorted(shapes)
 
 
-def make_block(torch, d, heads, attention):
+def make_block(torch, d, heads, attention, split="select"):
+    """split: how q, k, v come out of Wqkv's output. "select" (this script's measured rows):
+    a [b, s, 3, heads, d_head] view indexed per part; "chunk": llm-foundry's qkv.chunk(3, dim=2)
+    (llmfoundry/models/layers/attention.py, v0.3.0), each part viewed [b, s, heads, d_head]."""
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[attention]
@@ -101,8 +104,12 @@ def make_block(torch, d, heads, attention):
 
         def forward(self, x):
             b, s, _ = x.shape
-            qkv = self.Wqkv(self.norm_1(x)).view(b, s, 3, heads, d // heads)
-            q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+            if split == "chunk":
+                q, k, v = (t.view(b, s, heads, d // heads).transpose(1, 2)
+                           for t in self.Wqkv(self.norm_1(x)).chunk(3, dim=2))
+            else:
+                qkv = self.Wqkv(self.norm_1(x)).view(b, s, 3, heads, d // heads)
+                q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
             with sdpa_kernel(backend):
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.out_proj(a.transpose(1, 2).reshape(b, s, d))
@@ -114,9 +121,9 @@ def make_block(torch, d, heads, attention):
 class Case:
     """One shape's block, input and output gradient, and its forward / step callables."""
 
-    def __init__(self, torch, d, heads, seq, mb, attention="cudnn"):
+    def __init__(self, torch, d, heads, seq, mb, attention="cudnn", split="select"):
         self.torch = torch
-        self.block = make_block(torch, d, heads, attention)
+        self.block = make_block(torch, d, heads, attention, split)
         self.x = torch.randn(mb, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         self.g = torch.randn(mb, seq, d, device="cuda", dtype=torch.bfloat16)
         self.flops_fwd = 2 * mb * seq * 12 * d * d + 2 * mb * seq * seq * d  # GEMMs + causal QK^T, PV

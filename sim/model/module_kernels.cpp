@@ -14,6 +14,10 @@ Operation chunk_grad_cat(const std::string& name, double elements) {
   return make_elementwise(name, 2 * kBf16 * elements, 0, "chunk_grad_cat");
 }
 
+Operation wide_chunk_grad_cat(const std::string& name, double elements) {
+  return make_elementwise(name, 2 * kBf16 * elements, 0, "chunk_grad_cat_wide");
+}
+
 Operation permute_copy(const std::string& name, double elements) {
   return make_elementwise(name, 2 * kBf16 * elements, 0, "permute_copy");
 }

@@ -21,6 +21,14 @@ namespace trainsim::model {
 /// Backward of splitting a fused projection's output into views: autograd concatenates the
 /// parts' gradients, reading and writing `elements` bf16 elements.
 [[nodiscard]] Operation chunk_grad_cat(const std::string& name, double elements);
+/// The same gradient join where each part is a whole [tokens, cols] projection output: a cat
+/// along the last dimension of parts `cols` wide (llm-foundry's qkv.chunk(3, dim=2) on
+/// [b, s, 3d]), each output row three contiguous runs of d elements, where chunk_grad_cat's
+/// sample joins 128-element runs of head-interleaved parts. Kernel class "chunk_grad_cat_wide":
+/// measured on the H100 at the stream-copy rate (CatArrayBatchedCopy of llm-foundry's split,
+/// 2.9-3.0 TB/s at d 1536-5120, validate/results/h100-mpt-block-timeline.json), which is what a
+/// class without a sample streams at.
+[[nodiscard]] Operation wide_chunk_grad_cat(const std::string& name, double elements);
 /// A permuted (strided) bf16 tensor of `elements` elements made contiguous.
 [[nodiscard]] Operation permute_copy(const std::string& name, double elements);
 /// An eager elementwise multiply of `elements` bf16 elements by a scalar (read + write), kernel

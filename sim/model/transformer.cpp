@@ -303,7 +303,10 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     linear(make_gemm("qkv", x.t, (x.hq + 2 * x.hkv) / x.tp, x.h, 1, Dtype::bf16), x.t, after_norm);
     const double qkv = x.t * (x.hq + 2 * x.hkv) / x.tp;
     if (mk != ModuleKernels::fused) {
-      Part split{{}, {chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
+      // MPT chunks the [b, s, 3d] output along its last dimension: the cat joins whole d-wide
+      // runs; Megatron and the torch layer split head-interleaved columns (head_dim-wide runs).
+      const bool wide = mk == ModuleKernels::mpt || mk == ModuleKernels::mpt_flash;
+      Part split{{}, {wide ? wide_chunk_grad_cat("qkv_split_grad_cat", qkv) : chunk_grad_cat("qkv_split_grad_cat", qkv)}, true};
       if (mk == ModuleKernels::torch_layer) split.backward.push_back(permute_copy("qkv_grad_layout_copy", qkv));
       parts.push_back(std::move(split));
     }
@@ -352,8 +355,21 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
   // A dropout kernel and an add; backward the dropout's masked scale and autograd's add of the
   // two gradients reaching the residual's input.
   const int residual_kernels = s.dropout ? 2 : 1;
-  parts.push_back(op_part(make_elementwise("residual_1", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
-                          residual_kernels, residual_kernels));
+  auto residual = [&](const std::string& name) {
+    Part p = op_part(make_elementwise(name, (s.dropout ? 4 : 3) * act, 0, "residual_add"), residual_kernels,
+                     residual_kernels);
+    if (!s.dropout) {
+      // x + f(x) passes its gradient to both inputs unchanged (no kernel); the two gradients
+      // reaching x are summed by autograd's input buffer (torch/csrc/autograd/input_buffer.cpp
+      // accumulate: one add, in place when it holds the last reference): the forward's kernel
+      // again, read two tensors and write one. Measured on the H100 (PyTorch 2.11, MPT block):
+      // the backward's residual adds run as long as the forward's.
+      p.backward = {make_elementwise(name + "_grad_sum", 3 * act, act / kBf16, "residual_add")};
+      p.own_backward = true;
+    }
+    parts.push_back(std::move(p));
+  };
+  residual("residual_1");
   if (x.sk > 0) {
     // A decoder block's cross-attention (Hugging Face's T5LayerCrossAttention): a norm, q from
     // it, k and v from the encoder's output (sk tokens per sequence), the written-out attention,
@@ -366,8 +382,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     TRAINSIM_CHECK(!shape.flash_attention, "cross-attention is modelled written out, not as a fused kernel");
     unfused_core("cross_", x.sk);
     linear(make_gemm("cross_attn_out", x.t, x.h, x.hq / x.tp, 1, Dtype::bf16), x.t / x.sp, row);
-    parts.push_back(op_part(make_elementwise("residual_cross", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
-                            residual_kernels, residual_kernels));
+    residual("residual_cross");
   }
   norm("layernorm_2", "rmsnorm_2");
   const double fr = x.f / x.tp;  // MLP columns on this rank
@@ -408,8 +423,7 @@ std::vector<Part> layer_parts(const TransformerSpec& s, const LayerShape& shape)
     parts.push_back(op_part(make_elementwise("silu_mul", 3 * x.t * fr * kBf16, 6 * x.t * fr)));
   }
   linear(make_gemm("ffn_out", x.t, x.h, fr, 1, Dtype::bf16), x.t / x.sp, row);
-  parts.push_back(op_part(make_elementwise("residual_2", (s.dropout ? 4 : 3) * act, 0, "residual_add"),
-                          residual_kernels, residual_kernels));
+  residual("residual_2");
   return parts;
 }
 

@@ -17,6 +17,7 @@
 #include "layer_comparison.hpp"
 #include "layer_reference.hpp"
 #include "layer_table.hpp"
+#include "mpt_block_ops.hpp"
 #include "model/compute_cost.hpp"
 #include "named_models.hpp"
 #include "provenance.hpp"
@@ -355,4 +356,60 @@ TEST(FrameworkLayers, Fp8LayerRowsBecomeTorchaoLayersAndSkipFailedRuns) {
   EXPECT_FALSE(rows[1].shape.eager);  // compiled: the simulator's fused kernels
   std::ofstream(path) << R"({"rows": [{"linears": "fp4", "compiled": true, "seq": 2048, "batch": 1}]})";
   EXPECT_THROW((void)read_fp8_layer_rows(path), ConfigError);
+}
+
+TEST(MptBlockOps, GroupsTheProfilersKernelNamesAsTheSimulatorsOps) {
+  using trainsim::validate::kernel_group;
+  EXPECT_EQ(kernel_group("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"), "gemm");
+  EXPECT_EQ(kernel_group("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16"), "gemm");
+  EXPECT_EQ(kernel_group("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"), "attention fwd");
+  EXPECT_EQ(kernel_group("void cudnn::fusion::convert_dq_to_16bits<true>(void const*"), "attention bwd");
+  EXPECT_EQ(kernel_group("void pytorch_flash::flash_bwd_dot_do_o_kernel<true, Flash_bw"), "attention bwd");
+  EXPECT_EQ(kernel_group("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<"), "layer_norm_bwd");
+  EXPECT_EQ(kernel_group("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16"), "layer_norm");
+  EXPECT_EQ(kernel_group("void at::native::vectorized_elementwise_kernel<8, at::native::GeluBackwardCUDAKernelImpl("),
+            "gelu_bwd");
+  EXPECT_EQ(kernel_group("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16"), "bias_grad");
+  EXPECT_EQ(kernel_group("void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<"), "copy");
+  // Names cut before the functor: not guessed.
+  EXPECT_EQ(kernel_group("void at::native::vectorized_elementwise_kernel<8, at::native"), "other");
+}
+
+TEST(MptBlockOps, PairsTheProfiledH100BlockWithTheSimulatedLayer) {
+  const auto blocks = trainsim::validate::read_mpt_block_profiles("validate/results/h100-mpt-block.json");
+  ASSERT_EQ(blocks.size(), 4u);
+  auto dev = trainsim::model::load_device_profile("topologies/devices/h100-80gb.json");
+  dev.attention_kernel = "cudnn-attention";
+  for (const auto& b : blocks) {
+    const auto groups = trainsim::validate::block_breakdown(b, dev);
+    double simulated = 0;
+    for (const auto& g : groups) {
+      simulated += g.simulated_forward_us + g.simulated_backward_us;
+      if (g.group == "gemm") {
+        EXPECT_EQ(g.simulated_backward_ops, 8);            // dgrad + wgrad of four linears
+        EXPECT_GE(g.measured_backward_kernels, 8);        // and a split-K reduction where cuBLAS picks one
+      }
+      if (g.group == "bias_grad") {
+        EXPECT_EQ(g.measured_backward_kernels, g.simulated_backward_ops);  // one reduction per bias
+      }
+    }
+    const auto spec = trainsim::validate::mpt_layer_spec(b);
+    const auto shape = trainsim::validate::mpt_layer_shape(b);
+    const double ops = (trainsim::model::ops_duration(trainsim::model::layer_forward_ops(spec, shape), dev) +
+                        trainsim::model::ops_duration(trainsim::model::layer_backward_ops(spec, shape), dev)) * 1e6;
+    EXPECT_NEAR(simulated, ops, 1e-6 * ops);
+  }
+}
+
+TEST(MptBlockOps, BadProfileNamesTheFileAndPath) {
+  const std::string path = ::testing::TempDir() + "mpt_block_bad.json";
+  std::ofstream(path) << R"({"profiles": [{"hidden": 100, "heads": 3, "seq_len": 8, "micro_batch": 1,
+                                           "forward": {"kernels": []}, "step": {"kernels": []}}]})";
+  try {
+    (void)trainsim::validate::read_mpt_block_profiles(path);
+    FAIL() << "expected a ConfigError";
+  } catch (const trainsim::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("heads"), std::string::npos);
+  }
 }
