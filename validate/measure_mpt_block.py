@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 from torch_measurement import cuda_torch, failure, measured_provenance, write_json
 
@@ -75,9 +76,11 @@ def bf16_shapes():
     return sorted(shapes)
 
 
-def make_block(torch, d, heads, attention, split="select"):
-    """split: how q, k, v come out of Wqkv's output. "select" (this script's measured rows):
-    a [b, s, 3, heads, d_head] view indexed per part; "chunk": llm-foundry's qkv.chunk(3, dim=2)
+def make_block(torch, d, heads, attention, split="chunk"):
+    """split: how q, k, v come out of Wqkv's output. "select" (the first committed rows, before
+    session 19's op-level check found it is not llm-foundry's code: its backward fills, copies and
+    adds three qkv-sized gradients): a [b, s, 3, heads, d_head] view indexed per part; "chunk"
+    (the default): llm-foundry's qkv.chunk(3, dim=2)
     (llmfoundry/models/layers/attention.py, v0.3.0), each part viewed [b, s, heads, d_head]."""
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -121,9 +124,10 @@ def make_block(torch, d, heads, attention, split="select"):
 class Case:
     """One shape's block, input and output gradient, and its forward / step callables."""
 
-    def __init__(self, torch, d, heads, seq, mb, attention="cudnn", split="select"):
+    def __init__(self, torch, d, heads, seq, mb, attention="cudnn", split="chunk"):
         self.torch = torch
         self.block = make_block(torch, d, heads, attention, split)
+        self.split = split
         self.x = torch.randn(mb, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         self.g = torch.randn(mb, seq, d, device="cuda", dtype=torch.bfloat16)
         self.flops_fwd = 2 * mb * seq * 12 * d * d + 2 * mb * seq * seq * d  # GEMMs + causal QK^T, PV
@@ -156,7 +160,11 @@ def timed_ms(torch, fn, iters, warmup=3):
     return s.elapsed_time(e) / iters
 
 
-def iterations_for(torch, fn, target_ms=100.0):
+TARGET_MS = 100.0  # timed loop length per measurement (--target-ms)
+
+
+def iterations_for(torch, fn, target_ms=None):
+    target_ms = TARGET_MS if target_ms is None else target_ms
     return max(5, int(target_ms / max(timed_ms(torch, fn, 1, warmup=2), 1e-3)))
 
 
@@ -171,6 +179,7 @@ def measure_shape(torch, d, heads, seq, mb, attention):
     fwd_grad_ms = timed_ms(torch, forward_grad, iterations_for(torch, forward_grad))
     step_ms = timed_ms(torch, case.step, iterations_for(torch, case.step))
     row = {"hidden": d, "heads": heads, "seq_len": seq, "micro_batch": mb, "attention": attention,
+           "split": case.split,
            "forward_ms": round(fwd_ms, 4), "forward_with_grad_ms": round(fwd_grad_ms, 4),
            "step_ms": round(step_ms, 4), "backward_ms": round(step_ms - fwd_grad_ms, 4),
            "forward_tflops": round(case.flops_fwd / (fwd_ms / 1e3) / 1e12, 1),
@@ -374,6 +383,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="two shapes, no profile, one interference shape")
+    ap.add_argument("--target-ms", type=float, default=TARGET_MS, help="timed loop length per measurement")
     ap.add_argument("--parts", default="shapes,profiles,interference,by_class",
                     help="which parts to run (by_class_copy: only the copy side kernel by class)")
     args = ap.parse_args()
@@ -389,6 +399,16 @@ def main():
                    "TF/s counts 24 d^2 + 2 seq d (causal attention) FLOPs per token forward, x3 per step",
            "shapes": [], "profiles": [], "interference": [], "interference_by_class": []}
     parts = args.parts.split(",")
+    globals()["TARGET_MS"] = args.target_ms
+    # Clocks and caches settle before the first timed shape (a fresh machine's first row ran slow).
+    warm = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    t_end = time.time() + 3.0
+    while time.time() < t_end:
+        for _ in range(20):
+            warm @ warm
+        torch.cuda.synchronize()
+    del warm
     for s, attention in [(s, a) for a in ATTENTION for s in shapes] if "shapes" in parts else []:
         try:
             doc["shapes"].append(measure_shape(torch, *s, attention))
