@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from torch_measurement import cuda_torch, failure, measured_provenance, write_json
+from torch_measurement import cuda_torch, events_ms, failure, measured_provenance, write_json
 
 SEQ = 512
 VOCAB = 32000
@@ -49,19 +49,6 @@ def batch_of(torch, batch):
     labels[masked] = ids[masked]
     return {"input_ids": ids.cuda(), "attention_mask": torch.ones_like(ids).cuda(),
             "token_type_ids": torch.zeros_like(ids).cuda(), "labels": labels.cuda()}
-
-
-def events_ms(torch, fn, iters, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / iters
 
 
 def step_fns(torch, model, inputs, scaler):

@@ -32,7 +32,7 @@ import os
 import sys
 import time
 
-from torch_measurement import cuda_torch, failure, measured_provenance, write_json
+from torch_measurement import cuda_torch, events_ms, failure, measured_provenance, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO = os.path.join(HERE, "..", "scenarios", "llmfoundry-fsdp-h100.json")
@@ -148,16 +148,7 @@ class Case:
 
 
 def timed_ms(torch, fn, iters, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / iters
+    return events_ms(torch, fn, iters, warmup)
 
 
 TARGET_MS = 100.0  # timed loop length per measurement (--target-ms)

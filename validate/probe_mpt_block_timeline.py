@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 
-from torch_measurement import cuda_torch, measured_provenance, write_json
+from torch_measurement import cuda_torch, events_ms, measured_provenance, write_json
 from measure_mpt_block import Case
 
 RUNS = (("cudnn", ((5120, 40, 2048, 2), (1536, 12, 512, 96)), ("select", "chunk")),
@@ -27,16 +27,7 @@ RUNS = (("cudnn", ((5120, 40, 2048, 2), (1536, 12, 512, 96)), ("select", "chunk"
 
 
 def step_ms(torch, fn, iters=20, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(iters):
-        fn()
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / iters
+    return events_ms(torch, fn, iters, warmup)
 
 
 def profiled_kernels(torch, fn, steps):

@@ -27,6 +27,21 @@ def cuda_time_us(fn, torch, min_ms=100.0, warmup=3):
     return start.elapsed_time(end) / iters * 1e3
 
 
+def events_ms(torch, fn, iters, warmup=3):
+    """Mean milliseconds of fn() on the current stream over `iters` back-to-back calls between two
+    CUDA events, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / iters
+
+
 def held_rate_windows(fn, torch, flops, seconds, label, burst_us=None):
     """fn() back to back for `seconds`, in windows of about one second timed with CUDA events: per
     window the achieved TFLOP/s (`flops` per call), and the SM clock and power read after it, each
