@@ -65,33 +65,11 @@ def step_fns(torch, model, inputs, scaler):
 
 
 def classes_of(torch, fn, steps=3):
-    from torch.profiler import ProfilerActivity, profile
+    """Per kernel class, and the 40 longest kernels, of one fn() call (torch profiler)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from profile_torch_layers import kernel_class
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            fn()
-        torch.cuda.synchronize()
-    classes, kernels = {}, {}
-    for e in prof.events():
-        dev = getattr(e, "device_type", None)
-        if dev is None or "CUDA" not in str(dev):
-            continue
-        us = float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0)) / steps
-        c = classes.setdefault(kernel_class(e.name), {"calls": 0.0, "us": 0.0})
-        c["calls"] += 1 / steps
-        c["us"] += us
-        k = kernels.setdefault(e.name[:120], {"name": e.name[:120], "calls": 0.0, "us": 0.0})
-        k["calls"] += 1 / steps
-        k["us"] += us
-    for c in classes.values():
-        c["us"] = round(c["us"], 1)
-        c["calls"] = round(c["calls"], 2)
-    top = sorted(kernels.values(), key=lambda k: -k["us"])[:40]
-    for k in top:
-        k["us"] = round(k["us"], 1)
-        k["calls"] = round(k["calls"], 2)
-    return dict(sorted(classes.items())), top
+    from profile_torch_layers import profiled_kernel_table
+    klist, classes = profiled_kernel_table(torch, fn, steps, name_chars=120)
+    return dict(sorted(classes.items())), [{k: v for k, v in kern.items() if k != "class"} for kern in klist[:40]]
 
 
 def measure_model(torch, batch):

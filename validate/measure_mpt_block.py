@@ -185,34 +185,14 @@ def measure_shape(torch, d, heads, seq, mb, attention):
 
 def profile_shape(torch, d, heads, seq, mb):
     """Per kernel class (profile_torch_layers.kernel_class) device us of one step, forward apart."""
-    from torch.profiler import ProfilerActivity, profile
-    from profile_torch_layers import kernel_class
+    from profile_torch_layers import profiled_kernel_table
     case = Case(torch, d, heads, seq, mb)
     for _ in range(3):
         case.step()
     torch.cuda.synchronize()
     out = {"hidden": d, "heads": heads, "seq_len": seq, "micro_batch": mb}
     for label, fn in (("forward", case.forward), ("step", case.step)):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-        kernels = {}
-        for e in prof.events():
-            dev = getattr(e, "device_type", None)
-            if dev is None or "CUDA" not in str(dev):
-                continue
-            k = kernels.setdefault(e.name, {"name": e.name[:120], "class": kernel_class(e.name), "calls": 0, "us": 0.0})
-            k["calls"] += 1
-            k["us"] += float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0))
-        klist = sorted(kernels.values(), key=lambda k: -k["us"])
-        classes = {}
-        for k in klist:
-            k["calls"] /= 3
-            k["us"] = round(k["us"] / 3, 1)
-            c = classes.setdefault(k["class"], {"calls": 0.0, "us": 0.0})
-            c["calls"] += k["calls"]
-            c["us"] = round(c["us"] + k["us"], 1)
+        klist, classes = profiled_kernel_table(torch, fn, 3, name_chars=120)
         out[label] = {"classes": classes, "kernels": klist}
         print("profile d %d seq %d mb %d %s: %s" % (d, seq, mb, label,
               ", ".join("%s %.0f us" % (c, v["us"]) for c, v in sorted(classes.items()))), flush=True)
@@ -309,20 +289,9 @@ def interference(torch, d, heads, seq, mb):
 def class_times(torch, fn, steps=3):
     """Device us per kernel class (profile_torch_layers.kernel_class) of one fn() call, the side
     kernels left out."""
-    from torch.profiler import ProfilerActivity, profile
-    from profile_torch_layers import kernel_class
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            fn()
-        torch.cuda.synchronize()
-    classes = {}
-    for e in prof.events():
-        dev = getattr(e, "device_type", None)
-        if dev is None or "CUDA" not in str(dev) or e.name.endswith("_until"):
-            continue
-        c = kernel_class(e.name)
-        classes[c] = classes.get(c, 0.0) + float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0)) / steps
-    return {c: round(v, 1) for c, v in sorted(classes.items())}
+    from profile_torch_layers import profiled_kernel_table
+    _, classes = profiled_kernel_table(torch, fn, steps, skip=lambda name: name.endswith("_until"))
+    return {c: v["us"] for c, v in sorted(classes.items())}
 
 
 def interference_by_class(torch, d, heads, seq, mb, kinds=("spin",)):

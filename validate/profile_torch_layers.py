@@ -40,6 +40,39 @@ def kernel_class(name):
     return "other"
 
 
+def kernel_table(events, steps, name_chars=160, skip=lambda name: False):
+    """The CUDA kernels among a torch profiler's events, per step: a list of {name, class, calls,
+    us} (largest first; names cut to `name_chars`, us rounded to 0.1) and the sums per class
+    ({class: {calls, us}}). `skip(name)` leaves kernels out (another stream's side kernels)."""
+    kernels = {}
+    for e in events:
+        dev = getattr(e, "device_type", None)
+        if dev is None or "CUDA" not in str(dev) or skip(e.name):
+            continue
+        k = kernels.setdefault(e.name, {"name": e.name[:name_chars], "class": kernel_class(e.name), "calls": 0, "us": 0.0})
+        k["calls"] += 1
+        k["us"] += float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0))
+    klist = sorted(kernels.values(), key=lambda k: -k["us"])
+    classes = {}
+    for k in klist:
+        k["calls"] = k["calls"] / steps
+        k["us"] = round(k["us"] / steps, 1)
+        c = classes.setdefault(k["class"], {"calls": 0.0, "us": 0.0})
+        c["calls"] += k["calls"]
+        c["us"] = round(c["us"] + k["us"], 1)
+    return klist, classes
+
+
+def profiled_kernel_table(torch, fn, steps, name_chars=160, skip=lambda name: False):
+    """kernel_table of `steps` calls of fn() under the torch profiler (CUDA activity only)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    return kernel_table(prof.events(), steps, name_chars, skip)
+
+
 def device_us(evt):
     for attr in ("device_time_total", "cuda_time_total"):
         if hasattr(evt, attr):
@@ -96,23 +129,7 @@ def profile_layer(torch, layer, x, g):
         for _ in range(STEPS):
             step()
         torch.cuda.synchronize()
-    kernels = {}
-    for e in prof.events():
-        dev = getattr(e, "device_type", None)
-        if dev is None or "CUDA" not in str(dev):
-            continue
-        k = kernels.setdefault(e.name, {"name": e.name[:160], "class": kernel_class(e.name), "calls": 0, "us": 0.0})
-        k["calls"] += 1
-        k["us"] += float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0))
-    klist = sorted(kernels.values(), key=lambda k: -k["us"])
-    for k in klist:
-        k["calls"] = k["calls"] / STEPS
-        k["us"] = round(k["us"] / STEPS, 1)
-    classes = {}
-    for k in klist:
-        c = classes.setdefault(k["class"], {"calls": 0.0, "us": 0.0})
-        c["calls"] += k["calls"]
-        c["us"] = round(c["us"] + k["us"], 1)
+    klist, classes = kernel_table(prof.events(), STEPS)
     ops = []
     for evt in prof.key_averages(group_by_input_shape=True):
         if not evt.key.startswith("aten::"):
