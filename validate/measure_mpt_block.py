@@ -201,12 +201,6 @@ def profile_shape(torch, d, heads, seq, mb):
     return out
 
 
-def side_kernels():
-    import cupy
-    module = cupy.RawModule(code=SIDE_SOURCE)
-    return cupy, module.get_function("spin_until"), module.get_function("copy_until")
-
-
 def external_stream(cupy, torch_stream):
     import warnings
     with warnings.catch_warnings():
@@ -214,52 +208,67 @@ def external_stream(cupy, torch_stream):
         return cupy.cuda.ExternalStream(torch_stream.cuda_stream)
 
 
+class SideKernel:
+    """A spin or copy kernel of K CTAs x 512 threads (SIDE_SOURCE) on a stream of its own, run
+    until a clock deadline, between two CUDA events on that stream."""
+
+    def __init__(self, torch):
+        import cupy
+        self.torch, self.cupy = torch, cupy
+        module = cupy.RawModule(code=SIDE_SOURCE)
+        self.spin, self.copy = module.get_function("spin_until"), module.get_function("copy_until")
+        self.clock_hz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3
+        self.n = (256 << 20) // 16  # float4 elements of the copy's 256 MiB buffers
+        self.src = cupy.ones(self.n * 4, dtype=cupy.float32)
+        self.dst = cupy.zeros(self.n * 4, dtype=cupy.float32)
+        self.counter = cupy.zeros(1, dtype=cupy.uint64)
+        self.stream = torch.cuda.Stream()
+        self.ext = external_stream(cupy, self.stream)
+
+    def launch(self, kind, ctas, seconds):
+        torch, cupy = self.torch, self.cupy
+        cycles = cupy.int64(int(seconds * self.clock_hz))
+        self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(self.stream):
+            self.start.record()
+            with self.ext:
+                if kind == "spin":
+                    self.spin((ctas,), (512,), (cycles,))
+                else:
+                    self.counter.fill(0)
+                    self.copy((ctas,), (512,), (self.src, self.dst, cupy.int64(self.n), cycles, self.counter))
+            self.end.record()
+
+    def elapsed_ms(self):
+        """The last launch's time (after a synchronize)."""
+        return self.start.elapsed_time(self.end)
+
+    def copied_gbps(self):
+        """The last copy's bytes read and written per second over its run (after a synchronize)."""
+        return float(self.counter.get()[0]) / (self.elapsed_ms() / 1e3) / 1e9
+
+
 def interference(torch, d, heads, seq, mb):
     """The block's step alone, then beside a spin / copy kernel of K CTAs on another stream."""
-    cupy, spin, copy = side_kernels()
-    clock_hz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3
-    n = (256 << 20) // 16
-    src = cupy.ones(n * 4, dtype=cupy.float32)
-    dst = cupy.zeros(n * 4, dtype=cupy.float32)
-    counter = cupy.zeros(1, dtype=cupy.uint64)
+    side = SideKernel(torch)
     case = Case(torch, d, heads, seq, mb)
     iters = iterations_for(torch, case.step, target_ms=300.0)
     alone = timed_ms(torch, case.step, iters)
-    side = torch.cuda.Stream()
-    ext = external_stream(cupy, side)
     rows = [{"side": "none", "ctas": 0, "step_ms": round(alone, 4)}]
-
-    def launch(kind, ctas, seconds):
-        cycles = cupy.int64(int(seconds * clock_hz))
-        with ext:
-            if kind == "spin":
-                spin((ctas,), (512,), (cycles,))
-            else:
-                counter.fill(0)
-                copy((ctas,), (512,), (src, dst, cupy.int64(n), cycles, counter))
-
     for kind, ctas_list in (("spin", SPIN_CTAS), ("copy", COPY_CTAS)):
         for ctas in ctas_list:
             # copy alone: its rate with these CTAs
             alone_rate = None
             if kind == "copy":
                 torch.cuda.synchronize()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with torch.cuda.stream(side):
-                    s.record()
-                    launch(kind, ctas, 0.05)
-                    e.record()
+                side.launch(kind, ctas, 0.05)
                 torch.cuda.synchronize()
-                alone_rate = float(counter.get()[0]) / (s.elapsed_time(e) / 1e3) / 1e9
+                alone_rate = side.copied_gbps()
             torch.cuda.synchronize()
             for _ in range(2):
                 case.step()
             torch.cuda.synchronize()
-            ss, se = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with torch.cuda.stream(side):
-                ss.record()
-                launch(kind, ctas, alone * iters / 1e3 * 1.3 + 0.01)
-                se.record()
+            side.launch(kind, ctas, alone * iters / 1e3 * 1.3 + 0.01)
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             for _ in range(iters):
@@ -267,13 +276,13 @@ def interference(torch, d, heads, seq, mb):
             e.record()
             torch.cuda.synchronize()
             step = s.elapsed_time(e) / iters
-            side_ms = ss.elapsed_time(se)
+            side_ms = side.elapsed_ms()
             row = {"side": kind, "ctas": ctas, "step_ms": round(step, 4),
                    "slowdown": round(step / alone, 4), "side_ms": round(side_ms, 1),
                    "compute_ms": round(step * iters, 1)}
             if kind == "copy":
                 row["copy_alone_gbps"] = round(alone_rate, 1)
-                row["copy_beside_gbps"] = round(float(counter.get()[0]) / (side_ms / 1e3) / 1e9, 1)
+                row["copy_beside_gbps"] = round(side.copied_gbps(), 1)
             if side_ms < step * iters:
                 row["warning"] = "side kernel ended before the compute loop"
             rows.append(row)
@@ -297,39 +306,22 @@ def class_times(torch, fn, steps=3):
 def interference_by_class(torch, d, heads, seq, mb, kinds=("spin",)):
     """Per kernel class, the block's step kernels' device time beside a spin or copy kernel of K
     CTAs (copy: its achieved GB/s beside them too)."""
-    cupy, spin, copy = side_kernels()
-    clock_hz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"] * 1e3
-    n = (256 << 20) // 16
-    src = cupy.ones(n * 4, dtype=cupy.float32)
-    dst = cupy.zeros(n * 4, dtype=cupy.float32)
-    counter = cupy.zeros(1, dtype=cupy.uint64)
+    side = SideKernel(torch)
     case = Case(torch, d, heads, seq, mb)
     for _ in range(3):
         case.step()
     alone_ms = timed_ms(torch, case.step, 10)
-    side = torch.cuda.Stream()
-    ext = external_stream(cupy, side)
     rows = []
     for kind in kinds:
         for ctas in (0,) + (SPIN_CTAS if kind == "spin" else COPY_CTAS):
             torch.cuda.synchronize()
             row = {"side": kind, "ctas": ctas}
             if ctas:
-                cycles = cupy.int64(int((alone_ms * 3 * 4 / 1e3 + 0.2) * clock_hz))
-                ss, se = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with torch.cuda.stream(side):
-                    ss.record()
-                    with ext:
-                        if kind == "spin":
-                            spin((ctas,), (512,), (cycles,))
-                        else:
-                            counter.fill(0)
-                            copy((ctas,), (512,), (src, dst, cupy.int64(n), cycles, counter))
-                    se.record()
+                side.launch(kind, ctas, alone_ms * 3 * 4 / 1e3 + 0.2)
             row["classes_us"] = class_times(torch, case.step)
             torch.cuda.synchronize()
             if ctas and kind == "copy":
-                row["copy_gbps"] = round(float(counter.get()[0]) / (ss.elapsed_time(se) / 1e3) / 1e9, 1)
+                row["copy_gbps"] = round(side.copied_gbps(), 1)
             rows.append(row)
             print("d %d seq %d mb %d beside %s x %d CTAs, per class: %s%s" % (
                 d, seq, mb, kind, ctas, ", ".join("%s %.0f us" % kv for kv in row["classes_us"].items()),
