@@ -19,6 +19,22 @@ model::TransformerSpec bert_base() {
   return s;
 }
 
+/// A small BERT-like model (MLM head) and the DDP schedule over 2 ranks of one node, under the
+/// transformers 4.21 Trainer's loop.
+model::TransformerSpec small_bert() { return {"small", 2, 64, 4, 256, 1000, 32, true}; }
+
+DataParallelConfig trainer_ddp(long micro_batch, long accumulation) {
+  DataParallelConfig c;
+  c.world = 2;
+  c.ranks_per_node = 2;
+  c.micro_batch = micro_batch;
+  c.accumulation = accumulation;
+  c.bucket_elements = 20e3;
+  c.gradient_bytes = 4;
+  c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  return c;
+}
+
 TEST(HfTrainerStep, ParameterTensorsOfBertForMaskedLm) {
   // 12 x 16 in the layers, word / position / token-type tables and the embedding LayerNorm's two,
   // the head's dense (2), LayerNorm (2) and decoder bias; the decoder weight is the word table.
@@ -60,14 +76,8 @@ TEST(HfTrainerStep, Transformers421LoopOnAmp) {
 TEST(HfTrainerStep, PhasesReplaceTheOptimizerStepInDdp) {
   model::DeviceProfile dev = testing_support::round_number_device();
   dev.eager_copy_call = 10e-6;
-  model::TransformerSpec s{"small", 2, 64, 4, 256, 1000, 32, true};
-  DataParallelConfig c;
-  c.world = 2;
-  c.ranks_per_node = 2;
-  c.micro_batch = 2;
-  c.bucket_elements = 20e3;
-  c.gradient_bytes = 4;
-  c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  const model::TransformerSpec s = small_bert();
+  const DataParallelConfig c = trainer_ddp(2, 1);
   const Program p = build_data_parallel(s, dev, c);
   validate(p);
   const auto& comp = p.ranks[0].streams[0].tasks;
@@ -98,15 +108,8 @@ TEST(HfTrainerStep, PhasesReplaceTheOptimizerStepInDdp) {
 
 TEST(HfTrainerStep, MainProcessCollationHoldsTheHostBeforeEachMicroBatchsForward) {
   model::DeviceProfile dev = testing_support::round_number_device();
-  model::TransformerSpec s{"small", 2, 64, 4, 256, 1000, 32, true};
-  DataParallelConfig c;
-  c.world = 2;
-  c.ranks_per_node = 2;
-  c.micro_batch = 3;
-  c.accumulation = 2;
-  c.bucket_elements = 20e3;
-  c.gradient_bytes = 4;
-  c.trainer = model::TrainingLoop::hf_trainer_4_21;
+  model::TransformerSpec s = small_bert();
+  const DataParallelConfig c = trainer_ddp(3, 2);
   // Without a measured per-token time: no host stream.
   const std::size_t streams = build_data_parallel(s, dev, c).ranks[0].streams.size();
   dev.mlm_collate_token = 2e-6;
