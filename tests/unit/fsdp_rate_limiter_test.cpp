@@ -9,6 +9,7 @@
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "support/fixtures.hpp"
+#include "support/fsdp1_fixture.hpp"
 
 namespace trainsim::program {
 namespace {
@@ -17,15 +18,11 @@ constexpr int kCompute = 0, kGather = 1;
 
 /// PyTorch FSDP1 over 4 ranks, 6 layers, one micro-batch.
 ScheduleInputs fsdp1(bool limit_all_gathers) {
+  const auto job = testing_support::tiny_fsdp1(limit_all_gathers);
   ScheduleInputs in;
-  in.model = {"tiny", 6, 64, 4, 256, 100, 16, false};
-  in.plan.sharding = plan::Sharding::fsdp;
-  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp1;
-  in.plan.fsdp_limit_all_gathers = limit_all_gathers;
-  in.plan.shard_degree = 4;
-  in.plan.micro_batch = 2;
-  EXPECT_TRUE(plan::precision_recipe("fsdp_mixed", in.plan.precision));
-  in.layout = plan::layout_of(in.plan, 4, 4);
+  in.model = job.model;
+  in.plan = job.plan;
+  in.layout = job.layout;
   in.device = testing_support::round_number_device();
   in.stages = {{1000, 100, 10, 300}};
   return in;
