@@ -51,5 +51,7 @@ int memory_command(const std::vector<std::string>& args);
 extern const char* const kMemoryUsage;
 int collective_command(const std::vector<std::string>& args);
 extern const char* const kCollectiveUsage;
+int search_command(const std::vector<std::string>& args);
+extern const char* const kSearchUsage;
 
 }  // namespace trainsim::cli

@@ -16,6 +16,7 @@ const Command kCommands[] = {
     {"run", trainsim::cli::kRunUsage, trainsim::cli::run_command},
     {"sweep", trainsim::cli::kSweepUsage, trainsim::cli::sweep_command},
     {"memory", trainsim::cli::kMemoryUsage, trainsim::cli::memory_command},
+    {"search", trainsim::cli::kSearchUsage, trainsim::cli::search_command},
     {"collective", trainsim::cli::kCollectiveUsage, trainsim::cli::collective_command},
 };
 

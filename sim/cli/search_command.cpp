@@ -1,0 +1,102 @@
+// `trainsim search`: the layouts (TP, PP, micro-batch, checkpointing, sharding) of one point at its
+// global batch, judged for memory and simulated, fastest first.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "search/search_report.hpp"
+
+namespace trainsim::cli {
+
+const char* const kSearchUsage =
+    "trainsim search SCENARIO [--point LABEL] [--nodes N] [--global-batch B] [--tp LIST] [--pp LIST]\n"
+    "                [--micro-batch LIST] [--checkpointing LIST] [--shard LIST] [--top K] [--jobs N]\n"
+    "                [--format table|json|csv]\n"
+    "  which layout of a point trains fastest: every combination of the axes at the point's\n"
+    "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
+    "  simulated) and simulated, fastest first, the point's own layout marked\n"
+    "  --point  the point to search (default: the scenario's first)\n"
+    "  --nodes  search on this many nodes (the global batch stays the point's)\n"
+    "  --tp, --pp, --micro-batch, --shard  comma-separated degrees, e.g. --tp 1,2,4,8;\n"
+    "           defaults: TP over powers of two up to a node and PP over the divisors of the\n"
+    "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
+    "           that divides a replica's batch, else the point's own values\n"
+    "  --shard  hybrid_shard_degree values of a sharded schedule; `full` shards over all DP ranks\n"
+    "  --checkpointing  on,off (default both)\n"
+    "  --top    simulated layouts in the table (default 10; 0: all)\n"
+    "  --jobs   simulations at once (default 1), each in its own process\n";
+
+namespace {
+
+long positive(const std::string& flag, const std::string& v) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || std::stol(v) < 1)
+    throw UsageError(flag + " expects positive integers, not \"" + v + "\"");
+  return std::stol(v);
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = list.find(',', start);
+    out.push_back(list.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::vector<long> degrees(const std::string& flag, const std::string& list) {
+  std::vector<long> out;
+  for (const auto& v : split(list)) out.push_back(positive(flag, v));
+  return out;
+}
+
+}  // namespace
+
+int search_command(const std::vector<std::string>& args) {
+  std::string scenario_file, format = "table";
+  search::SearchOptions options;
+  std::size_t top = 10;
+  ArgCursor cursor(args);
+  while (!cursor.done()) {
+    const std::string& a = cursor.next();
+    if (a == "--point") {
+      options.point_label = cursor.value(a);
+    } else if (a == "--nodes") {
+      options.nodes = static_cast<int>(positive(a, cursor.value(a)));
+    } else if (a == "--global-batch") {
+      options.global_batch = positive(a, cursor.value(a));
+    } else if (a == "--tp") {
+      options.space.tp = degrees(a, cursor.value(a));
+    } else if (a == "--pp") {
+      options.space.pp = degrees(a, cursor.value(a));
+    } else if (a == "--micro-batch") {
+      options.space.micro_batch = degrees(a, cursor.value(a));
+    } else if (a == "--shard") {
+      for (const auto& v : split(cursor.value(a))) options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
+    } else if (a == "--checkpointing") {
+      for (const auto& v : split(cursor.value(a))) {
+        if (v != "on" && v != "off") throw UsageError("--checkpointing expects on and/or off, not \"" + v + "\"");
+        options.space.checkpointing.push_back(v == "on");
+      }
+    } else if (a == "--top") {
+      const std::string v = cursor.value(a);
+      top = v == "0" ? 0 : static_cast<std::size_t>(positive(a, v));
+    } else if (a == "--jobs") {
+      options.jobs = static_cast<int>(positive(a, cursor.value(a)));
+    } else if (a == "--format") {
+      format = cursor.value(a);
+      if (format != "table" && format != "json" && format != "csv")
+        throw UsageError("--format must be table, json or csv, not \"" + format + "\"");
+    } else {
+      take_scenario_operand(a, scenario_file);
+    }
+  }
+  if (scenario_file.empty()) throw UsageError("search needs a SCENARIO file");
+  const auto result = search::run_search(scenario_file, options, std::cerr);
+  if (format == "table") search::write_search_table(std::cout, result, top);
+  if (format == "json") search::write_search_json(std::cout, result);
+  if (format == "csv") search::write_search_csv(std::cout, result);
+  return 0;
+}
+
+}  // namespace trainsim::cli

@@ -1,0 +1,158 @@
+#include "search/layout_candidates.hpp"
+
+#include <algorithm>
+
+namespace trainsim::search {
+
+namespace {
+
+std::vector<long> powers_of_two_up_to(long n) {
+  std::vector<long> out;
+  for (long v = 1; v <= n; v *= 2) out.push_back(v);
+  return out;
+}
+
+std::vector<long> divisors_up_to(long n, long limit) {
+  std::vector<long> out;
+  for (long d = 1; d <= n && d <= limit; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+std::vector<long> sorted_unique(std::vector<long> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+/// Erases every key of `o` that starts with `prefix`.
+void erase_prefixed(nlohmann::json& o, const std::string& prefix) {
+  for (auto it = o.begin(); it != o.end();) {
+    if (it.key().rfind(prefix, 0) == 0)
+      it = o.erase(it);
+    else
+      ++it;
+  }
+}
+
+}  // namespace
+
+std::string Candidate::label() const {
+  std::string s = "TP " + std::to_string(tp) + ", PP " + std::to_string(pp) + ", DP " + std::to_string(dp) +
+                  ", micro-batch " + std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
+                  (checkpointing ? ", checkpointing" : "");
+  if (shard > 0) s += ", shard " + std::to_string(shard);
+  return s;
+}
+
+SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers) {
+  const bool model_parallel = shape.tp > 1 || shape.pp > 1;
+  if (given.tp.empty()) given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{shape.tp};
+  if (given.pp.empty()) {
+    const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
+    given.pp = shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{shape.pp};
+  }
+  if (given.checkpointing.empty()) given.checkpointing = {false, true};
+  if (given.shard.empty()) given.shard = {shape.shard};
+  given.tp = sorted_unique(given.tp);
+  given.pp = sorted_unique(given.pp);
+  given.micro_batch = sorted_unique(given.micro_batch);
+  given.shard = sorted_unique(given.shard);
+  std::sort(given.checkpointing.begin(), given.checkpointing.end());
+  given.checkpointing.erase(std::unique(given.checkpointing.begin(), given.checkpointing.end()),
+                            given.checkpointing.end());
+  return given;
+}
+
+Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape) {
+  Enumeration e;
+  const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
+  for (const long tp : space.tp) {
+    for (const long pp : space.pp) {
+      Candidate base;
+      base.tp = tp;
+      base.pp = pp;
+      const long model_parallel = tp * pp * shape.context_parallel;
+      if (world % model_parallel != 0) {
+        e.skipped.push_back({base, "TP x PP" + std::string(shape.context_parallel > 1 ? " x CP" : "") + " = " +
+                                       std::to_string(model_parallel) + " does not divide the " +
+                                       std::to_string(world) + " accelerators"});
+        continue;
+      }
+      base.dp = world / model_parallel;
+      if (shape.global_batch % base.dp != 0) {
+        e.skipped.push_back({base, "the global batch of " + std::to_string(shape.global_batch) +
+                                       " sequences does not divide over DP " + std::to_string(base.dp)});
+        continue;
+      }
+      const long per_replica = shape.global_batch / base.dp;
+      std::vector<long> micro = space.micro_batch;
+      if (micro.empty()) {
+        for (const long m : powers_of_two_up_to(per_replica))
+          if (per_replica % m == 0) micro.push_back(m);
+        if (per_replica % shape.micro_batch == 0) micro.push_back(shape.micro_batch);
+        micro = sorted_unique(micro);
+      }
+      for (const long mb : micro) {
+        Candidate c = base;
+        c.micro_batch = mb;
+        if (per_replica % mb != 0) {
+          e.skipped.push_back({c, "micro-batch " + std::to_string(mb) + " does not divide the replica's " +
+                                      std::to_string(per_replica) + " sequences per step"});
+          continue;
+        }
+        c.accumulation = per_replica / mb;
+        for (const bool ckpt : space.checkpointing) {
+          for (const long shard : space.shard) {
+            Candidate k = c;
+            k.checkpointing = ckpt;
+            k.shard = shard;
+            // A shard group as large as the data-parallel group is full sharding.
+            const long group = shard == k.dp ? 0 : shard;
+            k.is_original = tp == shape.tp && pp == shape.pp && mb == shape.micro_batch &&
+                            ckpt == shape.checkpointing && group == shape.shard;
+            e.candidates.push_back(k);
+          }
+        }
+      }
+    }
+  }
+  return e;
+}
+
+nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index, const Candidate& c) {
+  nlohmann::json out = doc;
+  nlohmann::json point = doc.at("points").at(point_index);
+  nlohmann::json training = doc.value("training", nlohmann::json::object());
+  if (point.contains("training")) training.update(point["training"], /*merge_objects=*/true);
+  training["tensor_parallel"] = c.tp;
+  training["pipeline_parallel"] = c.pp;
+  training["micro_batch"] = c.micro_batch;
+  training["gradient_accumulation"] = c.accumulation;
+  training["activation_checkpointing"] = c.checkpointing;
+  if (c.shard > 0) training["hybrid_shard_degree"] = c.shard;
+  // Options that only mean something with a degree or checkpointing the candidate lacks: the
+  // loader would reject them, and the layout without them is the one a user would run.
+  if (c.tp == 1) {
+    training.erase("sequence_parallel");
+    erase_prefixed(training, "tp_comm_overlap");
+  }
+  if (c.pp == 1) {
+    for (const char* key : {"pipeline_schedule", "virtual_stages", "pipeline_partition", "overlap_p2p_comm"})
+      training.erase(key);
+  }
+  if (!c.checkpointing) {
+    training.erase("checkpoint_policy");
+    training.erase("activation_offloading");
+  }
+  point.erase("training");
+  point.erase("data_parallel_degree");
+  point.erase("note");
+  erase_prefixed(point, "reference_");
+  point["label"] = c.label();
+  out["training"] = training;
+  out["points"] = nlohmann::json::array({point});
+  return out;
+}
+
+}  // namespace trainsim::search

@@ -1,0 +1,69 @@
+#pragma once
+// The layouts `trainsim search` tries for one point of a scenario: tensor- and pipeline-parallel
+// degrees, micro-batch, activation checkpointing and the sharding group, at the point's global
+// batch (so every candidate trains on the same samples per step and their throughputs compare).
+// Enumeration and each candidate's scenario document are plain data, testable without SimGrid;
+// whether a candidate is valid is the scenario loader's to say (its error is the reason shown).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace trainsim::search {
+
+/// The values tried on each axis. An empty axis keeps the point's own value.
+struct SearchSpace {
+  std::vector<long> tp;
+  std::vector<long> pp;
+  std::vector<long> micro_batch;  ///< empty: every power of two that divides the replica's batch
+  std::vector<bool> checkpointing;
+  std::vector<long> shard;  ///< hybrid_shard_degree; 0 = the point's own sharding
+};
+
+/// What the enumeration needs to know about the point being searched.
+struct PointShape {
+  int nodes = 1;
+  long ranks_per_node = 1;
+  long context_parallel = 1;
+  long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
+  long tp = 1, pp = 1, micro_batch = 1;
+  long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
+  bool checkpointing = false;
+};
+
+struct Candidate {
+  long tp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
+  bool checkpointing = false;
+  bool is_original = false;  ///< the point's own configuration
+  [[nodiscard]] std::string label() const;
+};
+
+/// A combination the enumeration set aside before loading, with why.
+struct Skipped {
+  Candidate candidate;
+  std::string reason;
+};
+
+struct Enumeration {
+  std::vector<Candidate> candidates;
+  std::vector<Skipped> skipped;
+};
+
+/// The axes a user gave, completed with the defaults for `shape`: TP over the powers of two up
+/// to a node when the point is already tensor- or pipeline-parallel, PP over the divisors of the
+/// ranks left when it is pipelined, checkpointing on and off; otherwise the point's own values.
+[[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
+
+/// Every combination of `space` at the point's global batch, in a fixed order (TP, PP, micro-batch,
+/// checkpointing, shard, each ascending). Combinations whose degrees do not divide the
+/// accelerators, or whose micro-batch does not divide the replica's share of the global batch,
+/// are skipped with the reason.
+[[nodiscard]] Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape);
+
+/// The scenario document with `point_index`'s point replaced by the one candidate: the scenario's
+/// and the point's "training" merged and set to the candidate's degrees (options that need a
+/// degree the candidate lacks, such as sequence parallelism at TP 1, dropped), its references
+/// removed (they measured another layout).
+[[nodiscard]] nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
+                                                const Candidate& c);
+
+}  // namespace trainsim::search

@@ -1,0 +1,163 @@
+#include "search/layout_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "report/report.hpp"
+#include "sweep/child_pool.hpp"
+
+namespace trainsim::search {
+
+namespace {
+
+/// The loader's message without the file name every candidate shares.
+std::string reason_of(const ConfigError& e) {
+  std::string s = e.what();
+  const std::string prefix = e.file() + ": ";
+  if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
+  return s;
+}
+
+std::size_t point_index(const scenario::Scenario& s, const std::string& label) {
+  if (label.empty()) return 0;
+  for (std::size_t i = 0; i < s.points.size(); ++i)
+    if (s.points[i].label == label) return i;
+  std::string known;
+  for (const auto& p : s.points) known += (known.empty() ? "\"" : ", \"") + p.label + "\"";
+  throw ConfigError(s.file, "/points", "no point labelled \"" + label + "\"; the points are " + known);
+}
+
+}  // namespace
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::simulated: return "simulated";
+    case Outcome::out_of_memory: return "oom";
+    case Outcome::invalid: return "invalid";
+    case Outcome::not_simulated: return "not_simulated";
+    case Outcome::failed: return "failed";
+  }
+  return "?";
+}
+
+SearchResult run_search(const std::string& scenario_file, const SearchOptions& options, std::ostream& progress) {
+  const nlohmann::json doc = read_json_file(scenario_file);
+  const auto original = scenario::load_scenario_document(doc, scenario_file);
+  const std::size_t index = point_index(original, options.point_label);
+  const auto& p = original.points[index];
+
+  SearchResult out;
+  out.scenario_file = scenario_file;
+  out.title = original.title;
+  out.point_label = p.label;
+  out.topology = p.machine->topology.name;
+  out.model = p.model.name;
+  out.nodes = options.nodes.value_or(p.nodes);
+  if (out.nodes < 1) throw ConfigError(scenario_file, "", "--nodes must be at least 1");
+  PointShape shape;
+  shape.nodes = out.nodes;
+  shape.ranks_per_node = p.layout.ranks_per_node;
+  shape.context_parallel = p.training.cp;
+  shape.global_batch = options.global_batch.value_or(p.training.micro_batch * p.training.accumulation * p.layout.dp);
+  shape.tp = p.training.tp;
+  shape.pp = p.training.pp;
+  shape.micro_batch = p.training.micro_batch;
+  shape.checkpointing = p.training.activation_checkpointing;
+  shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
+  out.accelerators = static_cast<long>(out.nodes) * shape.ranks_per_node;
+  out.global_batch = shape.global_batch;
+
+  const auto space = complete_space(options.space, shape, p.model.layers);
+  auto enumeration = enumerate_layouts(space, shape);
+  out.skipped = std::move(enumeration.skipped);
+  if (enumeration.candidates.empty())
+    throw ConfigError(scenario_file, "/points/" + std::to_string(index),
+                      "no layout to search: every combination was set aside (" +
+                          (out.skipped.empty() ? std::string("empty axes") : out.skipped.front().reason) + ")");
+
+  // Load and judge every candidate here; only those that fit go to the child processes.
+  std::vector<scenario::Scenario> variants(enumeration.candidates.size());
+  std::vector<std::size_t> to_simulate;
+  for (std::size_t i = 0; i < enumeration.candidates.size(); ++i) {
+    Trial t;
+    t.candidate = enumeration.candidates[i];
+    auto cdoc = candidate_document(doc, index, t.candidate);
+    cdoc["points"][0]["nodes"] = out.nodes;
+    try {
+      variants[i] = scenario::load_scenario_document(cdoc, scenario_file);
+    } catch (const ConfigError& e) {
+      t.reason = reason_of(e);
+      out.trials.push_back(std::move(t));
+      continue;
+    }
+    const auto& s = variants[i];
+    t.memory = memory::judge_memory(scenario::memory_inputs(s, s.points[0]));
+    if (!t.memory.fits) {
+      t.outcome = Outcome::out_of_memory;
+    } else if (auto why = scenario::unsupported_reason(s, s.points[0]); !why.empty()) {
+      t.outcome = Outcome::not_simulated;
+      t.reason = std::move(why);
+    } else {
+      t.outcome = Outcome::simulated;
+      to_simulate.push_back(i);
+    }
+    out.trials.push_back(std::move(t));
+  }
+
+  progress << "search: " << out.trials.size() << " layouts of \"" << out.point_label << "\" on " << out.nodes
+           << " x " << out.topology << ", " << to_simulate.size() << " to simulate\n"
+           << std::flush;
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t finished = 0;
+  sweep::run_in_children(
+      to_simulate, options.jobs,
+      [&](std::size_t i) {
+        const auto& s = variants[i];
+        return scenario::point_result_to_json(scenario::simulate_point(s, s.points[0], false)).dump();
+      },
+      [&](const sweep::ChildOutput& child) {
+        Trial& t = out.trials[child.task];
+        const auto& s = variants[child.task];
+        std::string what;
+        if (child.ok) {
+          auto r = scenario::point_result_from_json(nlohmann::json::parse(child.text), s.points[0]);
+          r.memory = t.memory;
+          if (!r.completed) {
+            t.outcome = Outcome::failed;
+            t.reason = "the simulation did not complete (deadlocked programs)";
+          }
+          const std::vector<scenario::PointResult> one{r};
+          t.tflops_per_accelerator = report::make_rows(one).front().tflops_per_accelerator;
+          t.result = std::move(r);
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.2f samples/s", t.result->samples_per_s);
+          what = buf;
+        } else {
+          t.outcome = Outcome::failed;
+          t.reason = child.text;
+          what = "FAILED: " + child.text;
+        }
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        char tail[48];
+        std::snprintf(tail, sizeof tail, " (%.1f s elapsed)", elapsed);
+        progress << "[" << ++finished << "/" << to_simulate.size() << "] " << t.candidate.label() << ": " << what
+                 << tail << "\n"
+                 << std::flush;
+      });
+  return out;
+}
+
+std::vector<const Trial*> ranked(const SearchResult& r) {
+  std::vector<const Trial*> v;
+  for (const auto& t : r.trials)
+    if (t.outcome == Outcome::simulated) v.push_back(&t);
+  std::stable_sort(v.begin(), v.end(), [](const Trial* a, const Trial* b) {
+    return a->result->samples_per_s > b->result->samples_per_s;
+  });
+  return v;
+}
+
+}  // namespace trainsim::search

@@ -1,0 +1,116 @@
+// `trainsim search` as a user runs it: the fastest layouts first, the point's own layout simulated
+// exactly as `trainsim run` simulates that point, what does not fit reported and not simulated,
+// byte-identical output run to run, and exit status 2 with a message on bad usage or input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+namespace ts = trainsim::testing_support;
+
+ts::CommandRun trainsim(const std::string& args) { return ts::run_shell(ts::trainsim_bin() + " " + args); }
+
+const std::string kFigure17 = "scenarios/megatron-figure17.json";
+const std::string kSmallSearch = " --point 'recompute batch 64' --tp 4,8 --pp 8,16 --micro-batch 1,2";
+
+TEST(CliSearch, RanksTheLayoutsThatFitAndMarksThePointsOwn) {
+  const auto r = trainsim("search " + kFigure17 + kSmallSearch + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["accelerators"], 128);
+  EXPECT_EQ(j["global_batch"], 64);
+  const auto& ranked = j["ranked"];
+  ASSERT_GE(ranked.size(), 2u);
+  int originals = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto& t = ranked[i];
+    EXPECT_EQ(t["outcome"], "simulated");
+    EXPECT_LE(t["memory_peak_bytes"].get<double>(), t["memory_capacity_bytes"].get<double>());
+    EXPECT_EQ(t["micro_batch"].get<long>() * t["gradient_accumulation"].get<long>() * t["data_parallel"].get<long>(), 64);
+    if (i > 0) {
+      EXPECT_GE(ranked[i - 1]["samples_per_s"].get<double>(), t["samples_per_s"].get<double>());
+    }
+    if (t["original"].get<bool>()) ++originals;
+  }
+  EXPECT_EQ(originals, 1);
+  // Layouts that do not fit are reported with their peak, not simulated.
+  int oom = 0;
+  for (const auto& t : j["not_ranked"]) {
+    if (t["outcome"] != "oom") continue;
+    ++oom;
+    EXPECT_GT(t["memory_peak_bytes"].get<double>(), t["memory_capacity_bytes"].get<double>());
+    EXPECT_FALSE(t.contains("samples_per_s"));
+  }
+  EXPECT_GT(oom, 0);
+}
+
+TEST(CliSearch, ThePointsOwnLayoutGivesWhatRunGivesForThatPoint) {
+  // The figure's one point as a scenario of its own (absolute topology: it lives in a temp dir).
+  json s = json::parse(ts::read_text_file(kFigure17));
+  s["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
+  json point;
+  for (const auto& p : s["points"])
+    if (p["label"] == "recompute batch 64") point = p;
+  ASSERT_FALSE(point.is_null());
+  s["points"] = json::array({point});
+  const std::string file = ts::test_temp_path(".json");
+  std::ofstream(file) << s.dump();
+  const auto run = trainsim("run " + file + " --format json --no-wall-time");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const double run_samples = json::parse(run.out)["points"][0]["samples_per_s"].get<double>();
+
+  const auto search = trainsim("search " + file + " --tp 8 --pp 16 --micro-batch 1 --checkpointing on --format json");
+  ASSERT_EQ(search.status, 0) << search.err;
+  const json j = json::parse(search.out);
+  ASSERT_EQ(j["ranked"].size(), 1u);
+  EXPECT_TRUE(j["ranked"][0]["original"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["ranked"][0]["samples_per_s"].get<double>(), run_samples);
+}
+
+TEST(CliSearch, TableNamesTheBestAgainstThePointsLayoutAndTheOutOfMemoryOnes) {
+  const auto r = trainsim("search " + kFigure17 + kSmallSearch + " --top 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("global batch 64 sequences per step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<- the point's layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the best is"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out of memory: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("more simulated layouts"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("to simulate"), std::string::npos) << r.err;  // progress on stderr
+}
+
+TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
+  const std::string args = "search scenarios/llmfoundry-fsdp-a100.json --point '40GB 13B seq 2048 x 8' --jobs 2";
+  const auto a = trainsim(args + " --format csv");
+  const auto b = trainsim(args + " --format csv");
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
+  EXPECT_NE(a.out.find("1,1,1,8,4,16,true,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,8,8,8,true,,false,oom"), std::string::npos) << a.out;
+}
+
+TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
+  const auto unknown = trainsim("search " + kFigure17 + " --point 'no such point'");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find(kFigure17 + ": at /points: no point labelled \"no such point\""), std::string::npos)
+      << unknown.err;
+  const auto zero = trainsim("search " + kFigure17 + " --tp 0");
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_NE(zero.err.find("--tp expects positive integers, not \"0\""), std::string::npos) << zero.err;
+  const auto ckpt = trainsim("search " + kFigure17 + " --checkpointing maybe");
+  EXPECT_EQ(ckpt.status, 2);
+  EXPECT_NE(ckpt.err.find("--checkpointing expects on and/or off"), std::string::npos) << ckpt.err;
+  const auto none = trainsim("search " + kFigure17 + " --point 'recompute batch 1' --tp 3 --pp 1");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("no layout to search"), std::string::npos) << none.err;
+}
+
+}  // namespace

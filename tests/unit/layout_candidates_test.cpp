@@ -1,0 +1,143 @@
+// The layout search's candidates without loading or simulating anything: the default axes, the
+// accumulation that keeps the global batch, the combinations set aside with their reason, the
+// point's own layout marked, and the scenario document each candidate becomes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "search/layout_candidates.hpp"
+
+namespace trainsim::search {
+namespace {
+
+using nlohmann::json;
+
+PointShape pipelined() {
+  PointShape s;
+  s.nodes = 2;
+  s.ranks_per_node = 8;
+  s.global_batch = 32;
+  s.tp = 4;
+  s.pp = 2;
+  s.micro_batch = 2;
+  s.checkpointing = true;
+  return s;
+}
+
+TEST(LayoutCandidates, ModelParallelPointsSearchTpToANodeAndPpOverTheDivisors) {
+  const auto space = complete_space({}, pipelined(), /*layers=*/6);
+  EXPECT_EQ(space.tp, (std::vector<long>{1, 2, 4, 8}));
+  EXPECT_EQ(space.pp, (std::vector<long>{1, 2, 4}));  // divisors of 16 up to the 6 layers
+  EXPECT_EQ(space.checkpointing, (std::vector<bool>{false, true}));
+  EXPECT_EQ(space.shard, (std::vector<long>{0}));
+  EXPECT_TRUE(space.micro_batch.empty());  // per layout: the powers of two of the replica's batch
+}
+
+TEST(LayoutCandidates, DataParallelPointsKeepTheirDegreesUnlessAsked) {
+  PointShape dp = pipelined();
+  dp.tp = dp.pp = 1;
+  const auto kept = complete_space({}, dp, 6);
+  EXPECT_EQ(kept.tp, (std::vector<long>{1}));
+  EXPECT_EQ(kept.pp, (std::vector<long>{1}));
+  SearchSpace asked;
+  asked.tp = {4, 2, 4};
+  asked.checkpointing = {true};
+  const auto given = complete_space(asked, dp, 6);
+  EXPECT_EQ(given.tp, (std::vector<long>{2, 4}));  // sorted, duplicates dropped
+  EXPECT_EQ(given.checkpointing, (std::vector<bool>{true}));
+}
+
+TEST(LayoutCandidates, EveryCandidateTrainsTheGlobalBatch) {
+  SearchSpace space;
+  space.tp = {2, 4};
+  space.pp = {2};
+  space.checkpointing = {true};
+  space.shard = {0};
+  const auto e = enumerate_layouts(space, pipelined());
+  // TP 2: DP 4, 8 sequences per replica: micro-batch 1, 2, 4, 8; TP 4: DP 2, 16: 1, 2, 4, 8, 16.
+  ASSERT_EQ(e.candidates.size(), 4u + 5u);
+  for (const auto& c : e.candidates) {
+    EXPECT_EQ(c.tp * c.pp * c.dp, 16);
+    EXPECT_EQ(c.micro_batch * c.accumulation * c.dp, 32) << c.label();
+  }
+  const auto original = std::count_if(e.candidates.begin(), e.candidates.end(), [](const Candidate& c) { return c.is_original; });
+  EXPECT_EQ(original, 1);
+  const auto it = std::find_if(e.candidates.begin(), e.candidates.end(), [](const Candidate& c) { return c.is_original; });
+  EXPECT_EQ(it->label(), "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing");
+  EXPECT_TRUE(e.skipped.empty());
+}
+
+TEST(LayoutCandidates, CombinationsThatCannotRunAreSetAsideWithTheReason) {
+  SearchSpace space;
+  space.tp = {3, 8};
+  space.pp = {4};
+  space.micro_batch = {3};
+  space.checkpointing = {false};
+  space.shard = {0};
+  PointShape s = pipelined();
+  s.global_batch = 8;
+  const auto e = enumerate_layouts(space, s);
+  EXPECT_TRUE(e.candidates.empty());
+  ASSERT_EQ(e.skipped.size(), 2u);
+  EXPECT_EQ(e.skipped[0].reason, "TP x PP = 12 does not divide the 16 accelerators");
+  // TP 8 x PP 4 = 32 > 16 as well.
+  EXPECT_EQ(e.skipped[1].reason, "TP x PP = 32 does not divide the 16 accelerators");
+  space.tp = {4};
+  space.pp = {1};
+  const auto m = enumerate_layouts(space, s);
+  ASSERT_EQ(m.skipped.size(), 1u);
+  EXPECT_EQ(m.skipped[0].reason, "micro-batch 3 does not divide the replica's 2 sequences per step");
+  s.global_batch = 6;
+  space.micro_batch = {1};
+  const auto g = enumerate_layouts(space, s);
+  ASSERT_EQ(g.skipped.size(), 1u);
+  EXPECT_EQ(g.skipped[0].reason, "the global batch of 6 sequences does not divide over DP 4");
+}
+
+TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) {
+  const json doc = json::parse(R"({
+    "training": {"schedule": "ddp", "micro_batch": 2, "sequence_parallel": true, "tp_comm_overlap": true,
+                 "tp_comm_overlap_model": "coarse", "pipeline_schedule": "interleaved", "virtual_stages": 2,
+                 "activation_checkpointing": true, "checkpoint_policy": "selective_attention"},
+    "points": [{"nodes": 1, "label": "other"},
+               {"nodes": 2, "label": "mine", "reference_samples_per_s": 3.0, "data_parallel_degree": 2,
+                "note": "n", "training": {"tensor_parallel": 4, "pipeline_parallel": 2, "gradient_accumulation": 8}}]
+  })");
+  Candidate c;
+  c.tp = 1;
+  c.pp = 1;
+  c.dp = 16;
+  c.micro_batch = 1;
+  c.accumulation = 2;
+  c.checkpointing = false;
+  const json out = candidate_document(doc, 1, c);
+  ASSERT_EQ(out["points"].size(), 1u);
+  const json& p = out["points"][0];
+  EXPECT_EQ(p["nodes"], 2);
+  EXPECT_EQ(p["label"], c.label());
+  for (const char* gone : {"reference_samples_per_s", "data_parallel_degree", "note", "training"})
+    EXPECT_FALSE(p.contains(gone)) << gone;
+  const json& t = out["training"];
+  EXPECT_EQ(t["schedule"], "ddp");
+  EXPECT_EQ(t["tensor_parallel"], 1);
+  EXPECT_EQ(t["pipeline_parallel"], 1);
+  EXPECT_EQ(t["micro_batch"], 1);
+  EXPECT_EQ(t["gradient_accumulation"], 2);
+  EXPECT_EQ(t["activation_checkpointing"], false);
+  for (const char* gone : {"sequence_parallel", "tp_comm_overlap", "tp_comm_overlap_model", "pipeline_schedule",
+                           "virtual_stages", "checkpoint_policy"})
+    EXPECT_FALSE(t.contains(gone)) << gone;
+
+  c.tp = 4;
+  c.pp = 2;
+  c.checkpointing = true;
+  c.shard = 8;
+  const json kept = candidate_document(doc, 1, c)["training"];
+  EXPECT_EQ(kept["sequence_parallel"], true);
+  EXPECT_EQ(kept["virtual_stages"], 2);
+  EXPECT_EQ(kept["checkpoint_policy"], "selective_attention");
+  EXPECT_EQ(kept["hybrid_shard_degree"], 8);
+}
+
+}  // namespace
+}  // namespace trainsim::search
