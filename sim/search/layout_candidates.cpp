@@ -53,7 +53,14 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
     given.pp = shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{shape.pp};
   }
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
-  if (given.shard.empty()) given.shard = {shape.shard};
+  if (given.shard.empty()) {
+    given.shard = {shape.shard};
+    if (shape.fsdp) {
+      given.shard.push_back(0);
+      const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
+      for (long g = shape.ranks_per_node; g < world; g *= 2) given.shard.push_back(g);
+    }
+  }
   given.tp = sorted_unique(given.tp);
   given.pp = sorted_unique(given.pp);
   given.micro_batch = sorted_unique(given.micro_batch);

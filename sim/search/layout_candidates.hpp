@@ -28,6 +28,7 @@ struct PointShape {
   long tp = 1, pp = 1, micro_batch = 1;
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
+  bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
 };
 
 struct Candidate {
@@ -50,7 +51,9 @@ struct Enumeration {
 
 /// The axes a user gave, completed with the defaults for `shape`: TP over the powers of two up
 /// to a node when the point is already tensor- or pipeline-parallel, PP over the divisors of the
-/// ranks left when it is pipelined, checkpointing on and off; otherwise the point's own values.
+/// ranks left when it is pipelined, checkpointing on and off, and for FSDP the shard group over
+/// full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
+/// advises the smallest that fits); otherwise the point's own values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
 
 /// Every combination of `space` at the point's global batch, in a fixed order (TP, PP, micro-batch,

@@ -67,6 +67,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
+  shape.fsdp = p.training.sharding == plan::Sharding::fsdp;
   out.accelerators = static_cast<long>(out.nodes) * shape.ranks_per_node;
   out.global_batch = shape.global_batch;
 

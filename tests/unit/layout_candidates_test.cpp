@@ -33,6 +33,17 @@ TEST(LayoutCandidates, ModelParallelPointsSearchTpToANodeAndPpOverTheDivisors) {
   EXPECT_TRUE(space.micro_batch.empty());  // per layout: the powers of two of the replica's batch
 }
 
+TEST(LayoutCandidates, FsdpPointsSearchFullAndWholeNodeShardGroups) {
+  PointShape s = pipelined();
+  s.tp = s.pp = 1;
+  s.nodes = 8;
+  s.fsdp = true;
+  s.shard = 16;
+  EXPECT_EQ(complete_space({}, s, 6).shard, (std::vector<long>{0, 8, 16, 32}));  // 64 = full: 0
+  s.fsdp = false;
+  EXPECT_EQ(complete_space({}, s, 6).shard, (std::vector<long>{16}));
+}
+
 TEST(LayoutCandidates, DataParallelPointsKeepTheirDegreesUnlessAsked) {
   PointShape dp = pipelined();
   dp.tp = dp.pp = 1;
