@@ -47,10 +47,14 @@ std::string Candidate::label() const {
 
 SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers) {
   const bool model_parallel = shape.tp > 1 || shape.pp > 1;
-  if (given.tp.empty()) given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{shape.tp};
+  if (given.tp.empty()) {
+    given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{};
+    given.tp.push_back(shape.tp);  // a point's TP may span nodes (Megatron's Figure 13 runs 16 and 32)
+  }
   if (given.pp.empty()) {
     const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
-    given.pp = shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{shape.pp};
+    given.pp = shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{};
+    given.pp.push_back(shape.pp);
   }
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
   if (given.shard.empty()) {
@@ -111,6 +115,13 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
         c.accumulation = per_replica / mb;
         for (const bool ckpt : space.checkpointing) {
           for (const long shard : space.shard) {
+            if (shard > 0 && c.dp % shard != 0) {
+              Candidate k = c;
+              k.shard = shard;
+              e.skipped.push_back({k, "shard group " + std::to_string(shard) + " does not divide DP " +
+                                          std::to_string(c.dp)});
+              continue;
+            }
             Candidate k = c;
             k.checkpointing = ckpt;
             k.shard = shard;

@@ -44,6 +44,26 @@ TEST(LayoutCandidates, FsdpPointsSearchFullAndWholeNodeShardGroups) {
   EXPECT_EQ(complete_space({}, s, 6).shard, (std::vector<long>{16}));
 }
 
+TEST(LayoutCandidates, ThePointsOwnDegreesAreAlwaysTried) {
+  PointShape s = pipelined();
+  s.tp = 16;  // across two nodes, as Megatron's Figure 13 runs TP 16 and 32
+  s.pp = 1;
+  EXPECT_EQ(complete_space({}, s, 6).tp, (std::vector<long>{1, 2, 4, 8, 16}));
+}
+
+TEST(LayoutCandidates, ShardGroupsThatDoNotDivideTheDataParallelGroupAreSetAside) {
+  SearchSpace space;
+  space.tp = {4};
+  space.pp = {1};
+  space.micro_batch = {1};
+  space.checkpointing = {true};
+  space.shard = {0, 2, 8};
+  const auto e = enumerate_layouts(space, pipelined());  // DP 4
+  ASSERT_EQ(e.candidates.size(), 2u);
+  ASSERT_EQ(e.skipped.size(), 1u);
+  EXPECT_EQ(e.skipped[0].reason, "shard group 8 does not divide DP 4");
+}
+
 TEST(LayoutCandidates, DataParallelPointsKeepTheirDegreesUnlessAsked) {
   PointShape dp = pipelined();
   dp.tp = dp.pp = 1;
