@@ -18,6 +18,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include "core/error.hpp"
+#include "engine/io_reserve.hpp"
 #include "engine/platform_builder.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -82,6 +83,8 @@ public:
   }
 
   pipeline::PipelineResult run() {
+    // First, so that it makes its Ios before any worker reads at time 0.
+    ios_.start(nodes_.front()->host, count_reads());
     for (int n = 0; n < plan_.nodes; ++n) {
       const int workers = s_.loader.workers_per_rank * nodes_[n]->loaders;  // per reading rank
       for (int w = 0; w < workers; ++w)
@@ -100,6 +103,22 @@ private:
   [[nodiscard]] long total_steps() const { return plan_.epochs * plan_.steps_per_epoch; }
   [[nodiscard]] long prefetch_depth(const NodeState& node) const {
     return static_cast<long>(s_.loader.prefetch_factor) * s_.loader.workers_per_rank * node.loaders;
+  }
+
+  /// Disk reads the workers will start: one per loader batch per server whose disks the
+  /// batch's step reads (or per loader batch of a step that reads local NVMe).
+  [[nodiscard]] std::size_t count_reads() const {
+    std::size_t reads = 0;
+    for (long k = 0; k < total_steps(); ++k)
+      for (int n = 0; n < plan_.nodes; ++n) {
+        const auto& r = plan_.at(static_cast<int>(k / plan_.steps_per_epoch), k % plan_.steps_per_epoch, n);
+        std::size_t per_batch = 0;
+        if (s_.local_nvme) per_batch = r.local_disk > 0 ? 1 : 0;
+        else
+          for (const Bytes b : r.server_disk) per_batch += b > 0 ? 1 : 0;
+        reads += per_batch * static_cast<std::size_t>(nodes_[static_cast<std::size_t>(n)]->loader_batches);
+      }
+    return reads;
   }
 
   void build_file_servers(sg4::NetZone* fabric) {
@@ -170,12 +189,12 @@ private:
       const long step = b / node.loader_batches;
       const auto& r = plan_.at(static_cast<int>(step / plan_.steps_per_epoch), step % plan_.steps_per_epoch, n);
       if (s_.local_nvme) {
-        if (r.local_disk > 0) node.nvme->read(static_cast<sg_size_t>(r.local_disk * share));
+        if (r.local_disk > 0) ios_.read_async(node.nvme, static_cast<sg_size_t>(r.local_disk * share))->wait();
       } else {
         std::vector<sg4::IoPtr> reads;
         for (std::size_t sv = 0; sv < servers_.size(); ++sv)
           if (r.server_disk[sv] > 0)
-            reads.push_back(disks_[sv]->read_async(static_cast<sg_size_t>(r.server_disk[sv] * share)));
+            reads.push_back(ios_.read_async(disks_[sv], static_cast<sg_size_t>(r.server_disk[sv] * share)));
         for (auto& io : reads) io->wait();
         std::vector<sg4::CommPtr> transfers;
         for (std::size_t sv = 0; sv < servers_.size(); ++sv) {
@@ -334,6 +353,7 @@ private:
   double credits_ = 0;
   bool bursting_ = false;
   sg4::BarrierPtr barrier_;
+  IoReserve ios_;
   std::vector<Seconds> step_end_;
   long steps_done_ = 0;
 };
