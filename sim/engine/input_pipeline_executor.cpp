@@ -18,6 +18,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include "core/error.hpp"
+#include "engine/activity_start.hpp"
 #include "engine/io_reserve.hpp"
 #include "engine/platform_builder.hpp"
 
@@ -183,6 +184,7 @@ private:
           node.slot_freed->wait(lock);
         if (node.next_claim >= total) return;
         b = node.next_claim++;
+        if (node.next_claim == total) node.slot_freed->notify_all();  // the others may stop
       }
       LoaderBatch& rec = node.batches[static_cast<std::size_t>(b)];
       rec.claimed = sg4::Engine::get_clock();
@@ -206,7 +208,7 @@ private:
       }
       rec.read_done = sg4::Engine::get_clock();
       const double work = static_cast<double>(s_.step.samples_per_loader_batch) * s_.loader.preprocess_per_sample;
-      if (work > 0) sg4::this_actor::execute(work * kCoreSpeed);
+      if (work > 0) start_exec(node.host, work * kCoreSpeed)->wait();  // this_actor::execute, one simcall
       rec.ready = sg4::Engine::get_clock();
       node.io_busy += rec.read_done - rec.claimed;
       node.cpu_busy += rec.ready - rec.read_done;
@@ -233,10 +235,13 @@ private:
         // calls _try_put_index). Freeing them only at the
         // step's end deadlocked once micro-batches x loaders exceeded the prefetch depth
         // (prefetch_factor x workers x loaders): the workers stopped short of the step.
+        // One worker per freed slot, the longest waiting first (SimGrid's queue is FIFO): the
+        // workers a notify_all would have let claim, without waking every idle worker to find
+        // the slots gone (the herd cost 8 wake-ups per batch with 64 workers).
         if ((j + 1) % node.loaders == 0) {
           std::unique_lock<sg4::Mutex> lock(*node.mutex);
           node.consumed = k * node.loader_batches + j + 1;
-          node.slot_freed->notify_all();
+          for (int slot = 0; slot < node.loaders; ++slot) node.slot_freed->notify_one();
         }
       }
       barrier_->wait();  // the step's gradient all-reduce waits for every node

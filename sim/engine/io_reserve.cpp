@@ -12,9 +12,11 @@ namespace sg4 = simgrid::s4u;
 
 void IoReserve::start(sg4::Host* host, std::size_t count) {
   sg4::Actor::create("io_reserve", host, [this, count] {
-    sg4::Actor::self()->daemonize();
+    // Before any simcall (daemonize is one): Io::init is none, so the reserve is full before
+    // the actors created after this one first run.
     ios_.reserve(count);
     for (std::size_t i = 0; i < count; ++i) ios_.push_back(sg4::Io::init());
+    sg4::Actor::self()->daemonize();
     // Taken from the back: the first read gets the last Io made (the order is immaterial).
     // The actor must outlive the reads (on exit SimGrid cancels its listed activities), so it
     // waits on a condition nobody signals until the simulation kills its daemons (no RAII

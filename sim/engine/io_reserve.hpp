@@ -20,8 +20,9 @@ namespace trainsim::engine {
 
 class IoReserve {
 public:
-  /// Creates the daemon actor on `host`, which makes `count` Ios when it first runs and then
-  /// blocks: create it before the actors that read, so it runs first at time 0.
+  /// Creates the daemon actor on `host`, which makes `count` Ios as soon as it runs, before
+  /// its first simcall, and then blocks: create it before the actors that read (SimGrid runs
+  /// actors in creation order), so it fills the reserve before they first run.
   void start(simgrid::s4u::Host* host, std::size_t count);
 
   /// What `disk->read_async(bytes)` does, with one of the reserve's Ios (it must have one left).
