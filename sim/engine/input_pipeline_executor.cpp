@@ -45,6 +45,10 @@ struct NodeState {
   int loader_batches = 0;  ///< per step: loaders x micro-batches
   long next_claim = 0;
   long consumed = 0;  ///< loader batches the trainer has taken
+  // Actors switch only at simcalls, so these are read without the mutex to skip simcalls that
+  // would do nothing; they change only under it.
+  int idle_workers = 0;  ///< waiting on slot_freed and not yet signalled
+  long awaited = -1;     ///< the batch the trainer waits for, -1 when it does not wait
   std::vector<LoaderBatch> batches;
   std::vector<Seconds> wait, io_wait, cpu_wait;  ///< per step: the trainer's wait for batches
   Seconds io_busy = 0, cpu_busy = 0;            ///< workers' time, for attributing waits
@@ -180,11 +184,16 @@ private:
       long b;
       {
         std::unique_lock<sg4::Mutex> lock(*node.mutex);
-        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth(node))
+        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth(node)) {
+          ++node.idle_workers;
           node.slot_freed->wait(lock);
+        }
         if (node.next_claim >= total) return;
         b = node.next_claim++;
-        if (node.next_claim == total) node.slot_freed->notify_all();  // the others may stop
+        if (node.next_claim == total && node.idle_workers > 0) {  // the others may stop
+          node.idle_workers = 0;
+          node.slot_freed->notify_all();
+        }
       }
       LoaderBatch& rec = node.batches[static_cast<std::size_t>(b)];
       rec.claimed = sg4::Engine::get_clock();
@@ -212,8 +221,10 @@ private:
       rec.ready = sg4::Engine::get_clock();
       node.io_busy += rec.read_done - rec.claimed;
       node.cpu_busy += rec.ready - rec.read_done;
-      std::unique_lock<sg4::Mutex> lock(*node.mutex);
-      node.batch_ready->notify_all();  // only the trainer waits on it
+      if (node.awaited == b) {
+        std::unique_lock<sg4::Mutex> lock(*node.mutex);
+        node.batch_ready->notify_all();  // only the trainer waits on it
+      }
     }
   }
 
@@ -225,9 +236,11 @@ private:
       for (int j = 0; j < node.loader_batches; ++j) {
         const auto b = static_cast<std::size_t>(k * node.loader_batches + j);
         const Seconds w0 = sg4::Engine::get_clock();
-        {
+        if (node.batches[b].ready < 0) {
+          node.awaited = static_cast<long>(b);  // before the lock: locking may yield to the worker
           std::unique_lock<sg4::Mutex> lock(*node.mutex);
           while (node.batches[b].ready < 0) node.batch_ready->wait(lock);
+          node.awaited = -1;
         }
         attribute_wait(node, step, node.batches[b], w0, sg4::Engine::get_clock());
         // Each micro-batch's batches free their prefetch slots once taken (PyTorch's DataLoader
@@ -239,21 +252,25 @@ private:
         // workers a notify_all would have let claim, without waking every idle worker to find
         // the slots gone (the herd cost 8 wake-ups per batch with 64 workers).
         if ((j + 1) % node.loaders == 0) {
-          std::unique_lock<sg4::Mutex> lock(*node.mutex);
           node.consumed = k * node.loader_batches + j + 1;
-          for (int slot = 0; slot < node.loaders; ++slot) node.slot_freed->notify_one();
+          if (node.idle_workers > 0) {
+            std::unique_lock<sg4::Mutex> lock(*node.mutex);
+            for (int slot = 0; slot < node.loaders && node.idle_workers > 0; ++slot, --node.idle_workers)
+              node.slot_freed->notify_one();
+          }
         }
       }
       barrier_->wait();  // the step's gradient all-reduce waits for every node
+      // Started in one simcall each (engine/activity_start): a step's activities are most of the
+      // trainer's simcalls at small micro-batches.
       std::vector<sg4::CommPtr> grads;
       if (plan_.nodes > 1 && s_.step.inter_node_bytes >= 1)
-        grads.push_back(sg4::Comm::sendto_async(node.host, nodes_[next]->host,
-                                                static_cast<uint64_t>(s_.step.inter_node_bytes)));
+        grads = start_transfers({{node.host, nodes_[next]->host, static_cast<uint64_t>(s_.step.inter_node_bytes)}});
       std::vector<sg4::ExecPtr> cpu;
       const double cores = s_.loader.collective_cpu_cores;
       for (int c = 0; c < static_cast<int>(std::ceil(cores)); ++c) {
         const double frac = std::min(1.0, cores - c);
-        cpu.push_back(sg4::this_actor::exec_async(frac * s_.step.communication_time * kCoreSpeed));
+        cpu.push_back(start_exec(node.host, frac * s_.step.communication_time * kCoreSpeed));  // exec_async
       }
       sg4::this_actor::sleep_for(s_.step.step_time);
       for (auto& c : grads) c->wait();
