@@ -18,6 +18,8 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include "core/error.hpp"
+#include "engine/activity_start.hpp"
+#include "engine/io_reserve.hpp"
 #include "engine/platform_builder.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -43,6 +45,10 @@ struct NodeState {
   int loader_batches = 0;  ///< per step: loaders x micro-batches
   long next_claim = 0;
   long consumed = 0;  ///< loader batches the trainer has taken
+  // Actors switch only at simcalls, so these are read without the mutex to skip simcalls that
+  // would do nothing; they change only under it.
+  int idle_workers = 0;  ///< waiting on slot_freed and not yet signalled
+  long awaited = -1;     ///< the batch the trainer waits for, -1 when it does not wait
   std::vector<LoaderBatch> batches;
   std::vector<Seconds> wait, io_wait, cpu_wait;  ///< per step: the trainer's wait for batches
   Seconds io_busy = 0, cpu_busy = 0;            ///< workers' time, for attributing waits
@@ -82,6 +88,8 @@ public:
   }
 
   pipeline::PipelineResult run() {
+    // First, so that it makes its Ios before any worker reads at time 0.
+    ios_.start(nodes_.front()->host, count_reads());
     for (int n = 0; n < plan_.nodes; ++n) {
       const int workers = s_.loader.workers_per_rank * nodes_[n]->loaders;  // per reading rank
       for (int w = 0; w < workers; ++w)
@@ -100,6 +108,22 @@ private:
   [[nodiscard]] long total_steps() const { return plan_.epochs * plan_.steps_per_epoch; }
   [[nodiscard]] long prefetch_depth(const NodeState& node) const {
     return static_cast<long>(s_.loader.prefetch_factor) * s_.loader.workers_per_rank * node.loaders;
+  }
+
+  /// Disk reads the workers will start: one per loader batch per server whose disks the
+  /// batch's step reads (or per loader batch of a step that reads local NVMe).
+  [[nodiscard]] std::size_t count_reads() const {
+    std::size_t reads = 0;
+    for (long k = 0; k < total_steps(); ++k)
+      for (int n = 0; n < plan_.nodes; ++n) {
+        const auto& r = plan_.at(static_cast<int>(k / plan_.steps_per_epoch), k % plan_.steps_per_epoch, n);
+        std::size_t per_batch = 0;
+        if (s_.local_nvme) per_batch = r.local_disk > 0 ? 1 : 0;
+        else
+          for (const Bytes b : r.server_disk) per_batch += b > 0 ? 1 : 0;
+        reads += per_batch * static_cast<std::size_t>(nodes_[static_cast<std::size_t>(n)]->loader_batches);
+      }
+    return reads;
   }
 
   void build_file_servers(sg4::NetZone* fabric) {
@@ -160,22 +184,28 @@ private:
       long b;
       {
         std::unique_lock<sg4::Mutex> lock(*node.mutex);
-        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth(node))
+        while (node.next_claim < total && node.next_claim >= node.consumed + prefetch_depth(node)) {
+          ++node.idle_workers;
           node.slot_freed->wait(lock);
+        }
         if (node.next_claim >= total) return;
         b = node.next_claim++;
+        if (node.next_claim == total && node.idle_workers > 0) {  // the others may stop
+          node.idle_workers = 0;
+          node.slot_freed->notify_all();
+        }
       }
       LoaderBatch& rec = node.batches[static_cast<std::size_t>(b)];
       rec.claimed = sg4::Engine::get_clock();
       const long step = b / node.loader_batches;
       const auto& r = plan_.at(static_cast<int>(step / plan_.steps_per_epoch), step % plan_.steps_per_epoch, n);
       if (s_.local_nvme) {
-        if (r.local_disk > 0) node.nvme->read(static_cast<sg_size_t>(r.local_disk * share));
+        if (r.local_disk > 0) ios_.read_async(node.nvme, static_cast<sg_size_t>(r.local_disk * share))->wait();
       } else {
         std::vector<sg4::IoPtr> reads;
         for (std::size_t sv = 0; sv < servers_.size(); ++sv)
           if (r.server_disk[sv] > 0)
-            reads.push_back(disks_[sv]->read_async(static_cast<sg_size_t>(r.server_disk[sv] * share)));
+            reads.push_back(ios_.read_async(disks_[sv], static_cast<sg_size_t>(r.server_disk[sv] * share)));
         for (auto& io : reads) io->wait();
         std::vector<sg4::CommPtr> transfers;
         for (std::size_t sv = 0; sv < servers_.size(); ++sv) {
@@ -187,12 +217,14 @@ private:
       }
       rec.read_done = sg4::Engine::get_clock();
       const double work = static_cast<double>(s_.step.samples_per_loader_batch) * s_.loader.preprocess_per_sample;
-      if (work > 0) sg4::this_actor::execute(work * kCoreSpeed);
+      if (work > 0) start_exec(node.host, work * kCoreSpeed)->wait();  // this_actor::execute, one simcall
       rec.ready = sg4::Engine::get_clock();
       node.io_busy += rec.read_done - rec.claimed;
       node.cpu_busy += rec.ready - rec.read_done;
-      std::unique_lock<sg4::Mutex> lock(*node.mutex);
-      node.batch_ready->notify_all();  // only the trainer waits on it
+      if (node.awaited == b) {
+        std::unique_lock<sg4::Mutex> lock(*node.mutex);
+        node.batch_ready->notify_all();  // only the trainer waits on it
+      }
     }
   }
 
@@ -204,9 +236,11 @@ private:
       for (int j = 0; j < node.loader_batches; ++j) {
         const auto b = static_cast<std::size_t>(k * node.loader_batches + j);
         const Seconds w0 = sg4::Engine::get_clock();
-        {
+        if (node.batches[b].ready < 0) {
+          node.awaited = static_cast<long>(b);  // before the lock: locking may yield to the worker
           std::unique_lock<sg4::Mutex> lock(*node.mutex);
           while (node.batches[b].ready < 0) node.batch_ready->wait(lock);
+          node.awaited = -1;
         }
         attribute_wait(node, step, node.batches[b], w0, sg4::Engine::get_clock());
         // Each micro-batch's batches free their prefetch slots once taken (PyTorch's DataLoader
@@ -214,22 +248,29 @@ private:
         // calls _try_put_index). Freeing them only at the
         // step's end deadlocked once micro-batches x loaders exceeded the prefetch depth
         // (prefetch_factor x workers x loaders): the workers stopped short of the step.
+        // One worker per freed slot, the longest waiting first (SimGrid's queue is FIFO): the
+        // workers a notify_all would have let claim, without waking every idle worker to find
+        // the slots gone (the herd cost 8 wake-ups per batch with 64 workers).
         if ((j + 1) % node.loaders == 0) {
-          std::unique_lock<sg4::Mutex> lock(*node.mutex);
           node.consumed = k * node.loader_batches + j + 1;
-          node.slot_freed->notify_all();
+          if (node.idle_workers > 0) {
+            std::unique_lock<sg4::Mutex> lock(*node.mutex);
+            for (int slot = 0; slot < node.loaders && node.idle_workers > 0; ++slot, --node.idle_workers)
+              node.slot_freed->notify_one();
+          }
         }
       }
       barrier_->wait();  // the step's gradient all-reduce waits for every node
+      // Started in one simcall each (engine/activity_start): a step's activities are most of the
+      // trainer's simcalls at small micro-batches.
       std::vector<sg4::CommPtr> grads;
       if (plan_.nodes > 1 && s_.step.inter_node_bytes >= 1)
-        grads.push_back(sg4::Comm::sendto_async(node.host, nodes_[next]->host,
-                                                static_cast<uint64_t>(s_.step.inter_node_bytes)));
+        grads = start_transfers({{node.host, nodes_[next]->host, static_cast<uint64_t>(s_.step.inter_node_bytes)}});
       std::vector<sg4::ExecPtr> cpu;
       const double cores = s_.loader.collective_cpu_cores;
       for (int c = 0; c < static_cast<int>(std::ceil(cores)); ++c) {
         const double frac = std::min(1.0, cores - c);
-        cpu.push_back(sg4::this_actor::exec_async(frac * s_.step.communication_time * kCoreSpeed));
+        cpu.push_back(start_exec(node.host, frac * s_.step.communication_time * kCoreSpeed));  // exec_async
       }
       sg4::this_actor::sleep_for(s_.step.step_time);
       for (auto& c : grads) c->wait();
@@ -334,6 +375,7 @@ private:
   double credits_ = 0;
   bool bursting_ = false;
   sg4::BarrierPtr barrier_;
+  IoReserve ios_;
   std::vector<Seconds> step_end_;
   long steps_done_ = 0;
 };
