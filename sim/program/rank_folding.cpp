@@ -159,18 +159,26 @@ void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
       }
     return classes;
   };
+  // Calls read in order: a merged call's calls lie a replica's worth of calls apart, and reading
+  // them merged call by merged call misses the cache at nearly every one.
   f.classes_of.assign(f.calls.size(), {});
-  std::vector<int> listed_for(static_cast<std::size_t>(f.classes()), -1);  // class -> last merged call listing it
-  for (std::size_t m = 0; m < f.calls.size(); ++m) {
+  std::vector<std::uint32_t> last_group(f.calls.size(), UINT32_MAX);  // merged call -> group last listed
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    const auto m = static_cast<std::size_t>(f.merged_of_call[c]);
+    const RankGroup& g = p.collectives[c].group;
+    if (last_group[m] == g.id()) continue;
+    last_group[m] = g.id();
     auto& cls = f.classes_of[m];
-    for (int c : f.calls[m])
-      for (int k : group_classes(p.collectives[static_cast<std::size_t>(c)].group)) {
-        if (listed_for[static_cast<std::size_t>(k)] == static_cast<int>(m)) continue;
-        listed_for[static_cast<std::size_t>(k)] = static_cast<int>(m);
-        cls.push_back(k);
-      }
-    std::sort(cls.begin(), cls.end());
+    const auto& theirs = group_classes(g);
+    if (cls.empty()) {
+      cls = theirs;  // distinct already; a merged call of one call (every call unfolded) ends here
+      continue;
+    }
+    // Folded, a merged call takes part in a few classes: a scan finds the ones listed.
+    for (int k : theirs)
+      if (std::find(cls.begin(), cls.end(), k) == cls.end()) cls.push_back(k);
   }
+  for (auto& cls : f.classes_of) std::sort(cls.begin(), cls.end());
 }
 
 /// Each class's representative (a rank with its own tasks) must meet each merged call once, and every call a member makes
