@@ -24,6 +24,7 @@
 #include "engine/activity_start.hpp"
 #include "memory/caching_allocator.hpp"
 #include "model/host_dispatch.hpp"
+#include "program/alike_merged_calls.hpp"
 #include "program/rank_folding.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -70,7 +71,12 @@ public:
           for (const auto& t : s.tasks)
             TRAINSIM_CHECK(t.kind != TaskKind::host_copy,
                            "task " + t.name + " copies to host memory, but the topology's node has no cpu vertex");
-    for (std::size_t m = 0; m < fold_.calls.size(); ++m) collectives_.push_back(merge_calls(m, plan));
+    {
+      // Merged calls that make the same calls share the flows planned for the first of them.
+      const auto alike = program::alike_merged_calls(prog_, fold_);
+      collectives_.reserve(alike.size());
+      for (std::size_t m = 0; m < alike.size(); ++m) collectives_.push_back(merge_calls(m, alike[m], plan));
+    }
     for (int k = 0; k < fold_.classes(); ++k) {
       const auto& rp = rep_program(k);
       std::vector<std::vector<Seconds>> done;
@@ -775,19 +781,6 @@ private:
     sg4::BarrierPtr arrival;                                 ///< null when one class takes part
     std::vector<sg4::BarrierPtr> phase_end;                  ///< empty when one class takes part
   };
-  using CallsKey = std::tuple<int, Bytes, std::vector<int>>;  ///< op, size (-1: mixed), group ids and repeats
-  /// A 1,024-GPU step has over a hundred thousand merged calls whose keys mostly share their
-  /// groups: hashed, a lookup reads each key once instead of comparing it along a tree path.
-  struct CallsKeyHash {
-    std::size_t operator()(const CallsKey& k) const {
-      std::uint64_t h = static_cast<std::uint64_t>(std::get<0>(k));
-      auto mix = [&h](std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-      mix(std::hash<Bytes>{}(std::get<1>(k)));
-      for (int r : std::get<2>(k)) mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)));
-      return static_cast<std::size_t>(h);
-    }
-  };
-
   /// A route's links and what flow_shape needs of them, looked up once per (src, dst).
   struct Route {
     std::vector<sg4::Link*> links;
@@ -930,27 +923,17 @@ private:
 
   /// Plans every call a merged call stands for and keeps the flows that must be simulated
   /// (flows_to_simulate: twins of kept flows on links of their own are not sent).
-  MergedCollective merge_calls(std::size_t merged,
+  /// `alike`: an earlier merged call making the same calls (program/alike_merged_calls.hpp), -1:
+  /// none. Calls with the same op, size and groups have the same flows: every layer's
+  /// tensor-parallel all-reduce, every micro-batch's send between two stages. They are planned
+  /// and pruned once.
+  MergedCollective merge_calls(std::size_t merged, int alike,
                                const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan) {
-    const auto& calls = fold_.calls[merged];
-    // Calls with the same op, size and groups have the same flows: every layer's tensor-parallel
-    // all-reduce, every micro-batch's send between two stages. Plan and prune them once.
-    CallsKey key{static_cast<int>(prog_.collectives[static_cast<std::size_t>(calls.front())].op),
-                 prog_.collectives[static_cast<std::size_t>(calls.front())].size, {}};
-    std::get<2>(key).reserve(2 * calls.size());
-    for (int c : calls) {
-      const auto& call = prog_.collectives[static_cast<std::size_t>(c)];
-      if (static_cast<int>(call.op) != std::get<0>(key) || call.size != std::get<1>(key)) std::get<1>(key) = -1;
-      // Groups are interned (program/rank_group.hpp): equal ids, equal members.
-      std::get<2>(key).push_back(static_cast<int>(call.group.id()));
-      std::get<2>(key).push_back(-call.repeat);
-    }
     MergedCollective mc;
-    if (std::get<1>(key) >= 0)
-      if (auto it = merged_flows_.find(key); it != merged_flows_.end()) mc.flows = it->second;
-    if (!mc.flows) {
-      mc.flows = std::make_shared<const MergedFlows>(merged_phases(calls, plan));
-      if (std::get<1>(key) >= 0) merged_flows_.emplace(std::move(key), mc.flows);
+    if (alike >= 0) {
+      mc.flows = collectives_[static_cast<std::size_t>(alike)].flows;
+    } else {
+      mc.flows = std::make_shared<const MergedFlows>(merged_phases(fold_.calls[merged], plan));
     }
     const auto taking_part = static_cast<unsigned>(fold_.classes_of[merged].size());
     if (taking_part > 1) {
@@ -1023,7 +1006,6 @@ private:
   std::vector<MergedCollective> collectives_;  ///< per merged call
   std::map<std::tuple<int, int, int, int>, Route> routes_;
   std::unordered_set<const sg4::Link*> hbm_links_;  ///< Platform::hbm_link
-  std::unordered_map<CallsKey, std::shared_ptr<const MergedFlows>, CallsKeyHash> merged_flows_;
   // Per class:
   static constexpr Seconds kNotDone = -1;
   std::vector<std::vector<std::vector<Seconds>>> done_;  ///< [class][stream][task]: when it finished

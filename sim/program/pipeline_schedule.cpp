@@ -596,8 +596,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<std::size_t> request_of_task;
     std::vector<int> got;  // a sharing rank's call for each request, reused rank after rank
     // The requests other than its TP group's: a TP group's members get the same TP calls, so a
-    // rank after its group's first member asks only these again.
+    // rank after its group's first member asks only these again, and takes the rest of its calls
+    // from that member (RankProgram::calls_from), patched at the places these requests got.
     std::vector<std::size_t> not_tensor;
+    std::vector<int> not_tensor_places;
     for (long d = 0; d < L.dp; ++d)
       for (long t = 0; t < tp; ++t) {
         const StageMemory& mem = in.stages.at(static_cast<std::size_t>(stage));
@@ -606,25 +608,33 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         rp.resident = mem.resident;
         RankCalls rank_calls{d, t};
         if (share && (d > 0 || t > 0)) {
+          rp.body = rank_of(in, stage, 0, 0);
           if (t == 0) {
             got.resize(requests.size());
             for (std::size_t j = 0; j < requests.size(); ++j) got[j] = call_for(rank_calls, requests[j]);
+            rp.calls.reserve(request_of_task.size());
+            for (const std::size_t j : request_of_task) rp.calls.push_back(got[j]);
           } else {
             if (d == 0 && t == 1) {
               got = requested;  // the stage's first rank's calls
               not_tensor.clear();
               for (std::size_t j = 0; j < requests.size(); ++j)
                 if (requests[j].group != CallRequest::Group::tensor) not_tensor.push_back(j);
+              not_tensor_places.clear();
+              for (std::size_t k = 0; k < request_of_task.size(); ++k)
+                if (requests[request_of_task[k]].group != CallRequest::Group::tensor)
+                  not_tensor_places.push_back(static_cast<int>(k));
               // Every other replica's TP group makes these TP calls again: room for them at once
               // (per-step TP overlap makes over a million per stage at 1,024 GPUs).
               prog.collectives.reserve(prog.collectives.size() +
                                        (requests.size() - not_tensor.size()) * static_cast<std::size_t>(L.dp - 1) + 16);
             }
             for (const std::size_t j : not_tensor) got[j] = call_for(rank_calls, requests[j]);
+            rp.calls_from = rank_of(in, stage, d, 0);
+            rp.call_patches.reserve(not_tensor_places.size());
+            for (const int k : not_tensor_places)
+              rp.call_patches.push_back({k, got[request_of_task[static_cast<std::size_t>(k)]]});
           }
-          rp.body = rank_of(in, stage, 0, 0);
-          rp.calls.resize(request_of_task.size());
-          for (std::size_t k = 0; k < request_of_task.size(); ++k) rp.calls[k] = got[request_of_task[k]];
           prog.ranks.push_back(std::move(rp));
           continue;
         }

@@ -46,7 +46,19 @@ const RankProgram& tasks_of(const Program& p, int rank) {
 
 std::vector<int> calls_of(const Program& p, int rank) {
   const auto& rp = p.ranks[static_cast<std::size_t>(rank)];
-  if (rp.body >= 0) return rp.calls;
+  if (rp.body >= 0) {
+    if (rp.calls_from < 0) return rp.calls;
+    TRAINSIM_CHECK(rp.calls_from < rank, "rank " + std::to_string(rank) + " takes its calls from rank " +
+                                             std::to_string(rp.calls_from) + ", which is not a lower rank");
+    std::vector<int> calls = calls_of(p, rp.calls_from);
+    for (const auto& patch : rp.call_patches) {
+      TRAINSIM_CHECK(patch.place >= 0 && static_cast<std::size_t>(patch.place) < calls.size(),
+                     "rank " + std::to_string(rank) + " patches call place " + std::to_string(patch.place) + " of " +
+                         std::to_string(calls.size()));
+      calls[static_cast<std::size_t>(patch.place)] = patch.call;
+    }
+    return calls;
+  }
   std::vector<int> calls;
   for (const auto& s : rp.streams)
     for (const auto& t : s.tasks)
@@ -62,13 +74,16 @@ Program materialise(const Program& p) {
   Program full = p;
   for (auto& rp : full.ranks) {
     if (rp.body < 0) continue;
+    const auto calls = calls_of(p, rp.rank);
     rp.streams = p.ranks[static_cast<std::size_t>(rp.body)].streams;
     std::size_t k = 0;
     for (auto& s : rp.streams)
       for (auto& t : s.tasks)
-        if (t.kind == TaskKind::collective) t.collective = rp.calls[k++];
+        if (t.kind == TaskKind::collective) t.collective = calls[k++];
     rp.body = -1;
     rp.calls.clear();
+    rp.calls_from = -1;
+    rp.call_patches.clear();
   }
   return full;
 }
@@ -89,11 +104,25 @@ void validate(const Program& p) {
       TRAINSIM_CHECK(p.ranks[r].resident == p.ranks[static_cast<std::size_t>(body)].resident,
                      "rank " + std::to_string(r) + " shares a body but not its resident memory");
       calls = calls_of(p, body);
-      TRAINSIM_CHECK(calls.size() == p.ranks[r].calls.size(),
-                     "rank " + std::to_string(r) + " has " + std::to_string(p.ranks[r].calls.size()) +
+      const int from = p.ranks[r].calls_from;
+      if (from >= 0) {
+        TRAINSIM_CHECK(from < static_cast<int>(r) &&
+                           (from == body || (p.ranks[static_cast<std::size_t>(from)].body == body &&
+                                             p.ranks[static_cast<std::size_t>(from)].calls_from < 0)),
+                       "rank " + std::to_string(r) + " takes its calls from rank " + std::to_string(from) +
+                           ", which is neither its body's owner nor a lower rank sharing that body with calls of its own");
+        TRAINSIM_CHECK(p.ranks[r].calls.empty(), "rank " + std::to_string(r) + " takes its calls from another rank but lists its own");
+        const auto& patches = p.ranks[r].call_patches;
+        for (std::size_t k = 1; k < patches.size(); ++k)
+          TRAINSIM_CHECK(patches[k - 1].place < patches[k].place,
+                         "rank " + std::to_string(r) + "'s call patches are not at ascending places");
+      }
+      const std::vector<int> own = from >= 0 ? calls_of(p, static_cast<int>(r)) : p.ranks[r].calls;
+      TRAINSIM_CHECK(calls.size() == own.size(),
+                     "rank " + std::to_string(r) + " has " + std::to_string(own.size()) +
                          " calls for the " + std::to_string(calls.size()) + " collective tasks of its body");
       for (std::size_t k = 0; k < calls.size(); ++k) {
-        const int c = p.ranks[r].calls[k];
+        const int c = own[k];
         TRAINSIM_CHECK(c >= 0 && c < static_cast<int>(p.collectives.size()),
                        "unknown collective for rank " + std::to_string(r));
         const auto& mine = p.collectives[static_cast<std::size_t>(c)];

@@ -93,6 +93,14 @@ struct Stream {
   std::vector<Task> tasks;
 };
 
+/// A rank's own call at one place of the calls it otherwise takes from another rank
+/// (RankProgram::calls_from).
+struct CallPatch {
+  int place = 0;  ///< index among the body's collective tasks, streams in order
+  int call = 0;   ///< index into Program::collectives
+  bool operator==(const CallPatch& o) const { return place == o.place && call == o.call; }
+};
+
 struct RankProgram {
   int rank = 0;
   std::vector<Stream> streams;
@@ -105,6 +113,13 @@ struct RankProgram {
   /// distinct programs: sharing them spares building and comparing a thousand copies.
   int body = -1;
   std::vector<int> calls;
+  /// With a body, -1, or a lower rank running the same body (its owner, or a rank sharing it with
+  /// its own `calls`) whose calls this rank makes too, but at the places `call_patches` lists
+  /// (ascending); `calls` is then empty. A tensor-parallel group's ranks make the same TP calls
+  /// and differ only in their point-to-point and data-parallel ones: a few hundred of the 33k
+  /// places of a per-step TP-overlap stage (calls_of gives the whole list).
+  int calls_from = -1;
+  std::vector<CallPatch> call_patches;
 };
 
 struct CollectiveCall {
@@ -144,7 +159,8 @@ struct Program {
 /// The rank whose streams `rank` runs: itself, or the rank whose body it shares.
 [[nodiscard]] const RankProgram& tasks_of(const Program& p, int rank);
 
-/// The collective index of each collective task `rank` runs, streams in order.
+/// The collective index of each collective task `rank` runs, streams in order (a rank's
+/// RankProgram::calls_from applied).
 [[nodiscard]] std::vector<int> calls_of(const Program& p, int rank);
 
 /// Whether some rank shares another's body (RankProgram::body).
@@ -157,7 +173,8 @@ struct Program {
 /// task present exactly once on the communication stream of each group member, collectives
 /// appearing in the same relative order on every member (otherwise the job would deadlock), and
 /// a shared body's owner holding its own tasks, with one call per collective task of the body,
-/// each of the same op, size and group size as the owner's call there.
+/// each of the same op, size and group size as the owner's call there, and calls taken from a
+/// lower rank of the same body that has a list of its own, patched at ascending places within it.
 /// Throws InvariantError with the first problem.
 void validate(const Program& p);
 

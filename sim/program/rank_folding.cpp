@@ -159,18 +159,26 @@ void number_merged_calls(RankFolding& f, const Program& p, UnionFind& uf) {
       }
     return classes;
   };
+  // Calls read in order: a merged call's calls lie a replica's worth of calls apart, and reading
+  // them merged call by merged call misses the cache at nearly every one.
   f.classes_of.assign(f.calls.size(), {});
-  std::vector<int> listed_for(static_cast<std::size_t>(f.classes()), -1);  // class -> last merged call listing it
-  for (std::size_t m = 0; m < f.calls.size(); ++m) {
+  std::vector<std::uint32_t> last_group(f.calls.size(), UINT32_MAX);  // merged call -> group last listed
+  for (std::size_t c = 0; c < p.collectives.size(); ++c) {
+    const auto m = static_cast<std::size_t>(f.merged_of_call[c]);
+    const RankGroup& g = p.collectives[c].group;
+    if (last_group[m] == g.id()) continue;
+    last_group[m] = g.id();
     auto& cls = f.classes_of[m];
-    for (int c : f.calls[m])
-      for (int k : group_classes(p.collectives[static_cast<std::size_t>(c)].group)) {
-        if (listed_for[static_cast<std::size_t>(k)] == static_cast<int>(m)) continue;
-        listed_for[static_cast<std::size_t>(k)] = static_cast<int>(m);
-        cls.push_back(k);
-      }
-    std::sort(cls.begin(), cls.end());
+    const auto& theirs = group_classes(g);
+    if (cls.empty()) {
+      cls = theirs;  // distinct already; a merged call of one call (every call unfolded) ends here
+      continue;
+    }
+    // Folded, a merged call takes part in a few classes: a scan finds the ones listed.
+    for (int k : theirs)
+      if (std::find(cls.begin(), cls.end(), k) == cls.end()) cls.push_back(k);
   }
+  for (auto& cls : f.classes_of) std::sort(cls.begin(), cls.end());
 }
 
 /// Each class's representative (a rank with its own tasks) must meet each merged call once, and every call a member makes
@@ -227,16 +235,28 @@ RankFolding fold_ranks(const Program& p) {
       // rank's class, provided its calls have the shapes of the class's calls at every place.
       const int k = f.class_of_rank[static_cast<std::size_t>(program.body)];
       const auto& theirs = rep_calls[static_cast<std::size_t>(k)];
-      if (theirs.size() != program.calls.size()) return identity_folding(p);
-      // The rank before it on the same body (a TP peer) mostly makes the same calls: those were
-      // checked and merged already, and comparing the two lists reads them in order.
-      const std::vector<int>* before =
-          r > 0 && p.ranks[r - 1].body == program.body ? &p.ranks[r - 1].calls : nullptr;
-      for (std::size_t i = 0; i < theirs.size(); ++i) {
-        if (before != nullptr && (*before)[i] == program.calls[i]) continue;
-        if (shape[static_cast<std::size_t>(theirs[i])] != shape[static_cast<std::size_t>(program.calls[i])])
-          return identity_folding(p);
-        uf.join(theirs[i], program.calls[i]);
+      auto merge = [&](std::size_t place, int call) {
+        if (shape[static_cast<std::size_t>(theirs[place])] != shape[static_cast<std::size_t>(call)]) return false;
+        uf.join(theirs[place], call);
+        return true;
+      };
+      if (program.calls_from < 0) {
+        if (theirs.size() != program.calls.size()) return identity_folding(p);
+        for (std::size_t i = 0; i < theirs.size(); ++i)
+          if (!merge(i, program.calls[i])) return identity_folding(p);
+      } else {
+        // Calls taken from a lower rank of the class (a TP peer): those were checked and merged
+        // with it; only the patched places are this rank's own.
+        const int from = program.calls_from;
+        const bool taken_from_class =
+            from < static_cast<int>(r) && f.class_of_rank[static_cast<std::size_t>(from)] == k &&
+            (from == program.body ||
+             (p.ranks[static_cast<std::size_t>(from)].body == program.body && p.ranks[static_cast<std::size_t>(from)].calls_from < 0));
+        if (!taken_from_class || !program.calls.empty()) return identity_folding(p);
+        for (const auto& patch : program.call_patches)
+          if (patch.place < 0 || static_cast<std::size_t>(patch.place) >= theirs.size() ||
+              !merge(static_cast<std::size_t>(patch.place), patch.call))
+            return identity_folding(p);
       }
       f.class_of_rank[r] = k;
       f.members[static_cast<std::size_t>(k)].push_back(static_cast<int>(r));

@@ -75,6 +75,19 @@ TEST(SharedBody, EachStagesRanksShareItsFirstRanksBody) {
   // Rank 1 is rank 0's TP peer: the same TP calls; rank 2 the other replica: its own.
   EXPECT_EQ(calls_of(p, 1).size(), calls_of(p, 0).size());
   EXPECT_NE(calls_of(p, 2), calls_of(p, 0));
+  // A TP peer takes its calls from its group's first rank, patched where they differ (its
+  // stage-to-stage sends and data-parallel calls); that rank lists its own.
+  EXPECT_EQ(p.ranks[1].calls_from, 0);
+  EXPECT_EQ(p.ranks[3].calls_from, 2);
+  EXPECT_EQ(p.ranks[2].calls_from, -1);
+  EXPECT_TRUE(p.ranks[1].calls.empty());
+  EXPECT_FALSE(p.ranks[1].call_patches.empty());
+  EXPECT_LT(p.ranks[1].call_patches.size(), calls_of(p, 1).size());
+  const auto peer = calls_of(p, 1), first = calls_of(p, 0);
+  std::size_t differing = 0;
+  for (std::size_t k = 0; k < peer.size(); ++k) differing += peer[k] != first[k] ? 1 : 0;
+  EXPECT_GT(differing, 0U);
+  EXPECT_LE(differing, p.ranks[1].call_patches.size());
 }
 
 TEST(SharedBody, PipelineProgramsAreTheFullOnesMaterialised) {
@@ -148,20 +161,39 @@ TEST(SharedBody, ValidateRejectsCallsThatDoNotFitTheBody) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.share_task_bodies = true;
   const Program p = build_program(in);
+  // Rank 2 (the other replica's first rank) lists its calls; rank 1 takes rank 0's, patched.
   Program missing = p;
-  missing.ranks[1].calls.pop_back();
+  missing.ranks[2].calls.pop_back();
   EXPECT_THROW(validate(missing), InvariantError);
   // A call of another shape at some place: the p2p send where the body has a TP call.
-  Program shape = p;
   const auto& body_calls = calls_of(p, 0);
   std::size_t k = 0;
   while (p.collectives[static_cast<std::size_t>(body_calls[k])].op == collective::Op::send_recv) ++k;
   std::size_t send = 0;
   while (p.collectives[send].op != collective::Op::send_recv) ++send;
-  shape.ranks[1].calls[k] = static_cast<int>(send);
+  Program shape = p;
+  shape.ranks[2].calls[k] = static_cast<int>(send);
   EXPECT_THROW(validate(shape), InvariantError);
   // And folding, which trusts the schedule's comparison of tasks but not of calls, falls back.
   EXPECT_FALSE(fold_ranks(shape).folded());
+  // The same through a patch of rank 1, and a patch past the body's calls.
+  Program patched = p;
+  patched.ranks[1].call_patches = {{static_cast<int>(k), static_cast<int>(send)}};
+  EXPECT_THROW(validate(patched), InvariantError);
+  EXPECT_FALSE(fold_ranks(patched).folded());
+  Program beyond = p;
+  beyond.ranks[1].call_patches.push_back({static_cast<int>(body_calls.size()), 0});
+  EXPECT_THROW(validate(beyond), InvariantError);
+  EXPECT_FALSE(fold_ranks(beyond).folded());
+  // Calls taken from a higher rank, or from a rank that takes its own from another.
+  Program later = p;
+  later.ranks[1].calls_from = 2;
+  EXPECT_THROW(validate(later), InvariantError);
+  EXPECT_FALSE(fold_ranks(later).folded());
+  Program chained = p;
+  chained.ranks[3].calls_from = 1;
+  EXPECT_THROW(validate(chained), InvariantError);
+  EXPECT_FALSE(fold_ranks(chained).folded());
   Program upward = p;
   upward.ranks[1].body = 2;  // a higher rank, itself sharing
   EXPECT_THROW(validate(upward), InvariantError);
