@@ -394,6 +394,22 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     per_micro_batch += pipe.per_micro_batch;
     how += " + " + pipe.per_micro_batch_how;
   }
+  if (p.pipeline_outputs_kept && p.pp > 1) {
+    // Megatron-LM 6985e58's schedules keep each forward's output_tensor in output_tensors until
+    // its backward pops it (megatron/schedules.py:207 interleaved, :409 warm-up, :436 steady
+    // state); nothing autograd saves holds it (the next layer, whose norm would, is on the next
+    // stage), and deallocate_output_tensor, which empties it once sent, came after (86da10e9d9,
+    // 2021-12-07). It is the stage's last hidden state, b x s x h in the working dtype: a layer
+    // input. Per micro-batch, one per model chunk; the last stage's last chunk returns the loss
+    // instead, so there v - 1 of the v (its chunks taken as evenly in flight: an approximation
+    // under interleaving, exact without it, where the last stage keeps none).
+    const double v = static_cast<double>(p.pipeline == plan::PipelineSchedule::interleaved ? p.virtual_stages : 1);
+    const double outputs = last ? v - 1 : v;
+    if (outputs > 0) {
+      per_micro_batch += outputs * layer_input;
+      how += " + " + num(outputs) + " stage output(s) x " + bytes(layer_input);
+    }
+  }
   Bytes ends = 0;
   if (first) ends += model::total_bytes(model::embedding_stored_activations(s, shape));
   const Bytes head = last ? model::total_bytes(model::head_stored_activations(s, shape)) : 0.0;

@@ -336,6 +336,12 @@ struct TrainingPlan {
   /// all-reduce over the data-parallel group after each last-stage forward. Modelled in the
   /// PTD-P schedule (program/pipeline_schedule.cpp).
   bool megatron_step_syncs = false;
+  /// Megatron-LM's pipeline schedules before deallocate_output_tensor (NVIDIA/Megatron-LM
+  /// 86da10e9d9, 2021-12-07) keep every in-flight forward's stage output in output_tensors until
+  /// its backward (6985e58 megatron/schedules.py:207, 409, 436): b x s x h in the working dtype
+  /// per micro-batch (per model chunk when interleaved) beside what autograd saves. Megatron's
+  /// pipeline engine only; memory/rank_memory.cpp.
+  bool pipeline_outputs_kept = false;
   /// The framework's training loop around the optimizer step (training.trainer): its read-backs,
   /// gradient clipping, optimizer and zeroing as that loop runs them. Modelled in the DDP schedule.
   TrainingLoop trainer = TrainingLoop::none;

@@ -415,6 +415,10 @@ plan::TrainingPlan read_training(JsonObject o) {
   t.megatron_step_syncs = o.boolean_or("megatron_step_syncs", false);
   if (t.megatron_step_syncs && t.sharding != Sharding::none)
     o.fail("megatron_step_syncs", "is Megatron-LM 2021's training loop with its local or torch DDP: needs schedule \"ddp\"");
+  t.pipeline_outputs_kept = o.boolean_or("pipeline_outputs_kept", false);
+  if (t.pipeline_outputs_kept && t.pipeline_engine != plan::PipelineEngine::megatron)
+    o.fail("pipeline_outputs_kept", "is Megatron-LM 2021's schedules.py (DeepSpeed's pipeline engine keeps its own "
+                                    "outputs, counted without it): needs pipeline_engine \"megatron\"");
   if (optimizer_kernels == "megatron-fp16") {
     if (t.precision.master_weights <= 0)
       o.fail("optimizer_implementation", "megatron-fp16 updates fp32 master weights: needs precision amp or bf16_fp32_grads");

@@ -53,6 +53,9 @@
 //   megatron_step_syncs [false]: Megatron-LM 2021-2022's timers' torch.cuda.synchronize()
 //                       around every pass and step phase, get_batch's broadcast over TP (+ .cpu())
 //                       and the loss all-reduce over DP per micro-batch (schedule ddp, TP or PP > 1)
+//   pipeline_outputs_kept [false]: Megatron-LM before deallocate_output_tensor (2021-12) keeps
+//                       each in-flight forward's stage output (b x s x h) until its backward
+//                       (pipeline_engine megatron; memory/rank_memory.cpp)
 //   deepspeed_step_work [false]: DeepSpeed v0.6.2's allreduce_bucket cast before and scale + copy
 //                       back after the data-parallel all-reduce, and clear_hp_grads after the step
 //                       (needs gradient_buffers deepspeed-bf16-optimizer)

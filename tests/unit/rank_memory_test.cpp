@@ -639,6 +639,40 @@ TEST(Pipeline, TheLastStageHoldsTheHeadOfOneMicroBatchUnderInterleaving) {
   EXPECT_DOUBLE_EQ(last.term("activations"), micro_batches_in_flight(q, 1) * layers + head);
 }
 
+TEST(Pipeline, Megatron2021KeepsEachInFlightStageOutputButTheLastStagesLoss) {
+  // gpt(): 8 layers of h 1024, seq 512, micro-batch 1 over 4 stages of 2 layers, 8 micro-batches.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none, 1);
+  p.pp = 4;
+  p.accumulation = 8;
+  p.pipeline = plan::PipelineSchedule::one_f_one_b;
+  plan::TrainingPlan kept = p;
+  kept.pipeline_outputs_kept = true;
+  const double output = 2.0 * 512 * 1024;  // b x s x h x 2 B: the stage's last hidden state
+  // 1F1B: stage 0 holds pp = 4 micro-batches, stage 2 holds 2, each with one output more.
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 0).term("activations") - stage_memory(inputs(p), 0).term("activations"),
+                   4 * output);
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 2).term("activations") - stage_memory(inputs(p), 2).term("activations"),
+                   2 * output);
+  // The last stage's output_tensor is the loss.
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 3).term("activations"), stage_memory(inputs(p), 3).term("activations"));
+  // Checkpointed layers keep their inputs and the stage still keeps its output.
+  p.activation_checkpointing = kept.activation_checkpointing = true;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 0).term("activations") - stage_memory(inputs(p), 0).term("activations"),
+                   4 * output);
+  // Interleaved, 2 chunks: one output per chunk in flight (stage 0: 11 chunks = 5.5
+  // micro-batches x 2); the last stage's last chunk returns the loss: 1 of its 2.
+  p.activation_checkpointing = kept.activation_checkpointing = false;
+  p.pipeline = kept.pipeline = plan::PipelineSchedule::interleaved;
+  p.virtual_stages = kept.virtual_stages = 2;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 0).term("activations") - stage_memory(inputs(p), 0).term("activations"),
+                   5.5 * 2 * output);
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 3).term("activations") - stage_memory(inputs(p), 3).term("activations"),
+                   micro_batches_in_flight(p, 3) * 1 * output);
+  // Without pipelining the schedule keeps no list.
+  p.pp = kept.pp = 1;
+  EXPECT_DOUBLE_EQ(stage_memory(inputs(kept), 0).term("activations"), stage_memory(inputs(p), 0).term("activations"));
+}
+
 TEST(Activations, SequenceParallelOutputLayerKeepsItsInputSharded) {
   const auto s = gpt();
   const double t = 2 * 512, h = 1024, v = 32000;

@@ -536,6 +536,18 @@ TEST(ScenarioErrors, MegatronStepSyncsNeedItsDataParallelism) {
   EXPECT_TRUE(contains(e.what(), "\"ddp\"")) << e.what();
 }
 
+TEST(ScenarioErrors, KeptPipelineOutputsAreMegatronsSchedules) {
+  // DeepSpeed's pipeline engine keeps its own stage outputs (memory/deepspeed_pipe_buffers.hpp).
+  json doc = bert_large_nccl_doc();
+  doc["training"]["pipeline_parallel"] = 2;
+  doc["training"]["pipeline_outputs_kept"] = true;
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("kept"))));
+  doc["training"]["pipeline_engine"] = "deepspeed";
+  ConfigError e = error_of(doc, "kept");
+  EXPECT_EQ(e.json_path(), "/training/pipeline_outputs_kept");
+  EXPECT_TRUE(contains(e.what(), "pipeline_engine \"megatron\"")) << e.what();
+}
+
 TEST(ScenarioErrors, HuggingFaceBertAndTrainerNeedWhatTheyModel) {
   // hf-bert is BertLayer's unfused attention under torch.cuda.amp; hf-4.21 the Trainer with --fp16
   // around PyTorch DDP.
