@@ -119,6 +119,26 @@ double deferred_head_micro_batches(const plan::TrainingPlan& p) {
                                                          : std::min(p.wgrad_deferral_limit, p.accumulation));
 }
 
+bool megatron_step_gradients(const plan::TrainingPlan& p) {
+  return p.gradient_buffers == plan::GradientBuffers::megatron_local_ddp &&
+         !plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes) &&
+         p.optimizer_implementation == plan::OptimizerImplementation::megatron_fp16 && (p.tp > 1 || p.pp > 1 || p.cp > 1);
+}
+
+bool forward_after_first_backward(const plan::TrainingPlan& p, long stage) {
+  if (p.pp == 1) return p.accumulation > 1;
+  switch (p.pipeline) {
+    case plan::PipelineSchedule::gpipe: return false;
+    case plan::PipelineSchedule::one_f_one_b: return p.accumulation > p.pp - stage;
+    case plan::PipelineSchedule::interleaved: {
+      // Megatron runs every forward first when the micro-batches are as many as the stages.
+      if (p.accumulation == p.pp) return false;
+      return p.accumulation * p.virtual_stages > (p.pp - stage - 1) * 2 + (p.virtual_stages - 1) * p.pp + 1;
+    }
+  }
+  return true;
+}
+
 RankMemory stage_memory(const MemoryInputs& job, long stage) {
   // Under context parallelism a rank holds the activations of seq / CP tokens of each sequence
   // (fused attention only: no s x s term) and shards the distributed optimizer over the data- x
@@ -161,6 +181,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
             (divisor > 1 ? " / " + num(divisor) + " shards" : ""));
   };
   const bool hf_bert = p.module_kernels == plan::ModuleKernels::hf_bert;
+  const bool step_gradients = megatron_step_gradients(p);
   // hf-bert runs under torch.cuda.amp (model/hf_bert_ops.hpp): the parameters stay fp32 and
   // their .grad fp32, which the optimizer updates directly (no master copy); the fp16 weights
   // are autocast's casts, made at each forward and kept by the GEMMs' saved operands until
@@ -229,9 +250,26 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     // the fp16/bf16 autograd gradient (model/distributed.py:206), all-reduced through a
     // flattened copy (the communication buffers below), then copied to an fp32 grad of every
     // master parameter (optimizer/optimizer.py:316-319): 2 + 4 B, unsharded.
-    state("gradients", rec.gradients, shards_gradients(p.sharding));
+    if (step_gradients) {
+      // Megatron 2021's fp16 .grad: autograd allocates it at each parameter's first backward
+      // of the step; the step frees it, and its main_grad alias, once copied to fp32
+      // (optimizer/optimizer.py:316-327 at 6985e58).
+      add("gradients", p.gradient_wire_bytes * params,
+          num(p.gradient_wire_bytes) + " B x " + num(params) + " params (fp16 .grad, from the stage's first backward to the step" +
+              (forward_after_first_backward(p, stage) ? ")" : "; not at the activations' peak)"));
+    } else {
+      state("gradients", rec.gradients, shards_gradients(p.sharding));
+    }
     state("master_weights", rec.master_weights, shards_optimizer(p.sharding));
-    state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
+    if (step_gradients) {
+      // main_param.grad = main_grad.float() in the step (optimizer.py:316); the next step's
+      // optimizer.zero_grad() (training.py:358), set_to_none=True (optimizer.py:290-301), drops it
+      // before any forward.
+      add("master_gradients", rec.master_gradients * params,
+          num(rec.master_gradients) + " B x " + num(params) + " params (fp32 grads, in the step only)");
+    } else {
+      state("master_gradients", rec.master_gradients, shards_optimizer(p.sharding));
+    }
   }
   state("optimizer_states", plan::optimizer_state_bytes(p.optimizer, p.optimizer_state_element_bytes),
         shards_optimizer(p.sharding));
@@ -303,6 +341,12 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   if (megatron_fp32_main_grad) {
     // allreduce_gradients all-reduces the contiguous buffer in place (model/distributed.py:198-202).
     add("communication_buffers", 0, "none: the fp32 main_grad buffer is all-reduced in place");
+  } else if (step_gradients) {
+    // allreduce_gradients flattens the fp16 grads into one tensor, all-reduces it and copies it
+    // back (model/distributed.py:208-218), after the flush, whatever the data-parallel size.
+    add("communication_buffers", params * p.gradient_wire_bytes,
+        "the flattened all-reduce copy of " + num(params) + " gradients x " + num(p.gradient_wire_bytes) +
+            " B, after the flush only");
   } else if (p.sharding == Sharding::none) {
     add("communication_buffers", params * p.gradient_wire_bytes,
         "DDP gradient buckets: a copy of " + num(params) + " gradients x " + num(p.gradient_wire_bytes) + " B");
@@ -506,6 +550,17 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   const Bytes reduce_moment =
       all - r.term("activations") - r.term("activation_workspace") - r.term("deferred_head_wgrad");
   r.peak = reduce_copy > 0 ? std::max(backward_moment, reduce_moment) : all;
+  if (step_gradients) {
+    // Megatron 2021: the activations' moment holds the fp16 gradients only after the stage's
+    // first backward; the step's moment the fp16 gradients and their flattened copy, then the
+    // fp32 grads, made tensor by tensor as each fp16 one is freed (optimizer.py:314-327).
+    const Bytes fp16 = r.term("gradients"), copy = r.term("communication_buffers"),
+                fp32 = r.term("master_gradients");
+    const Bytes base = all - r.term("activations") - r.term("activation_workspace") - r.term("deferred_head_wgrad") -
+                       fp16 - copy - fp32;
+    const Bytes activations_moment = all - copy - fp32 - (forward_after_first_backward(p, stage) ? 0.0 : fp16);
+    r.peak = std::max(activations_moment, base + std::max(fp16 + copy, fp32));
+  }
   return r;
 }
 

@@ -62,6 +62,9 @@ struct RankMemory {
   /// The larger of the two moments: the backward's (every term but gradient_reduce_copy) and
   /// the gradient reduction's after the flush (every term but the activations, their workspace
   /// and the deferred head gradients); the sum of the terms where there is no reduce copy.
+  /// Under megatron_step_gradients the backward's moment holds the fp16 gradients only where
+  /// the stage runs a forward after its first backward, and neither the flattened copy nor the
+  /// fp32 gradients; the step's holds the larger of fp16 gradients + copy and fp32 gradients.
   Bytes peak = 0;
   Bytes capacity = 0;  ///< device memory
   [[nodiscard]] bool fits() const { return peak <= capacity; }
@@ -90,6 +93,15 @@ struct MemoryInputs {
 /// Micro-batches whose output-layer input and logits gradient the last stage keeps for the flush
 /// under Megatron-core's defer_embedding_wgrad_compute (wgrad_deferral_limit, 0: all); 0 without.
 [[nodiscard]] double deferred_head_micro_batches(const plan::TrainingPlan& plan);
+/// Whether Megatron-LM 2021's gradient copies follow the step instead of staying resident: its
+/// local DDP on fp16 gradients without the contiguous buffer (6985e58's default flags) with its
+/// Float16Optimizer, under the PTD-P schedule, which allocates them along its timeline (the
+/// data-parallel schedule, which no Megatron scenario runs, keeps every term resident).
+[[nodiscard]] bool megatron_step_gradients(const plan::TrainingPlan& plan);
+/// Whether a pipeline stage runs a forward after its first backward of the step (1F1B: more
+/// micro-batches than pp - stage; never under GPipe): then the gradients that backward made
+/// are live at the stage's activation peak.
+[[nodiscard]] bool forward_after_first_backward(const plan::TrainingPlan& plan, long stage);
 /// Transformer layers held by pipeline stage `stage` (the first stages take the remainder).
 [[nodiscard]] long layers_of_stage(long layers, long pp, long stage);
 

@@ -785,6 +785,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // The next compute task is issued after a host synchronisation: a blocking exchange, or
         // under megatron_step_syncs a timer's torch.cuda.synchronize().
         bool host_waited = false;
+        // Megatron 2021's fp16 gradients: the stage's first backward seen, their allocation due.
+        bool backward_seen = false, fp16_gradients_pending = false;
+        TRAINSIM_CHECK(mem.step_fp16_gradients == 0 || (!overlap && megatron_optimizer),
+                       "Megatron 2021's step gradients need its flush-time all-reduce and Float16Optimizer");
         // overlap_p2p_comm: receives left in flight, by (gradient, boundary, micro-batch), until
         // the slot that reads them; and the last send left in flight each way (activation,
         // gradient), waited for once the next exchange sending that way is issued (Megatron's
@@ -1206,6 +1210,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             comp[slot_start].alloc = stored;
           else
             comp.back().release = stored;
+          // Megatron 2021's fp16 .grad: made during the stage's first backward as its activations
+          // are freed; counted whole from the slot after it (memory/rank_memory.cpp).
+          if (fp16_gradients_pending) {
+            comp[slot_start].alloc += mem.step_fp16_gradients;
+            fp16_gradients_pending = false;
+          }
+          if (!slot.forward && !backward_seen) {
+            backward_seen = true;
+            fp16_gradients_pending = mem.step_fp16_gradients > 0;
+          }
           if (!slot.forward && hp_grad_accumulation) {
             // update_hp_grads: two kernels (cast, add_) per parameter tensor.
             previous = compute(names.accumulate, accumulate_seconds, 2 * stage_tensors, {previous});
@@ -1274,12 +1288,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             ddp_passes = model::megatron_local_ddp_ops(
                 params, p.gradient_wire_bytes,
                 plan::megatron_fp32_main_grad_buffer(p.gradient_buffers, p.gradient_wire_bytes));
+          TRAINSIM_CHECK(mem.step_gradient_copy == 0 || ddp_passes.size() > 1,
+                         "Megatron's flattened gradient copy needs its flatten and copy-back passes");
           if (!ddp_passes.empty()) {
             Task before{ddp_passes[0].name, TaskKind::compute, Phase::gradient_sync,
                         model::op_duration(ddp_passes[0], in.device), -1, {previous}};
             before.kernels = ddp_passes.size() > 1 ? 2 : 1;  // torch.cat, then the in-place divide
             // timers('backward-params-all-reduce').start() synchronises first (training.py train_step).
             before.host_sync = p.megatron_step_syncs;
+            // The flattened copy (memory/rank_memory.cpp), and the fp16 gradients if the
+            // stage's first backward was its last slot.
+            before.alloc = mem.step_gradient_copy + (fp16_gradients_pending ? mem.step_fp16_gradients : 0.0);
+            fp16_gradients_pending = false;
             previous = push(kCompute, std::move(before));
           }
           sync_gradients(params, previous, true);
@@ -1288,6 +1308,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             Task after{ddp_passes[1].name, TaskKind::compute, Phase::gradient_sync,
                        model::op_duration(ddp_passes[1], in.device), -1, {reduced}};
             after.kernels = stage_tensors;  // one copy_ per parameter tensor
+            after.release = mem.step_gradient_copy;
             synced = push(kCompute, std::move(after));
           }
         }
@@ -1336,6 +1357,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           to_fp32.kernels = stage_tensors;
           to_fp32.host_per_kernel = in.device.eager_copy_call;
           to_fp32.host_sync = p.megatron_step_syncs;
+          // Each .float() is made before its fp16 source is dropped: net, the fp32 grads less
+          // the fp16 ones (memory/rank_memory.cpp).
+          to_fp32.alloc = std::max(0.0, mem.step_fp32_gradients - mem.step_fp16_gradients);
           const TaskRef copied = push(kCompute, std::move(to_fp32));
           // torch._amp_foreach_non_finite_check_and_unscale_: one multi-tensor call.
           Task unscale{"optimizer unscale and inf check", TaskKind::compute, Phase::optimizer, seconds(1, 1), -1, {copied}};
@@ -1378,6 +1402,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                        TaskKind::compute, Phase::optimizer, optimizer_seconds, -1, step_deps};
         step_task.kernels = optimizer_kernels;
         step_task.host_sync = optimizer_host_sync;
+        // The fp32 grads (which replaced the fp16 ones), dropped by the next step's zero_grad:
+        // before any forward, so here.
+        step_task.release = std::max(mem.step_fp32_gradients, mem.step_fp16_gradients);
         TaskRef stepped = push(kCompute, std::move(step_task));
         if (p.deepspeed_step_work) {
           // BF16_Optimizer.step ends with clear_hp_grads (v0.6.2 bf16_optimizer.py 364, 431-436):

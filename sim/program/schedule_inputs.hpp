@@ -24,6 +24,13 @@ struct StageMemory {
   /// DeepSpeed's BF16_Optimizer: the bf16 copy of the fp32 gradients its data-parallel
   /// all-reduce runs on (memory/rank_memory.hpp gradient_reduce_copy), held during that call.
   Bytes gradient_reduce_copy = 0;
+  /// Megatron 2021's fp16 local DDP (memory::megatron_step_gradients), not in `resident`: the
+  /// fp16 .grad, allocated from the slot after the stage's first backward; the flattened copy
+  /// allreduce_gradients holds from its flatten to its copy back; the fp32 grads, allocated by
+  /// the step's copy to fp32 (net of the fp16 ones it frees) and freed when the step ends.
+  Bytes step_fp16_gradients = 0;
+  Bytes step_gradient_copy = 0;
+  Bytes step_fp32_gradients = 0;
 };
 
 struct ScheduleInputs {

@@ -287,6 +287,44 @@ TEST(RankMemory, MegatronLocalDdpKeepsOneFp32MainGradBufferUnderBf16) {
   EXPECT_DOUBLE_EQ(r.term("optimizer_states"), 8 * P);
 }
 
+TEST(RankMemory, Megatron2021GradientCopiesAreNotAllBesideTheActivations) {
+  // Megatron-LM 6985e58, fp16 local DDP with Float16OptimizerWithFloat16Params, PP 4, 1F1B:
+  // zero_grad(set_to_none=True) frees the fp32 grads before the forward, the step freed the
+  // fp16 ones; autograd makes those again in the stage's first backward.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none, 1);
+  ASSERT_TRUE(plan::precision_recipe("bf16_fp32_grads", p.precision));
+  p.gradient_buffers = plan::GradientBuffers::megatron_local_ddp;
+  p.gradient_wire_bytes = 2;
+  p.optimizer_implementation = plan::OptimizerImplementation::megatron_fp16;
+  p.pp = 4;
+  p.pipeline = plan::PipelineSchedule::one_f_one_b;
+  p.accumulation = 4;  // stage 0: four forwards, then four backwards
+  ASSERT_TRUE(megatron_step_gradients(p));
+  auto r = stage_memory(inputs(p, 32), 0);
+  const double params = r.term("weights") / 2;
+  EXPECT_DOUBLE_EQ(r.term("gradients"), 2 * params);
+  EXPECT_DOUBLE_EQ(r.term("communication_buffers"), 2 * params);
+  EXPECT_DOUBLE_EQ(r.term("master_gradients"), 4 * params);
+  const double acts = r.term("activations") + r.term("activation_workspace");
+  const double base = r.sum_of_terms() - acts - 8 * params;  // 2 + 4 + 8 B of states + reserve
+  EXPECT_FALSE(forward_after_first_backward(p, 0));
+  // The activations' moment without any gradient (here the larger: 4 micro-batches of
+  // h 1024 x seq 512 layers against 4 B per parameter), the step's with 4 B.
+  EXPECT_DOUBLE_EQ(r.peak, std::max(base + acts, base + 4 * params));
+  EXPECT_LT(r.peak, r.sum_of_terms());
+  // Eight micro-batches: stage 0 runs forward 5 after backward 1, beside its fp16 gradients.
+  p.accumulation = 8;
+  EXPECT_TRUE(forward_after_first_backward(p, 0));
+  EXPECT_TRUE(forward_after_first_backward(p, 3));  // the last stage alternates from the start
+  r = stage_memory(inputs(p, 32), 0);
+  EXPECT_DOUBLE_EQ(r.peak, std::max(base + acts + 2 * params, base + 4 * params));
+  // Not under GPipe (every forward first) nor the generic or fp32-buffer paths.
+  p.pipeline = plan::PipelineSchedule::gpipe;
+  EXPECT_FALSE(forward_after_first_backward(p, 0));
+  p.optimizer_implementation = plan::OptimizerImplementation::fused;
+  EXPECT_FALSE(megatron_step_gradients(p));
+}
+
 // BLOOM's layout, scaled down: PP 2 under DeepSpeed's pipeline engine, ZeRO-1 over DP 4, the
 // BF16_Optimizer all-reducing in bf16 (communication_data_type).
 plan::TrainingPlan deepspeed_bf16_optimizer_pp2() {

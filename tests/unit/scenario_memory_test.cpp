@@ -3,11 +3,13 @@
 // an OOM point is a result, not an error; the engine's tracked peak matches the memory model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "core/json_reader.hpp"
 #include "memory/memory_advice.hpp"
+#include "memory/rank_memory.hpp"
 #include "scenario/point_runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -100,6 +102,22 @@ TEST(SimulatePoint, EngineTracksTheModelsPeakAlongTheTimeline) {
   EXPECT_GT(r.peak_memory_time, 0);
   EXPECT_LT(r.peak_memory_time, r.step_time);
   EXPECT_FALSE(r.memory_samples.empty());
+}
+
+TEST(SimulatePoint, Megatron2021GradientCopiesFollowTheStepInTheEngineAsInTheModel) {
+  // Figure 17, TP 8 x PP 16: at batch 16 stage 0 peaks before its first backward (no gradient
+  // copy), at batch 32 with its fp16 gradients, at batch 1 (one forward, one backward) in the
+  // step; the engine allocates the copies along the timeline (pipeline_schedule.cpp) and its
+  // peak is the model's in each case.
+  const Scenario s = load_scenario("scenarios/megatron-figure17.json");
+  for (const char* label : {"no recompute batch 16", "no recompute batch 32", "recompute batch 1"}) {
+    const auto point = std::find_if(s.points.begin(), s.points.end(), [&](const Point& p) { return p.label == label; });
+    ASSERT_NE(point, s.points.end()) << label;
+    ASSERT_TRUE(memory::megatron_step_gradients(point->training));
+    const PointResult r = simulate_point(s, *point, false);
+    ASSERT_TRUE(r.completed) << label << ": " << r.not_simulated;
+    EXPECT_NEAR(r.peak_memory, r.memory.worst_peak, 1e-9 * r.memory.worst_peak) << label;
+  }
 }
 
 }  // namespace
