@@ -8,8 +8,10 @@
 namespace trainsim::cli {
 
 const char* const kSearchUsage =
-    "trainsim search SCENARIO [--point LABEL] [--nodes N] [--global-batch B] [--tp LIST] [--pp LIST]\n"
-    "                [--micro-batch LIST] [--checkpointing LIST] [--shard LIST] [--top K] [--jobs N]\n"
+    "trainsim search SCENARIO [--point LABEL] [--nodes N] [--global-batch B] [--tp LIST] [--pp "
+    "LIST]\n"
+    "                [--virtual-stages LIST] [--micro-batch LIST] [--checkpointing LIST] [--shard "
+    "LIST] [--top K] [--jobs N]\n"
     "                [--format table|json|csv]\n"
     "  which layout of a point trains fastest: every combination of the axes at the point's\n"
     "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
@@ -20,6 +22,10 @@ const char* const kSearchUsage =
     "           defaults: TP over powers of two up to a node and PP over the divisors of the\n"
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
     "           that divides a replica's batch, else the point's own values\n"
+    "  --virtual-stages  model chunks per pipeline stage: 1 is the point's plain schedule, more\n"
+    "           Megatron's interleaved 1F1B (default: 1, 2 and the point's own when it is "
+    "pipelined\n"
+    "           on Megatron's schedule); only at PP > 1\n"
     "  --shard  hybrid_shard_degree values of a sharded schedule; `full` shards over all DP ranks\n"
     "  --checkpointing  on,off (default both)\n"
     "  --top    simulated layouts in the table (default 10; 0: all)\n"
@@ -28,7 +34,8 @@ const char* const kSearchUsage =
 namespace {
 
 long positive(const std::string& flag, const std::string& v) {
-  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || std::stol(v) < 1)
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
+      std::stol(v) < 1)
     throw UsageError(flag + " expects positive integers, not \"" + v + "\"");
   return std::stol(v);
 }
@@ -69,13 +76,17 @@ int search_command(const std::vector<std::string>& args) {
       options.space.tp = degrees(a, cursor.value(a));
     } else if (a == "--pp") {
       options.space.pp = degrees(a, cursor.value(a));
+    } else if (a == "--virtual-stages") {
+      options.space.virtual_stages = degrees(a, cursor.value(a));
     } else if (a == "--micro-batch") {
       options.space.micro_batch = degrees(a, cursor.value(a));
     } else if (a == "--shard") {
-      for (const auto& v : split(cursor.value(a))) options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
+      for (const auto& v : split(cursor.value(a)))
+        options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
     } else if (a == "--checkpointing") {
       for (const auto& v : split(cursor.value(a))) {
-        if (v != "on" && v != "off") throw UsageError("--checkpointing expects on and/or off, not \"" + v + "\"");
+        if (v != "on" && v != "off")
+          throw UsageError("--checkpointing expects on and/or off, not \"" + v + "\"");
         options.space.checkpointing.push_back(v == "on");
       }
     } else if (a == "--top") {

@@ -38,9 +38,10 @@ void erase_prefixed(nlohmann::json& o, const std::string& prefix) {
 }  // namespace
 
 std::string Candidate::label() const {
-  std::string s = "TP " + std::to_string(tp) + ", PP " + std::to_string(pp) + ", DP " + std::to_string(dp) +
-                  ", micro-batch " + std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
-                  (checkpointing ? ", checkpointing" : "");
+  std::string s = "TP " + std::to_string(tp) + ", PP " + std::to_string(pp) + ", DP " +
+                  std::to_string(dp) + ", micro-batch " + std::to_string(micro_batch) + " x " +
+                  std::to_string(accumulation) + (checkpointing ? ", checkpointing" : "");
+  if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
 }
@@ -49,12 +50,23 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   const bool model_parallel = shape.tp > 1 || shape.pp > 1;
   if (given.tp.empty()) {
     given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{};
-    given.tp.push_back(shape.tp);  // a point's TP may span nodes (Megatron's Figure 13 runs 16 and 32)
+    given.tp.push_back(
+        shape.tp);  // a point's TP may span nodes (Megatron's Figure 13 runs 16 and 32)
   }
   if (given.pp.empty()) {
     const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
-    given.pp = shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{};
+    given.pp =
+        shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{};
     given.pp.push_back(shape.pp);
+  }
+  if (given.virtual_stages.empty()) {
+    // Whether to interleave, and with the point's own chunks: more chunks shrink the bubble and
+    // multiply the stage exchanges (Narayanan et al. 2021, section 2.2.2).
+    given.virtual_stages = {shape.virtual_stages};
+    if (shape.interleavable && (shape.pp > 1 || given.pp.size() > 1)) {
+      given.virtual_stages.push_back(1);
+      given.virtual_stages.push_back(2);
+    }
   }
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
   if (given.shard.empty()) {
@@ -67,6 +79,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   }
   given.tp = sorted_unique(given.tp);
   given.pp = sorted_unique(given.pp);
+  given.virtual_stages = sorted_unique(given.virtual_stages);
   given.micro_batch = sorted_unique(given.micro_batch);
   given.shard = sorted_unique(given.shard);
   std::sort(given.checkpointing.begin(), given.checkpointing.end());
@@ -78,6 +91,8 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
 Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape) {
   Enumeration e;
   const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
+  const std::vector<long> chunks =
+      space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
   for (const long tp : space.tp) {
     for (const long pp : space.pp) {
       Candidate base;
@@ -85,15 +100,17 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
       base.pp = pp;
       const long model_parallel = tp * pp * shape.context_parallel;
       if (world % model_parallel != 0) {
-        e.skipped.push_back({base, "TP x PP" + std::string(shape.context_parallel > 1 ? " x CP" : "") + " = " +
-                                       std::to_string(model_parallel) + " does not divide the " +
-                                       std::to_string(world) + " accelerators"});
+        e.skipped.push_back(
+            {base, "TP x PP" + std::string(shape.context_parallel > 1 ? " x CP" : "") + " = " +
+                       std::to_string(model_parallel) + " does not divide the " +
+                       std::to_string(world) + " accelerators"});
         continue;
       }
       base.dp = world / model_parallel;
       if (shape.global_batch % base.dp != 0) {
         e.skipped.push_back({base, "the global batch of " + std::to_string(shape.global_batch) +
-                                       " sequences does not divide over DP " + std::to_string(base.dp)});
+                                       " sequences does not divide over DP " +
+                                       std::to_string(base.dp)});
         continue;
       }
       const long per_replica = shape.global_batch / base.dp;
@@ -104,32 +121,39 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
         if (per_replica % shape.micro_batch == 0) micro.push_back(shape.micro_batch);
         micro = sorted_unique(micro);
       }
-      for (const long mb : micro) {
-        Candidate c = base;
-        c.micro_batch = mb;
-        if (per_replica % mb != 0) {
-          e.skipped.push_back({c, "micro-batch " + std::to_string(mb) + " does not divide the replica's " +
-                                      std::to_string(per_replica) + " sequences per step"});
-          continue;
-        }
-        c.accumulation = per_replica / mb;
-        for (const bool ckpt : space.checkpointing) {
-          for (const long shard : space.shard) {
-            if (shard > 0 && c.dp % shard != 0) {
+      for (const long v : chunks) {
+        // Virtual stages mean nothing without a pipeline: PP 1 takes the first value only.
+        if (pp == 1 && v != chunks.front()) continue;
+        for (const long mb : micro) {
+          Candidate c = base;
+          c.virtual_stages = pp == 1 ? 1 : v;
+          c.micro_batch = mb;
+          if (per_replica % mb != 0) {
+            e.skipped.push_back({c, "micro-batch " + std::to_string(mb) +
+                                        " does not divide the replica's " +
+                                        std::to_string(per_replica) + " sequences per step"});
+            continue;
+          }
+          c.accumulation = per_replica / mb;
+          for (const bool ckpt : space.checkpointing) {
+            for (const long shard : space.shard) {
+              if (shard > 0 && c.dp % shard != 0) {
+                Candidate k = c;
+                k.shard = shard;
+                e.skipped.push_back({k, "shard group " + std::to_string(shard) +
+                                            " does not divide DP " + std::to_string(c.dp)});
+                continue;
+              }
               Candidate k = c;
+              k.checkpointing = ckpt;
               k.shard = shard;
-              e.skipped.push_back({k, "shard group " + std::to_string(shard) + " does not divide DP " +
-                                          std::to_string(c.dp)});
-              continue;
+              // A shard group as large as the data-parallel group is full sharding.
+              const long group = shard == k.dp ? 0 : shard;
+              k.is_original = tp == shape.tp && pp == shape.pp &&
+                              c.virtual_stages == shape.virtual_stages && mb == shape.micro_batch &&
+                              ckpt == shape.checkpointing && group == shape.shard;
+              e.candidates.push_back(k);
             }
-            Candidate k = c;
-            k.checkpointing = ckpt;
-            k.shard = shard;
-            // A shard group as large as the data-parallel group is full sharding.
-            const long group = shard == k.dp ? 0 : shard;
-            k.is_original = tp == shape.tp && pp == shape.pp && mb == shape.micro_batch &&
-                            ckpt == shape.checkpointing && group == shape.shard;
-            e.candidates.push_back(k);
           }
         }
       }
@@ -138,7 +162,8 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
   return e;
 }
 
-nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index, const Candidate& c) {
+nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
+                                  const Candidate& c) {
   nlohmann::json out = doc;
   nlohmann::json point = doc.at("points").at(point_index);
   nlohmann::json training = doc.value("training", nlohmann::json::object());
@@ -155,9 +180,21 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
     training.erase("sequence_parallel");
     erase_prefixed(training, "tp_comm_overlap");
   }
+  // Options only Megatron's interleaved schedule has (the loader says so).
+  const char* const interleaved_only[] = {"overlap_p2p_comm",
+                                          "overlap_param_gather_with_optimizer_step"};
   if (c.pp == 1) {
-    for (const char* key : {"pipeline_schedule", "virtual_stages", "pipeline_partition", "overlap_p2p_comm"})
+    for (const char* key : {"pipeline_schedule", "virtual_stages", "pipeline_partition"})
       training.erase(key);
+    for (const char* key : interleaved_only) training.erase(key);
+  } else if (c.virtual_stages > 1) {
+    training["pipeline_schedule"] = "interleaved";
+    training["virtual_stages"] = c.virtual_stages;
+  } else {
+    training.erase("virtual_stages");
+    if (training.value("pipeline_schedule", "") == "interleaved")
+      training["pipeline_schedule"] = "1f1b";
+    for (const char* key : interleaved_only) training.erase(key);
   }
   if (!c.checkpointing) {
     training.erase("checkpoint_policy");

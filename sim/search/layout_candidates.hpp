@@ -1,6 +1,7 @@
 #pragma once
 // The layouts `trainsim search` tries for one point of a scenario: tensor- and pipeline-parallel
-// degrees, micro-batch, activation checkpointing and the sharding group, at the point's global
+// degrees, virtual pipeline stages (interleaved 1F1B), micro-batch, activation checkpointing and
+// the sharding group, at the point's global
 // batch (so every candidate trains on the same samples per step and their throughputs compare).
 // Enumeration and each candidate's scenario document are plain data, testable without SimGrid;
 // whether a candidate is valid is the scenario loader's to say (its error is the reason shown).
@@ -14,6 +15,9 @@ namespace trainsim::search {
 struct SearchSpace {
   std::vector<long> tp;
   std::vector<long> pp;
+  /// Model chunks per pipeline stage: 1 runs the point's non-interleaved schedule (1F1B if it
+  /// interleaves), more Megatron's interleaved 1F1B; only tried where PP > 1.
+  std::vector<long> virtual_stages;
   std::vector<long> micro_batch;  ///< empty: every power of two that divides the replica's batch
   std::vector<bool> checkpointing;
   std::vector<long> shard;  ///< hybrid_shard_degree; 0 = the point's own sharding
@@ -26,6 +30,9 @@ struct PointShape {
   long context_parallel = 1;
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
+  long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
+  bool interleavable =
+      false;       ///< Megatron's pipeline on a uniform partition (DeepSpeed's is 1F1B only)
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
   bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
@@ -33,6 +40,7 @@ struct PointShape {
 
 struct Candidate {
   long tp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
+  long virtual_stages = 1;
   bool checkpointing = false;
   bool is_original = false;  ///< the point's own configuration
   [[nodiscard]] std::string label() const;
@@ -51,20 +59,22 @@ struct Enumeration {
 
 /// The axes a user gave, completed with the defaults for `shape`: TP over the powers of two up
 /// to a node when the point is already tensor- or pipeline-parallel, PP over the divisors of the
-/// ranks left when it is pipelined, checkpointing on and off, and for FSDP the shard group over
+/// ranks left when it is pipelined, virtual stages 1 and 2 (and the point's own) when it is
+/// pipelined on Megatron's schedule, checkpointing on and off, and for FSDP the shard group over
 /// full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
 /// advises the smallest that fits); otherwise the point's own values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
 
-/// Every combination of `space` at the point's global batch, in a fixed order (TP, PP, micro-batch,
-/// checkpointing, shard, each ascending). Combinations whose degrees do not divide the
-/// accelerators, or whose micro-batch does not divide the replica's share of the global batch,
-/// are skipped with the reason.
+/// Every combination of `space` at the point's global batch, in a fixed order (TP, PP, virtual
+/// stages, micro-batch, checkpointing, shard, each ascending; virtual stages only at PP > 1).
+/// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide
+/// the replica's share of the global batch, are skipped with the reason.
 [[nodiscard]] Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape);
 
 /// The scenario document with `point_index`'s point replaced by the one candidate: the scenario's
 /// and the point's "training" merged and set to the candidate's degrees (options that need a
-/// degree the candidate lacks, such as sequence parallelism at TP 1, dropped), its references
+/// degree or schedule the candidate lacks, such as sequence parallelism at TP 1 or overlapped
+/// exchanges without interleaving, dropped), its references
 /// removed (they measured another layout).
 [[nodiscard]] nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
                                                 const Candidate& c);

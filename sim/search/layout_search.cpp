@@ -27,23 +27,30 @@ std::size_t point_index(const scenario::Scenario& s, const std::string& label) {
     if (s.points[i].label == label) return i;
   std::string known;
   for (const auto& p : s.points) known += (known.empty() ? "\"" : ", \"") + p.label + "\"";
-  throw ConfigError(s.file, "/points", "no point labelled \"" + label + "\"; the points are " + known);
+  throw ConfigError(s.file, "/points",
+                    "no point labelled \"" + label + "\"; the points are " + known);
 }
 
 }  // namespace
 
 const char* outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::simulated: return "simulated";
-    case Outcome::out_of_memory: return "oom";
-    case Outcome::invalid: return "invalid";
-    case Outcome::not_simulated: return "not_simulated";
-    case Outcome::failed: return "failed";
+    case Outcome::simulated:
+      return "simulated";
+    case Outcome::out_of_memory:
+      return "oom";
+    case Outcome::invalid:
+      return "invalid";
+    case Outcome::not_simulated:
+      return "not_simulated";
+    case Outcome::failed:
+      return "failed";
   }
   return "?";
 }
 
-SearchResult run_search(const std::string& scenario_file, const SearchOptions& options, std::ostream& progress) {
+SearchResult run_search(const std::string& scenario_file, const SearchOptions& options,
+                        std::ostream& progress) {
   const nlohmann::json doc = read_json_file(scenario_file);
   const auto original = scenario::load_scenario_document(doc, scenario_file);
   const std::size_t index = point_index(original, options.point_label);
@@ -61,9 +68,14 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.nodes = out.nodes;
   shape.ranks_per_node = p.layout.ranks_per_node;
   shape.context_parallel = p.training.cp;
-  shape.global_batch = options.global_batch.value_or(p.training.micro_batch * p.training.accumulation * p.layout.dp);
+  shape.global_batch =
+      options.global_batch.value_or(p.training.micro_batch * p.training.accumulation * p.layout.dp);
   shape.tp = p.training.tp;
   shape.pp = p.training.pp;
+  shape.virtual_stages =
+      p.training.pipeline == plan::PipelineSchedule::interleaved ? p.training.virtual_stages : 1;
+  shape.interleavable = p.training.pipeline_engine == plan::PipelineEngine::megatron &&
+                        p.training.partition == plan::PipelinePartition::uniform;
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
@@ -75,9 +87,10 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   auto enumeration = enumerate_layouts(space, shape);
   out.skipped = std::move(enumeration.skipped);
   if (enumeration.candidates.empty())
-    throw ConfigError(scenario_file, "/points/" + std::to_string(index),
-                      "no layout to search: every combination was set aside (" +
-                          (out.skipped.empty() ? std::string("empty axes") : out.skipped.front().reason) + ")");
+    throw ConfigError(
+        scenario_file, "/points/" + std::to_string(index),
+        "no layout to search: every combination was set aside (" +
+            (out.skipped.empty() ? std::string("empty axes") : out.skipped.front().reason) + ")");
 
   // Load and judge every candidate here; only those that fit go to the child processes.
   std::vector<scenario::Scenario> variants(enumeration.candidates.size());
@@ -108,8 +121,8 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
     out.trials.push_back(std::move(t));
   }
 
-  progress << "search: " << out.trials.size() << " layouts of \"" << out.point_label << "\" on " << out.nodes
-           << " x " << out.topology << ", " << to_simulate.size() << " to simulate\n"
+  progress << "search: " << out.trials.size() << " layouts of \"" << out.point_label << "\" on "
+           << out.nodes << " x " << out.topology << ", " << to_simulate.size() << " to simulate\n"
            << std::flush;
   const auto start = std::chrono::steady_clock::now();
   std::size_t finished = 0;
@@ -117,7 +130,8 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
       to_simulate, options.jobs,
       [&](std::size_t i) {
         const auto& s = variants[i];
-        return scenario::point_result_to_json(scenario::simulate_point(s, s.points[0], false)).dump();
+        return scenario::point_result_to_json(scenario::simulate_point(s, s.points[0], false))
+            .dump();
       },
       [&](const sweep::ChildOutput& child) {
         Trial& t = out.trials[child.task];
@@ -141,11 +155,12 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
           t.reason = child.text;
           what = "FAILED: " + child.text;
         }
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         char tail[48];
         std::snprintf(tail, sizeof tail, " (%.1f s elapsed)", elapsed);
-        progress << "[" << ++finished << "/" << to_simulate.size() << "] " << t.candidate.label() << ": " << what
-                 << tail << "\n"
+        progress << "[" << ++finished << "/" << to_simulate.size() << "] " << t.candidate.label()
+                 << ": " << what << tail << "\n"
                  << std::flush;
       });
   return out;

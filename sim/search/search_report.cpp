@@ -15,24 +15,33 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// As `run` prints it: the peak the simulation followed where there is one, else the model's.
 std::string memory_text(const Trial& t) {
   if (t.memory.ranks.empty()) return "-";
-  const double peak = t.result && t.result->peak_memory > 0 ? t.result->peak_memory : t.memory.worst_peak;
+  const double peak =
+      t.result && t.result->peak_memory > 0 ? t.result->peak_memory : t.memory.worst_peak;
   return fmt("%.1f", peak / kGiB) + "/" + fmt("%.1f", t.memory.ranks.front().capacity / kGiB);
 }
 
+bool any_interleaved(const SearchResult& r) {
+  return std::any_of(r.trials.begin(), r.trials.end(),
+                     [](const Trial& t) { return t.candidate.virtual_stages > 1; });
+}
+
 bool any_shard(const SearchResult& r) {
-  return std::any_of(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.candidate.shard > 0; });
+  return std::any_of(r.trials.begin(), r.trials.end(),
+                     [](const Trial& t) { return t.candidate.shard > 0; });
 }
 
 std::size_t count(const SearchResult& r, Outcome o) {
-  return static_cast<std::size_t>(
-      std::count_if(r.trials.begin(), r.trials.end(), [o](const Trial& t) { return t.outcome == o; }));
+  return static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
+                                                [o](const Trial& t) { return t.outcome == o; }));
 }
 
 }  // namespace
@@ -40,27 +49,33 @@ std::size_t count(const SearchResult& r, Outcome o) {
 void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top) {
   const auto best = ranked(r);
   os << "search: " << r.title << "\n"
-     << "point \"" << r.point_label << "\": " << r.model << " on " << r.nodes << " x " << r.topology << " ("
-     << r.accelerators << " accelerators), global batch " << r.global_batch << " sequences per step\n"
+     << "point \"" << r.point_label << "\": " << r.model << " on " << r.nodes << " x " << r.topology
+     << " (" << r.accelerators << " accelerators), global batch " << r.global_batch
+     << " sequences per step\n"
      << r.trials.size() << " layouts: " << count(r, Outcome::simulated) << " simulated, "
-     << count(r, Outcome::out_of_memory) << " out of memory, " << count(r, Outcome::invalid) << " invalid, "
-     << count(r, Outcome::not_simulated) << " not simulated, " << count(r, Outcome::failed) << " failed";
+     << count(r, Outcome::out_of_memory) << " out of memory, " << count(r, Outcome::invalid)
+     << " invalid, " << count(r, Outcome::not_simulated) << " not simulated, "
+     << count(r, Outcome::failed) << " failed";
   if (!r.skipped.empty()) os << "; " << r.skipped.size() << " combinations set aside";
   os << "\n\n";
 
-  const bool shard = any_shard(r);
+  const bool shard = any_shard(r), interleaved = any_interleaved(r);
   if (!best.empty()) {
-    os << "rank  TP  PP    DP  micro-batch  accumulation  checkpointing" << (shard ? "  shard" : "")
+    os << "rank  TP  PP" << (interleaved ? "  chunks" : "")
+       << "    DP  micro-batch  accumulation  checkpointing" << (shard ? "  shard" : "")
        << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
     const std::size_t shown = top == 0 ? best.size() : std::min(top, best.size());
     auto row = [&](std::size_t rank, const Trial& t) {
       const auto& c = t.candidate;
-      os << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4) << pad(std::to_string(c.pp), 4)
-         << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
+      os << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4)
+         << pad(std::to_string(c.pp), 4);
+      if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
+      os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
       if (shard) os << pad(c.shard > 0 ? std::to_string(c.shard) : "-", 7);
       os << pad(memory_text(t), 14) << pad(fmt("%.2f", t.result->samples_per_s), 13)
-         << pad(fmt("%.1f", t.tflops_per_accelerator), 13) << pad(fmt("%.4f", t.result->step_time), 12)
+         << pad(fmt("%.1f", t.tflops_per_accelerator), 13)
+         << pad(fmt("%.4f", t.result->step_time), 12)
          << (c.is_original ? "  <- the point's layout" : "") << "\n";
     };
     for (std::size_t i = 0; i < shown; ++i) row(i + 1, *best[i]);
@@ -69,22 +84,27 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
         os << "  ...\n";
         row(i + 1, *best[i]);
       }
-    if (shown < best.size()) os << "(" << best.size() - shown << " more simulated layouts in --format json/csv)\n";
-    os << "(TFLOP/s per accelerator counts the recomputed forward under checkpointing, as `run` does)\n";
+    if (shown < best.size())
+      os << "(" << best.size() - shown << " more simulated layouts in --format json/csv)\n";
+    os << "(TFLOP/s per accelerator counts the recomputed forward under checkpointing, as `run` "
+          "does)\n";
   } else {
     os << "no layout fits and simulates\n";
   }
 
-  const auto original = std::find_if(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.candidate.is_original; });
+  const auto original = std::find_if(r.trials.begin(), r.trials.end(),
+                                     [](const Trial& t) { return t.candidate.is_original; });
   if (original == r.trials.end()) {
-    os << "\nthe point's own layout is not among the candidates (other axes or another node count)\n";
+    os << "\nthe point's own layout is not among the candidates (other axes or another node "
+          "count)\n";
   } else if (original->outcome == Outcome::simulated && !best.empty()) {
     const double gain = best.front()->result->samples_per_s / original->result->samples_per_s;
-    os << "\nthe point's layout (" << original->candidate.label() << "): "
-       << fmt("%.2f", original->result->samples_per_s) << " samples/s; the best is " << fmt("%.2f", gain)
-       << "x it\n";
+    os << "\nthe point's layout (" << original->candidate.label()
+       << "): " << fmt("%.2f", original->result->samples_per_s) << " samples/s; the best is "
+       << fmt("%.2f", gain) << "x it\n";
   } else {
-    os << "\nthe point's layout (" << original->candidate.label() << "): " << outcome_name(original->outcome)
+    os << "\nthe point's layout (" << original->candidate.label()
+       << "): " << outcome_name(original->outcome)
        << (original->reason.empty() ? "" : ": " + original->reason) << "\n";
   }
 
@@ -92,26 +112,29 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   for (const auto& t : r.trials)
     if (t.outcome == Outcome::out_of_memory) oom.push_back(&t);
   if (!oom.empty()) {
-    const auto closest = *std::min_element(oom.begin(), oom.end(), [](const Trial* a, const Trial* b) {
-      return a->memory.worst_peak < b->memory.worst_peak;
-    });
-    os << "out of memory: " << oom.size() << " layouts; the closest to fitting: " << closest->candidate.label()
-       << ", peak " << memory_text(*closest) << " GiB on " << closest->memory.worst_rank << "\n";
+    const auto closest = *std::min_element(
+        oom.begin(), oom.end(),
+        [](const Trial* a, const Trial* b) { return a->memory.worst_peak < b->memory.worst_peak; });
+    os << "out of memory: " << oom.size()
+       << " layouts; the closest to fitting: " << closest->candidate.label() << ", peak "
+       << memory_text(*closest) << " GiB on " << closest->memory.worst_rank << "\n";
   }
   // Invalid layouts grouped by reason (the first layout of each named), so a user sees which
   // rule excluded them without a line per layout.
   std::map<std::string, std::pair<std::size_t, const Trial*>> reasons;
   std::vector<std::string> order;
   for (const auto& t : r.trials) {
-    if (t.outcome != Outcome::invalid && t.outcome != Outcome::not_simulated && t.outcome != Outcome::failed) continue;
+    if (t.outcome != Outcome::invalid && t.outcome != Outcome::not_simulated &&
+        t.outcome != Outcome::failed)
+      continue;
     auto [it, added] = reasons.try_emplace(t.reason, 0, &t);
     if (added) order.push_back(t.reason);
     ++it->second.first;
   }
   for (const auto& why : order) {
     const auto& [n, first] = reasons.at(why);
-    os << outcome_name(first->outcome) << ": " << n << (n == 1 ? " layout" : " layouts") << " (e.g. "
-       << first->candidate.label() << "): " << why << "\n";
+    os << outcome_name(first->outcome) << ": " << n << (n == 1 ? " layout" : " layouts")
+       << " (e.g. " << first->candidate.label() << "): " << why << "\n";
   }
   std::map<std::string, std::size_t> set_aside;
   for (const auto& s : r.skipped) ++set_aside[s.reason];
@@ -127,14 +150,17 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["label"] = c.label();
   j["tensor_parallel"] = c.tp;
   j["pipeline_parallel"] = c.pp;
+  j["virtual_stages"] = c.virtual_stages;
   j["data_parallel"] = c.dp;
   j["micro_batch"] = c.micro_batch;
   j["gradient_accumulation"] = c.accumulation;
   j["activation_checkpointing"] = c.checkpointing;
-  j["hybrid_shard_degree"] = c.shard > 0 ? nlohmann::ordered_json(c.shard) : nlohmann::ordered_json(nullptr);
+  j["hybrid_shard_degree"] =
+      c.shard > 0 ? nlohmann::ordered_json(c.shard) : nlohmann::ordered_json(nullptr);
   j["original"] = c.is_original;
   j["outcome"] = outcome_name(t.outcome);
-  j["reason"] = t.reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.reason);
+  j["reason"] =
+      t.reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.reason);
   if (!t.memory.ranks.empty()) {
     j["memory_peak_bytes"] = t.memory.worst_peak;
     j["memory_capacity_bytes"] = t.memory.ranks.front().capacity;
@@ -169,22 +195,28 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
   j["not_ranked"] = others;
   nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
   for (const auto& s : r.skipped)
-    skipped.push_back({{"tensor_parallel", s.candidate.tp}, {"pipeline_parallel", s.candidate.pp},
-                       {"micro_batch", s.candidate.micro_batch}, {"reason", s.reason}});
+    skipped.push_back({{"tensor_parallel", s.candidate.tp},
+                       {"pipeline_parallel", s.candidate.pp},
+                       {"virtual_stages", s.candidate.virtual_stages},
+                       {"micro_batch", s.candidate.micro_batch},
+                       {"reason", s.reason}});
   j["set_aside"] = skipped;
   os << j.dump(1) << "\n";
 }
 
 void write_search_csv(std::ostream& os, const SearchResult& r) {
-  os << "rank,tensor_parallel,pipeline_parallel,data_parallel,micro_batch,gradient_accumulation,"
-        "activation_checkpointing,hybrid_shard_degree,original,outcome,memory_peak_gib,memory_capacity_gib,"
+  os << "rank,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,gradient_"
+        "accumulation,"
+        "activation_checkpointing,hybrid_shard_degree,original,outcome,memory_peak_gib,memory_"
+        "capacity_gib,"
         "samples_per_s,tflops_per_accelerator,step_time_s,reason\n";
   auto line = [&](const std::string& rank, const Trial& t) {
     const auto& c = t.candidate;
     std::string reason = t.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    os << rank << "," << c.tp << "," << c.pp << "," << c.dp << "," << c.micro_batch << "," << c.accumulation << ","
-       << (c.checkpointing ? "true" : "false") << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
+    os << rank << "," << c.tp << "," << c.pp << "," << c.virtual_stages << "," << c.dp << ","
+       << c.micro_batch << "," << c.accumulation << "," << (c.checkpointing ? "true" : "false")
+       << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
        << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","

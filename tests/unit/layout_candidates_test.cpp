@@ -1,11 +1,11 @@
 // The layout search's candidates without loading or simulating anything: the default axes, the
 // accumulation that keeps the global batch, the combinations set aside with their reason, the
 // point's own layout marked, and the scenario document each candidate becomes.
+#include "search/layout_candidates.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "search/layout_candidates.hpp"
 
 namespace trainsim::search {
 namespace {
@@ -91,9 +91,11 @@ TEST(LayoutCandidates, EveryCandidateTrainsTheGlobalBatch) {
     EXPECT_EQ(c.tp * c.pp * c.dp, 16);
     EXPECT_EQ(c.micro_batch * c.accumulation * c.dp, 32) << c.label();
   }
-  const auto original = std::count_if(e.candidates.begin(), e.candidates.end(), [](const Candidate& c) { return c.is_original; });
+  const auto original = std::count_if(e.candidates.begin(), e.candidates.end(),
+                                      [](const Candidate& c) { return c.is_original; });
   EXPECT_EQ(original, 1);
-  const auto it = std::find_if(e.candidates.begin(), e.candidates.end(), [](const Candidate& c) { return c.is_original; });
+  const auto it = std::find_if(e.candidates.begin(), e.candidates.end(),
+                               [](const Candidate& c) { return c.is_original; });
   EXPECT_EQ(it->label(), "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing");
   EXPECT_TRUE(e.skipped.empty());
 }
@@ -117,7 +119,8 @@ TEST(LayoutCandidates, CombinationsThatCannotRunAreSetAsideWithTheReason) {
   space.pp = {1};
   const auto m = enumerate_layouts(space, s);
   ASSERT_EQ(m.skipped.size(), 1u);
-  EXPECT_EQ(m.skipped[0].reason, "micro-batch 3 does not divide the replica's 2 sequences per step");
+  EXPECT_EQ(m.skipped[0].reason,
+            "micro-batch 3 does not divide the replica's 2 sequences per step");
   s.global_batch = 6;
   space.micro_batch = {1};
   const auto g = enumerate_layouts(space, s);
@@ -155,19 +158,83 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
   EXPECT_EQ(t["micro_batch"], 1);
   EXPECT_EQ(t["gradient_accumulation"], 2);
   EXPECT_EQ(t["activation_checkpointing"], false);
-  for (const char* gone : {"sequence_parallel", "tp_comm_overlap", "tp_comm_overlap_model", "pipeline_schedule",
-                           "virtual_stages", "checkpoint_policy"})
+  for (const char* gone : {"sequence_parallel", "tp_comm_overlap", "tp_comm_overlap_model",
+                           "pipeline_schedule", "virtual_stages", "checkpoint_policy"})
     EXPECT_FALSE(t.contains(gone)) << gone;
 
   c.tp = 4;
   c.pp = 2;
+  c.virtual_stages = 2;
   c.checkpointing = true;
   c.shard = 8;
   const json kept = candidate_document(doc, 1, c)["training"];
   EXPECT_EQ(kept["sequence_parallel"], true);
+  EXPECT_EQ(kept["pipeline_schedule"], "interleaved");
   EXPECT_EQ(kept["virtual_stages"], 2);
   EXPECT_EQ(kept["checkpoint_policy"], "selective_attention");
   EXPECT_EQ(kept["hybrid_shard_degree"], 8);
+}
+
+TEST(LayoutCandidates, MegatronPipelinesTryInterleavingWithOneAndTwoChunksAndTheirOwn) {
+  PointShape s = pipelined();
+  s.interleavable = true;
+  s.virtual_stages = 3;
+  EXPECT_EQ(complete_space({}, s, 6).virtual_stages, (std::vector<long>{1, 2, 3}));
+  s.interleavable = false;  // DeepSpeed's pipeline engine runs 1F1B only
+  s.virtual_stages = 1;
+  EXPECT_EQ(complete_space({}, s, 6).virtual_stages, (std::vector<long>{1}));
+  SearchSpace asked;
+  asked.virtual_stages = {4, 2, 4};
+  EXPECT_EQ(complete_space(asked, s, 6).virtual_stages, (std::vector<long>{2, 4}));
+}
+
+TEST(LayoutCandidates, VirtualStagesAreCombinedOnlyWithPipelines) {
+  PointShape s = pipelined();
+  s.virtual_stages = 2;
+  SearchSpace space;
+  space.tp = {4};
+  space.pp = {1, 2};
+  space.virtual_stages = {1, 2};
+  space.micro_batch = {2};
+  space.checkpointing = {true};
+  space.shard = {0};
+  const auto e = enumerate_layouts(space, s);
+  ASSERT_EQ(e.candidates.size(), 3u);  // PP 1 once, PP 2 with one and two chunks
+  EXPECT_EQ(e.candidates[0].pp, 1);
+  EXPECT_EQ(e.candidates[0].virtual_stages, 1);
+  EXPECT_EQ(e.candidates[1].virtual_stages, 1);
+  EXPECT_FALSE(e.candidates[1].is_original);
+  EXPECT_EQ(e.candidates[2].virtual_stages, 2);
+  EXPECT_TRUE(e.candidates[2].is_original);
+  EXPECT_EQ(e.candidates[2].label(),
+            "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing, interleaved x 2");
+}
+
+TEST(LayoutCandidates, OneChunkOfAnInterleavedPointRunsPlain1F1BWithoutInterleavedOnlyOptions) {
+  const json doc = json::parse(R"({
+    "training": {"pipeline_schedule": "interleaved", "virtual_stages": 4, "overlap_p2p_comm": true,
+                 "overlap_param_gather_with_optimizer_step": true},
+    "points": [{"nodes": 2, "label": "mine"}]
+  })");
+  Candidate c;
+  c.tp = 2;
+  c.pp = 4;
+  c.dp = 2;
+  c.virtual_stages = 1;
+  const json t = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(t["pipeline_schedule"], "1f1b");
+  for (const char* gone :
+       {"virtual_stages", "overlap_p2p_comm", "overlap_param_gather_with_optimizer_step"})
+    EXPECT_FALSE(t.contains(gone)) << gone;
+  c.virtual_stages = 2;
+  const json i = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(i["virtual_stages"], 2);
+  EXPECT_EQ(i["overlap_p2p_comm"], true);
+  // A GPipe point keeps GPipe at one chunk.
+  json gpipe = doc;
+  gpipe["training"] = {{"pipeline_schedule", "gpipe"}};
+  c.virtual_stages = 1;
+  EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "gpipe");
 }
 
 }  // namespace
