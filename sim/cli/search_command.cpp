@@ -3,12 +3,13 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "search/node_scaling.hpp"
 #include "search/search_report.hpp"
 
 namespace trainsim::cli {
 
 const char* const kSearchUsage =
-    "trainsim search SCENARIO [--point LABEL] [--nodes N] [--global-batch B] [--tp LIST] [--pp "
+    "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--tp LIST] [--pp "
     "LIST]\n"
     "                [--virtual-stages LIST] [--micro-batch LIST] [--checkpointing LIST] [--shard "
     "LIST] [--top K] [--jobs N]\n"
@@ -17,7 +18,9 @@ const char* const kSearchUsage =
     "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
     "  simulated) and simulated, fastest first, the point's own layout marked\n"
     "  --point  the point to search (default: the scenario's first)\n"
-    "  --nodes  search on this many nodes (the global batch stays the point's)\n"
+    "  --nodes  search on this many nodes (the global batch stays the point's); a list, e.g.\n"
+    "           --nodes 2,4,8,16, searches each and prints the fastest layout per node count\n"
+    "           with its speed-up, efficiency and accelerator-hours per million samples\n"
     "  --tp, --pp, --micro-batch, --shard  comma-separated degrees, e.g. --tp 1,2,4,8;\n"
     "           defaults: TP over powers of two up to a node and PP over the divisors of the\n"
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
@@ -63,13 +66,14 @@ int search_command(const std::vector<std::string>& args) {
   std::string scenario_file, format = "table";
   search::SearchOptions options;
   std::size_t top = 10;
+  std::vector<int> node_counts;
   ArgCursor cursor(args);
   while (!cursor.done()) {
     const std::string& a = cursor.next();
     if (a == "--point") {
       options.point_label = cursor.value(a);
     } else if (a == "--nodes") {
-      options.nodes = static_cast<int>(positive(a, cursor.value(a)));
+      for (const long n : degrees(a, cursor.value(a))) node_counts.push_back(static_cast<int>(n));
     } else if (a == "--global-batch") {
       options.global_batch = positive(a, cursor.value(a));
     } else if (a == "--tp") {
@@ -103,6 +107,14 @@ int search_command(const std::vector<std::string>& args) {
     }
   }
   if (scenario_file.empty()) throw UsageError("search needs a SCENARIO file");
+  if (node_counts.size() > 1) {
+    const auto scaling = search::run_node_scaling(scenario_file, options, node_counts, std::cerr);
+    if (format == "table") search::write_scaling_table(std::cout, scaling);
+    if (format == "json") search::write_scaling_json(std::cout, scaling);
+    if (format == "csv") search::write_scaling_csv(std::cout, scaling);
+    return 0;
+  }
+  if (node_counts.size() == 1) options.nodes = node_counts.front();
   const auto result = search::run_search(scenario_file, options, std::cerr);
   if (format == "table") search::write_search_table(std::cout, result, top);
   if (format == "json") search::write_search_json(std::cout, result);

@@ -173,7 +173,11 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;
   training["activation_checkpointing"] = c.checkpointing;
-  if (c.shard > 0) training["hybrid_shard_degree"] = c.shard;
+  if (c.shard > 0)
+    training["hybrid_shard_degree"] = c.shard;
+  else if (training.contains("hybrid_shard_degree"))
+    training["hybrid_shard_degree"] = c.dp;  // full sharding over this layout's data-parallel ranks
+
   // Options that only mean something with a degree or checkpointing the candidate lacks: the
   // loader would reject them, and the layout without them is the one a user would run.
   if (c.tp == 1) {

@@ -86,6 +86,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   const auto space = complete_space(options.space, shape, p.model.layers);
   auto enumeration = enumerate_layouts(space, shape);
   out.skipped = std::move(enumeration.skipped);
+  if (enumeration.candidates.empty() && options.allow_no_candidates) return out;
   if (enumeration.candidates.empty())
     throw ConfigError(
         scenario_file, "/points/" + std::to_string(index),

@@ -15,11 +15,14 @@
 namespace trainsim::search {
 
 struct SearchOptions {
-  std::string point_label;          ///< empty: the scenario's first point
-  std::optional<int> nodes;         ///< default: the point's
-  std::optional<long> global_batch; ///< sequences per step; default: the point's
-  SearchSpace space;                ///< axes the user gave (the rest: complete_space's defaults)
+  std::string point_label;           ///< empty: the scenario's first point
+  std::optional<int> nodes;          ///< default: the point's
+  std::optional<long> global_batch;  ///< sequences per step; default: the point's
+  SearchSpace space;                 ///< axes the user gave (the rest: complete_space's defaults)
   int jobs = 1;
+  /// A search whose every combination is set aside returns no trials instead of a ConfigError
+  /// (a node count among several that the global batch does not divide over).
+  bool allow_no_candidates = false;
 };
 
 enum class Outcome { simulated, out_of_memory, invalid, not_simulated, failed };
@@ -28,8 +31,8 @@ enum class Outcome { simulated, out_of_memory, invalid, not_simulated, failed };
 struct Trial {
   Candidate candidate;
   Outcome outcome = Outcome::invalid;
-  std::string reason;  ///< why invalid, not simulated or failed
-  memory::MemoryVerdict memory;  ///< judged for every loaded candidate
+  std::string reason;                           ///< why invalid, not simulated or failed
+  memory::MemoryVerdict memory;                 ///< judged for every loaded candidate
   std::optional<scenario::PointResult> result;  ///< simulated candidates
   double tflops_per_accelerator = 0;
 };
@@ -50,8 +53,8 @@ struct SearchResult {
 /// Loads the scenario, enumerates, judges and simulates. ConfigError for a bad scenario, an
 /// unknown point label or a search with no candidate at all; `progress` gets a line per
 /// simulated candidate.
-[[nodiscard]] SearchResult run_search(const std::string& scenario_file, const SearchOptions& options,
-                                      std::ostream& progress);
+[[nodiscard]] SearchResult run_search(const std::string& scenario_file,
+                                      const SearchOptions& options, std::ostream& progress);
 
 /// Simulated trials, fastest first (ties in enumeration order).
 [[nodiscard]] std::vector<const Trial*> ranked(const SearchResult& r);

@@ -142,8 +142,6 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
     os << "set aside: " << n << (n == 1 ? " combination: " : " combinations: ") << why << "\n";
 }
 
-namespace {
-
 nlohmann::ordered_json trial_json(const Trial& t) {
   const auto& c = t.candidate;
   nlohmann::ordered_json j;
@@ -175,9 +173,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   return j;
 }
 
-}  // namespace
-
-void write_search_json(std::ostream& os, const SearchResult& r) {
+nlohmann::ordered_json search_json(const SearchResult& r) {
   nlohmann::ordered_json j;
   j["scenario"] = r.scenario_file;
   j["point"] = r.point_label;
@@ -201,23 +197,35 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
                        {"micro_batch", s.candidate.micro_batch},
                        {"reason", s.reason}});
   j["set_aside"] = skipped;
-  os << j.dump(1) << "\n";
+  return j;
+}
+
+void write_search_json(std::ostream& os, const SearchResult& r) {
+  os << search_json(r).dump(1) << "\n";
+}
+
+std::string search_csv_header() {
+  return "rank,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
+         "gradient_accumulation,activation_checkpointing,hybrid_shard_degree,original,outcome,"
+         "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
+         "reason";
 }
 
 void write_search_csv(std::ostream& os, const SearchResult& r) {
-  os << "rank,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,gradient_"
-        "accumulation,"
-        "activation_checkpointing,hybrid_shard_degree,original,outcome,memory_peak_gib,memory_"
-        "capacity_gib,"
-        "samples_per_s,tflops_per_accelerator,step_time_s,reason\n";
+  os << search_csv_header() << "\n";
+  write_search_csv_rows(os, r, "");
+}
+
+void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::string& prefix) {
   auto line = [&](const std::string& rank, const Trial& t) {
     const auto& c = t.candidate;
     std::string reason = t.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    os << rank << "," << c.tp << "," << c.pp << "," << c.virtual_stages << "," << c.dp << ","
-       << c.micro_batch << "," << c.accumulation << "," << (c.checkpointing ? "true" : "false")
-       << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
-       << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
+    os << prefix << rank << "," << c.tp << "," << c.pp << "," << c.virtual_stages << "," << c.dp
+       << "," << c.micro_batch << "," << c.accumulation << ","
+       << (c.checkpointing ? "true" : "false") << ","
+       << (c.shard > 0 ? std::to_string(c.shard) : "") << "," << (c.is_original ? "true" : "false")
+       << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
        << (t.result ? fmt("%.6g", t.result->samples_per_s) : "") << ","

@@ -93,8 +93,55 @@ TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
-  EXPECT_NE(a.out.find("1,1,1,8,4,16,true,,true,simulated"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find(",1,1,8,8,8,true,,false,oom"), std::string::npos) << a.out;
+  // (rank, TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, shard, original, outcome)
+  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,,false,oom"), std::string::npos) << a.out;
+}
+
+TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) {
+  // Llama 2 7B under SMP v2's FSDP on p4d at a global batch of 64: one, two and four nodes run,
+  // at sixteen nodes (128 GPUs) the batch does not divide over the data-parallel ranks.
+  const std::string args = "search scenarios/p4d-llama2-7b-smp.json --nodes 4,1,2,16,2 --global-batch 64 --jobs 2";
+  const auto r = trainsim(args + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  const auto& rows = j["scaling"];
+  ASSERT_EQ(rows.size(), 4u);  // sorted, the repeated 2 once
+  const long nodes[] = {1, 2, 4, 16};
+  double first_rate = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    EXPECT_EQ(row["nodes"], nodes[i]);
+    EXPECT_EQ(row["accelerators"], 8 * nodes[i]);
+    if (nodes[i] == 16) {
+      EXPECT_TRUE(row["fastest"].is_null());
+      EXPECT_NE(row["reason"].get<std::string>().find("does not divide over DP 128"), std::string::npos) << row;
+      continue;
+    }
+    // The fastest is its own search's first ranked layout, and the figures follow from it.
+    const auto& best = row["fastest"];
+    ASSERT_FALSE(best.is_null()) << row;
+    EXPECT_EQ(best, row["search"]["ranked"][0]);
+    const double rate = best["samples_per_s"].get<double>();
+    if (i == 0) first_rate = rate;
+    EXPECT_DOUBLE_EQ(row["speedup"].get<double>(), rate / first_rate);
+    EXPECT_DOUBLE_EQ(row["efficiency"].get<double>(), rate / first_rate / static_cast<double>(nodes[i]));
+    EXPECT_NEAR(row["accelerator_hours_per_million_samples"].get<double>(), 8.0 * static_cast<double>(nodes[i]) * 1e6 / rate / 3600,
+                1e-9 * rate);
+    EXPECT_EQ(best["micro_batch"].get<long>() * best["gradient_accumulation"].get<long>() *
+                  best["data_parallel"].get<long>(),
+              64);
+  }
+  EXPECT_GT(rows[2]["speedup"].get<double>(), rows[1]["speedup"].get<double>());  // more nodes, faster
+  // The table names each count's fastest layout; the CSV lists every layout of every count.
+  const auto table = trainsim(args);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("the fastest layout at each node count"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("every layout set aside"), std::string::npos) << table.out;
+  const auto csv = trainsim(args + " --format csv");
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("nodes,accelerators,rank,tensor_parallel", 0), 0u) << csv.out;
+  EXPECT_NE(csv.out.find("\n4,32,1,1,1,1,32,"), std::string::npos) << csv.out;  // 4 nodes' fastest, DP 32
 }
 
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {

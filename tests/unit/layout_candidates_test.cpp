@@ -175,6 +175,23 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
   EXPECT_EQ(kept["hybrid_shard_degree"], 8);
 }
 
+TEST(LayoutCandidates, FullShardingFollowsTheLayoutsDataParallelGroup) {
+  // A point that shards over its 256 ranks, searched on 8 nodes: full sharding is over DP 64.
+  const json doc = json::parse(R"({"training": {"schedule": "fsdp", "hybrid_shard_degree": 256},
+                                   "points": [{"nodes": 32, "label": "mine"}]})");
+  Candidate c;
+  c.dp = 64;
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["hybrid_shard_degree"], 64);
+  c.shard = 16;
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["hybrid_shard_degree"], 16);
+  // A schedule without the key does not get one.
+  c.shard = 0;
+  EXPECT_FALSE(candidate_document(
+                   json::parse(R"({"training": {"schedule": "ddp"}, "points": [{"label": "x"}]})"),
+                   0, c)["training"]
+                   .contains("hybrid_shard_degree"));
+}
+
 TEST(LayoutCandidates, MegatronPipelinesTryInterleavingWithOneAndTwoChunksAndTheirOwn) {
   PointShape s = pipelined();
   s.interleavable = true;
