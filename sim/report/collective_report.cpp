@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "collective/bus_bandwidth.hpp"
+#include "core/text_format.hpp"
 
 namespace trainsim::report {
 
@@ -27,11 +27,8 @@ const Band kBands[] = {
     {"all >= 1 MiB", kMiB, 1e300, true},
 };
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::fmt;
+using text::pad;
 
 /// nccl-tests-style size: 8, 1K, 64M, 8G (binary); plain bytes otherwise.
 std::string size_label(double b) {
@@ -43,11 +40,6 @@ std::string size_label(double b) {
     ++u;
   }
   return fmt("%.0f", v) + units[u];
-}
-
-std::string pad(const std::string& s, std::size_t w, bool left = false) {
-  if (s.size() >= w) return s;
-  return left ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
 }
 
 }  // namespace

@@ -1,16 +1,12 @@
 #include "report/pipeline_report.hpp"
 
-#include <cstdio>
+#include "core/text_format.hpp"
 
 namespace trainsim::report {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::fmt;
 
 // Source 000: most studies keep the global batch under 4M tokens. Its own fix (256 nodes, seq
 // 4096, TP 2) lands on 256 x 8 / 2 x 4096 = 4,194,304 tokens and calls that 4M, so 4M is 2^22

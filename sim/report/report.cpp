@@ -1,12 +1,12 @@
 #include "report/report.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "core/text_format.hpp"
 #include "model/checkpointing.hpp"
 #include "model/encoder_decoder.hpp"
 #include "model/transformer.hpp"
@@ -88,11 +88,7 @@ std::optional<ReferenceError> reference_error(const Row& row) {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::fmt;
 
 std::string gib(Bytes b) { return fmt("%.1f", b / (1024.0 * 1024.0 * 1024.0)); }
 

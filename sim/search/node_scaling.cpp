@@ -1,23 +1,16 @@
 #include "search/node_scaling.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "core/text_format.hpp"
 #include "search/search_report.hpp"
 
 namespace trainsim::search {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
+using text::fmt;
+using text::pad;
 
 std::size_t count(const SearchResult& r, Outcome o) {
   return static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),

@@ -1,23 +1,17 @@
 #include "search/search_report.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "core/text_format.hpp"
 
 namespace trainsim::search {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
+using text::fmt;
+using text::pad;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

@@ -1,8 +1,8 @@
 #include "sweep/sweep_runner.hpp"
 
 #include <chrono>
-#include <cstdio>
 
+#include "core/text_format.hpp"
 #include "sweep/child_pool.hpp"
 #include "sweep/mpi_dispatch.hpp"
 #include "sweep/svg_plot.hpp"
@@ -32,11 +32,7 @@ void write_outputs(const SweepPlan& plan, const SweepStore& store) {
   store.write_file("plot.svg", sweep_svg(plan, rows));
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+using text::fmt;
 
 }  // namespace
 
