@@ -31,8 +31,9 @@ struct PointShape {
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
   long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
-  bool interleavable =
-      false;       ///< Megatron's pipeline on a uniform partition (DeepSpeed's is 1F1B only)
+  /// Megatron-LM's pipeline (its modules, or already interleaved) on a uniform partition: SMP
+  /// v1's and DeepSpeed's have no virtual stages
+  bool interleavable = false;
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
   bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
@@ -60,7 +61,7 @@ struct Enumeration {
 /// The axes a user gave, completed with the defaults for `shape`: TP over the powers of two up
 /// to a node when the point is already tensor- or pipeline-parallel, PP over the divisors of the
 /// ranks left when it is pipelined, virtual stages 1 and 2 (and the point's own) when it is
-/// pipelined on Megatron's schedule, checkpointing on and off, and for FSDP the shard group over
+/// pipelined by Megatron-LM, checkpointing on and off, and for FSDP the shard group over
 /// full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
 /// advises the smallest that fits); otherwise the point's own values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);

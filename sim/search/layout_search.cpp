@@ -74,8 +74,13 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.pp = p.training.pp;
   shape.virtual_stages =
       p.training.pipeline == plan::PipelineSchedule::interleaved ? p.training.virtual_stages : 1;
+  // Interleaving is Megatron-LM's (and Megatron-core's): offered to points that run Megatron's
+  // modules or already interleave, not to other pipelines the schedule also models (SMP v1's,
+  // DeepSpeed's), which have no virtual stages; --virtual-stages asks for it anyway.
   shape.interleavable = p.training.pipeline_engine == plan::PipelineEngine::megatron &&
-                        p.training.partition == plan::PipelinePartition::uniform;
+                        p.training.partition == plan::PipelinePartition::uniform &&
+                        (p.training.module_kernels == plan::ModuleKernels::megatron ||
+                         p.training.pipeline == plan::PipelineSchedule::interleaved);
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
