@@ -65,6 +65,19 @@ void summarise(NodeScaling& scaling) {
     row.efficiency = row.speedup * static_cast<double>(base->search.accelerators) /
                      static_cast<double>(row.search.accelerators);
   }
+  const ScalingRow* cheapest = nullptr;
+  const ScalingRow* fastest = nullptr;
+  for (const auto& row : scaling.rows) {
+    if (!row.best) continue;
+    if (scaling.fewest_nodes < 0) scaling.fewest_nodes = row.search.nodes;
+    if (!cheapest ||
+        row.accelerator_hours_per_million_samples < cheapest->accelerator_hours_per_million_samples)
+      cheapest = &row;
+    if (!fastest || row.best->result->samples_per_s > fastest->best->result->samples_per_s)
+      fastest = &row;
+  }
+  if (cheapest) scaling.cheapest_nodes = cheapest->search.nodes;
+  if (fastest) scaling.fastest_nodes = fastest->search.nodes;
 }
 
 void write_scaling_table(std::ostream& os, const NodeScaling& s) {
@@ -91,6 +104,12 @@ void write_scaling_table(std::ostream& os, const NodeScaling& s) {
        << pad(fmt("%.1f", row.accelerator_hours_per_million_samples), 18)
        << pad(original_text(row), 16) << "  " << row.best->candidate.label() << "\n";
   }
+  if (s.fewest_nodes > 0)
+    os << "\nfewest nodes that fit: " << s.fewest_nodes
+       << "; fewest accelerator-hours per million samples: " << s.cheapest_nodes
+       << " nodes; fastest: " << s.fastest_nodes << " nodes\n";
+  else
+    os << "\nno node count searched has a layout that fits and simulates\n";
   os << "\n(speed-up and efficiency against the smallest node count with a layout; acc-h/1M "
         "samples: "
         "accelerator-hours per million samples at the fastest layout; point's layout: samples/s of "
@@ -128,6 +147,12 @@ void write_scaling_json(std::ostream& os, const NodeScaling& s) {
     rows.push_back(std::move(r));
   }
   j["scaling"] = rows;
+  auto nodes_or_null = [](int n) {
+    return n > 0 ? nlohmann::ordered_json(n) : nlohmann::ordered_json(nullptr);
+  };
+  j["fewest_nodes"] = nodes_or_null(s.fewest_nodes);
+  j["cheapest_nodes"] = nodes_or_null(s.cheapest_nodes);
+  j["fastest_nodes"] = nodes_or_null(s.fastest_nodes);
   os << j.dump(1) << "\n";
 }
 

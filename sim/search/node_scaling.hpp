@@ -28,6 +28,10 @@ struct NodeScaling {
   NodeScaling(NodeScaling&&) = default;
   NodeScaling& operator=(NodeScaling&&) = default;
   std::vector<ScalingRow> rows;  ///< ascending node counts
+  /// The answers: the fewest nodes with a layout that fits and simulates, the node count with
+  /// the fewest accelerator-hours per million samples (the first of equals), and the fastest;
+  /// -1 where no count has a layout.
+  int fewest_nodes = -1, cheapest_nodes = -1, fastest_nodes = -1;
 };
 
 /// Searches `options` at each of `node_counts` (sorted, duplicates dropped); a count whose every

@@ -133,11 +133,14 @@ TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) 
               64);
   }
   EXPECT_GT(rows[2]["speedup"].get<double>(), rows[1]["speedup"].get<double>());  // more nodes, faster
+  EXPECT_EQ(j["fewest_nodes"], 1);
+  EXPECT_EQ(j["fastest_nodes"], 4);
   // The table names each count's fastest layout; the CSV lists every layout of every count.
   const auto table = trainsim(args);
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("the fastest layout at each node count"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("every layout set aside"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("fewest nodes that fit: 1;"), std::string::npos) << table.out;
   const auto csv = trainsim(args + " --format csv");
   ASSERT_EQ(csv.status, 0) << csv.err;
   EXPECT_EQ(csv.out.rfind("nodes,accelerators,rank,tensor_parallel", 0), 0u) << csv.out;

@@ -48,6 +48,10 @@ TEST(NodeScaling, FastestLayoutPerCountAgainstTheSmallestCountWithOne) {
   EXPECT_DOUBLE_EQ(s.rows[2].efficiency, 20.0 / 12 / 2);
   // 32 accelerators for a million samples at 20 per second.
   EXPECT_DOUBLE_EQ(s.rows[2].accelerator_hours_per_million_samples, 32 * 1e6 / 20 / 3600);
+  // Two nodes fit first and cost least per sample (16 / 12 < 32 / 20); four are fastest.
+  EXPECT_EQ(s.fewest_nodes, 2);
+  EXPECT_EQ(s.cheapest_nodes, 2);
+  EXPECT_EQ(s.fastest_nodes, 4);
 }
 
 TEST(NodeScaling, ACountWithoutLayoutsHasNoBestAndMovesNothing) {
@@ -58,6 +62,12 @@ TEST(NodeScaling, ACountWithoutLayoutsHasNoBestAndMovesNothing) {
   EXPECT_EQ(s.rows[0].best, nullptr);
   EXPECT_EQ(s.rows[0].original, nullptr);
   EXPECT_DOUBLE_EQ(s.rows[1].speedup, 1);
+  EXPECT_EQ(s.fewest_nodes, 2);
+  NodeScaling none;
+  none.rows.push_back({search(1, {})});
+  summarise(none);
+  EXPECT_EQ(none.fewest_nodes, -1);
+  EXPECT_EQ(none.cheapest_nodes, -1);
 }
 
 }  // namespace
