@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "core/text_format.hpp"
 #include "report/report.hpp"
 #include "sweep/child_pool.hpp"
 
@@ -153,9 +153,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
           const std::vector<scenario::PointResult> one{r};
           t.tflops_per_accelerator = report::make_rows(one).front().tflops_per_accelerator;
           t.result = std::move(r);
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "%.2f samples/s", t.result->samples_per_s);
-          what = buf;
+          what = text::fmt("%.2f samples/s", t.result->samples_per_s);
         } else {
           t.outcome = Outcome::failed;
           t.reason = child.text;
@@ -163,10 +161,8 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
         }
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        char tail[48];
-        std::snprintf(tail, sizeof tail, " (%.1f s elapsed)", elapsed);
         progress << "[" << ++finished << "/" << to_simulate.size() << "] " << t.candidate.label()
-                 << ": " << what << tail << "\n"
+                 << ": " << what << text::fmt(" (%.1f s elapsed)", elapsed) << "\n"
                  << std::flush;
       });
   return out;

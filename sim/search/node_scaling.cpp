@@ -111,23 +111,16 @@ void write_scaling_table(std::ostream& os, const NodeScaling& s) {
   else
     os << "\nno node count searched has a layout that fits and simulates\n";
   os << "\n(speed-up and efficiency against the smallest node count with a layout; acc-h/1M "
-        "samples: "
-        "accelerator-hours per million samples at the fastest layout; point's layout: samples/s of "
-        "the point's "
-        "TP, PP, chunks, micro-batch, checkpointing and shard group at that count; every layout in "
-        "--format "
-        "json/csv)\n";
+        "samples: accelerator-hours per million samples at the fastest layout; point's layout: "
+        "samples/s of the point's TP, PP, chunks, micro-batch, checkpointing and shard group at "
+        "that count; every layout in --format json/csv)\n";
 }
 
 void write_scaling_json(std::ostream& os, const NodeScaling& s) {
-  nlohmann::ordered_json j;
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (!s.rows.empty()) {
-    const auto& first = s.rows.front().search;
-    j["scenario"] = first.scenario_file;
-    j["point"] = first.point_label;
-    j["model"] = first.model;
-    j["topology"] = first.topology;
-    j["global_batch"] = first.global_batch;
+    j = searched_point_json(s.rows.front().search);
+    j["global_batch"] = s.rows.front().search.global_batch;
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : s.rows) {

@@ -167,12 +167,17 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   return j;
 }
 
-nlohmann::ordered_json search_json(const SearchResult& r) {
+nlohmann::ordered_json searched_point_json(const SearchResult& r) {
   nlohmann::ordered_json j;
   j["scenario"] = r.scenario_file;
   j["point"] = r.point_label;
   j["model"] = r.model;
   j["topology"] = r.topology;
+  return j;
+}
+
+nlohmann::ordered_json search_json(const SearchResult& r) {
+  nlohmann::ordered_json j = searched_point_json(r);
   j["nodes"] = r.nodes;
   j["accelerators"] = r.accelerators;
   j["global_batch"] = r.global_batch;

@@ -12,6 +12,8 @@ namespace trainsim::search {
 /// `top`: simulated layouts shown (0: all).
 void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top);
 void write_search_json(std::ostream& os, const SearchResult& r);
+/// The searched point: scenario, point, model and topology (the same at every node count).
+[[nodiscard]] nlohmann::ordered_json searched_point_json(const SearchResult& r);
 /// What write_search_json writes, as a value (node_scaling nests one per node count).
 [[nodiscard]] nlohmann::ordered_json search_json(const SearchResult& r);
 /// One trial as the JSON lists it.
