@@ -1,5 +1,6 @@
-// `trainsim search`: the layouts (TP, PP, micro-batch, checkpointing, sharding) of one point at its
-// global batch, judged for memory and simulated, fastest first.
+// `trainsim search`: the layouts (schedule, TP, PP, micro-batch, checkpointing, sharding) of one
+// point at its global batch, judged for memory and simulated, fastest first.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -9,10 +10,9 @@
 namespace trainsim::cli {
 
 const char* const kSearchUsage =
-    "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--tp LIST] [--pp "
-    "LIST]\n"
-    "                [--virtual-stages LIST] [--micro-batch LIST] [--checkpointing LIST] [--shard "
-    "LIST] [--top K] [--jobs N]\n"
+    "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
+    "                [--tp LIST] [--pp LIST] [--virtual-stages LIST] [--micro-batch LIST]\n"
+    "                [--checkpointing LIST] [--shard LIST] [--top K] [--jobs N]\n"
     "                [--format table|json|csv]\n"
     "  which layout of a point trains fastest: every combination of the axes at the point's\n"
     "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
@@ -21,6 +21,10 @@ const char* const kSearchUsage =
     "  --nodes  search on this many nodes (the global batch stays the point's); a list, e.g.\n"
     "           --nodes 2,4,8,16, searches each and prints the fastest layout per node count\n"
     "           with its speed-up, efficiency and accelerator-hours per million samples\n"
+    "  --schedule  training schedules to compare: ddp, zero1, zero2, zero3, fsdp, or all\n"
+    "           (default: the point's own); another schedule runs with the point's precision\n"
+    "           (FSDP's fsdp_mixed becomes amp) and without the options of the point's own\n"
+    "           framework that it lacks, each named under the table\n"
     "  --tp, --pp, --micro-batch, --shard  comma-separated degrees, e.g. --tp 1,2,4,8;\n"
     "           defaults: TP over powers of two up to a node and PP over the divisors of the\n"
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
@@ -75,6 +79,18 @@ int search_command(const std::vector<std::string>& args) {
       for (const long n : degrees(a, cursor.value(a))) node_counts.push_back(static_cast<int>(n));
     } else if (a == "--global-batch") {
       options.global_batch = positive(a, cursor.value(a));
+    } else if (a == "--schedule") {
+      for (const auto& v : split(cursor.value(a))) {
+        const auto& names = search::schedule_names();
+        if (v == "all") {
+          options.space.schedule.insert(options.space.schedule.end(), names.begin(), names.end());
+        } else if (std::find(names.begin(), names.end(), v) != names.end()) {
+          options.space.schedule.push_back(v);
+        } else {
+          throw UsageError("--schedule expects ddp, zero1, zero2, zero3, fsdp or all, not \"" + v +
+                           "\"");
+        }
+      }
     } else if (a == "--tp") {
       options.space.tp = degrees(a, cursor.value(a));
     } else if (a == "--pp") {

@@ -35,18 +35,42 @@ void erase_prefixed(nlohmann::json& o, const std::string& prefix) {
   }
 }
 
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
 }  // namespace
 
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names{"ddp", "zero1", "zero2", "zero3", "fsdp"};
+  return names;
+}
+
+const char* schedule_label(const std::string& schedule) {
+  if (schedule == "zero1") return "ZeRO-1";
+  if (schedule == "zero2") return "ZeRO-2";
+  if (schedule == "zero3") return "ZeRO-3";
+  if (schedule == "fsdp") return "FSDP";
+  return "DDP";
+}
+
 std::string Candidate::label() const {
-  std::string s = "TP " + std::to_string(tp) + ", PP " + std::to_string(pp) + ", DP " +
-                  std::to_string(dp) + ", micro-batch " + std::to_string(micro_batch) + " x " +
-                  std::to_string(accumulation) + (checkpointing ? ", checkpointing" : "");
+  std::string s = std::string(schedule_searched ? schedule_label(schedule) : "") +
+                  (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) + ", PP " +
+                  std::to_string(pp) + ", DP " + std::to_string(dp) + ", micro-batch " +
+                  std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
+                  (checkpointing ? ", checkpointing" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
 }
 
 SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers) {
+  if (given.schedule.empty()) given.schedule = {shape.schedule};
+  std::vector<std::string> schedules;  // schedule_names() order, duplicates dropped
+  for (const auto& name : schedule_names())
+    if (contains(given.schedule, name)) schedules.push_back(name);
+  given.schedule = schedules;
   const bool model_parallel = shape.tp > 1 || shape.pp > 1;
   if (given.tp.empty()) {
     given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{};
@@ -71,7 +95,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
   if (given.shard.empty()) {
     given.shard = {shape.shard};
-    if (shape.fsdp) {
+    if (shape.fsdp || contains(given.schedule, "fsdp")) {
       given.shard.push_back(0);
       const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
       for (long g = shape.ranks_per_node; g < world; g *= 2) given.shard.push_back(g);
@@ -88,14 +112,20 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   return given;
 }
 
-Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape) {
-  Enumeration e;
+namespace {
+
+/// enumerate_layouts for one schedule.
+void add_layouts(const std::string& schedule, bool schedule_searched, const SearchSpace& space,
+                 const PointShape& shape, Enumeration& e) {
   const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
   const std::vector<long> chunks =
       space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
+  const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
   for (const long tp : space.tp) {
     for (const long pp : space.pp) {
       Candidate base;
+      base.schedule = schedule;
+      base.schedule_searched = schedule_searched;
       base.tp = tp;
       base.pp = pp;
       const long model_parallel = tp * pp * shape.context_parallel;
@@ -137,6 +167,10 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
           c.accumulation = per_replica / mb;
           for (const bool ckpt : space.checkpointing) {
             for (const long shard : space.shard) {
+              if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
+              // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
+              // group beyond it exists only at other degrees (whole nodes under TP or PP).
+              if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
               if (shard > 0 && c.dp % shard != 0) {
                 Candidate k = c;
                 k.shard = shard;
@@ -149,7 +183,7 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
               k.shard = shard;
               // A shard group as large as the data-parallel group is full sharding.
               const long group = shard == k.dp ? 0 : shard;
-              k.is_original = tp == shape.tp && pp == shape.pp &&
+              k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
                               c.virtual_stages == shape.virtual_stages && mb == shape.micro_batch &&
                               ckpt == shape.checkpointing && group == shape.shard;
               e.candidates.push_back(k);
@@ -158,6 +192,25 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape) {
+  Enumeration e;
+  const std::vector<std::string> schedules =
+      space.schedule.empty() ? std::vector<std::string>{shape.schedule} : space.schedule;
+  const bool schedule_searched = schedules != std::vector<std::string>{shape.schedule};
+  const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
+  for (const auto& schedule : schedules) {
+    if (schedule == "ddp" && !has_full) {
+      Candidate k;
+      k.schedule_searched = schedule_searched;
+      e.skipped.push_back({k, "DDP shards nothing: the shard axis has no full sharding"});
+      continue;
+    }
+    add_layouts(schedule, schedule_searched, space, shape, e);
   }
   return e;
 }
@@ -168,12 +221,19 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   nlohmann::json point = doc.at("points").at(point_index);
   nlohmann::json training = doc.value("training", nlohmann::json::object());
   if (point.contains("training")) training.update(point["training"], /*merge_objects=*/true);
+  if (training.value("schedule", "") != c.schedule) {
+    training["schedule"] = c.schedule;
+    if (c.schedule != "fsdp" && training.value("precision", "") == "fsdp_mixed")
+      training["precision"] = "amp";
+  }
   training["tensor_parallel"] = c.tp;
   training["pipeline_parallel"] = c.pp;
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;
   training["activation_checkpointing"] = c.checkpointing;
-  if (c.shard > 0)
+  if (c.schedule == "ddp")
+    training.erase("hybrid_shard_degree");
+  else if (c.shard > 0)
     training["hybrid_shard_degree"] = c.shard;
   else if (training.contains("hybrid_shard_degree"))
     training["hybrid_shard_degree"] = c.dp;  // full sharding over this layout's data-parallel ranks
@@ -212,6 +272,40 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   out["training"] = training;
   out["points"] = nlohmann::json::array({point});
   return out;
+}
+
+std::optional<std::string> option_of_another_schedule(const nlohmann::json& document,
+                                                      const std::string& json_path) {
+  // What the candidate is: its layout, its numbers and its kernels. An option outside this set
+  // that the loader rejects under the candidate's schedule belongs to how the point's framework
+  // runs its own schedule, and a user switching schedule switches framework.
+  static const char* const defining[] = {"schedule",
+                                         "precision",
+                                         "tensor_parallel",
+                                         "sequence_parallel",
+                                         "pipeline_parallel",
+                                         "pipeline_schedule",
+                                         "virtual_stages",
+                                         "context_parallel",
+                                         "micro_batch",
+                                         "gradient_accumulation",
+                                         "activation_checkpointing",
+                                         "hybrid_shard_degree",
+                                         "linear_precision",
+                                         "fp8_implementation",
+                                         "flash_attention",
+                                         "attention_kernel",
+                                         "module_kernels",
+                                         "optimizer"};
+  const std::string prefix = "/training/";
+  if (json_path.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string key = json_path.substr(prefix.size());
+  if (key.empty() || key.find('/') != std::string::npos) return std::nullopt;
+  for (const char* d : defining)
+    if (key == d) return std::nullopt;
+  const auto training = document.find("training");
+  if (training == document.end() || !training->contains(key)) return std::nullopt;
+  return key;
 }
 
 }  // namespace trainsim::search

@@ -1,11 +1,12 @@
 #pragma once
-// The layouts `trainsim search` tries for one point of a scenario: tensor- and pipeline-parallel
-// degrees, virtual pipeline stages (interleaved 1F1B), micro-batch, activation checkpointing and
-// the sharding group, at the point's global
+// The layouts `trainsim search` tries for one point of a scenario: the schedule (DDP, ZeRO-1/2/3,
+// FSDP), tensor- and pipeline-parallel degrees, virtual pipeline stages (interleaved 1F1B),
+// micro-batch, activation checkpointing and the sharding group, at the point's global
 // batch (so every candidate trains on the same samples per step and their throughputs compare).
 // Enumeration and each candidate's scenario document are plain data, testable without SimGrid;
 // whether a candidate is valid is the scenario loader's to say (its error is the reason shown).
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ namespace trainsim::search {
 
 /// The values tried on each axis. An empty axis keeps the point's own value.
 struct SearchSpace {
+  /// The training schedules (training.schedule: ddp, zero1, zero2, zero3, fsdp); empty: the
+  /// point's own only
+  std::vector<std::string> schedule;
   std::vector<long> tp;
   std::vector<long> pp;
   /// Model chunks per pipeline stage: 1 runs the point's non-interleaved schedule (1F1B if it
@@ -37,9 +41,19 @@ struct PointShape {
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
   bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
+  std::string schedule = "ddp";  ///< the point's training.schedule
 };
 
+/// training.schedule's values, in the order a search tries them.
+[[nodiscard]] const std::vector<std::string>& schedule_names();
+
+/// A schedule as people write it: DDP, ZeRO-1, ZeRO-2, ZeRO-3, FSDP.
+[[nodiscard]] const char* schedule_label(const std::string& schedule);
+
 struct Candidate {
+  std::string schedule = "ddp";  ///< training.schedule
+  /// The search tries other schedules than the point's: the label names each candidate's
+  bool schedule_searched = false;
   long tp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
   long virtual_stages = 1;
   bool checkpointing = false;
@@ -58,16 +72,18 @@ struct Enumeration {
   std::vector<Skipped> skipped;
 };
 
-/// The axes a user gave, completed with the defaults for `shape`: TP over the powers of two up
-/// to a node when the point is already tensor- or pipeline-parallel, PP over the divisors of the
-/// ranks left when it is pipelined, virtual stages 1 and 2 (and the point's own) when it is
-/// pipelined by Megatron-LM, checkpointing on and off, and for FSDP the shard group over
-/// full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
-/// advises the smallest that fits); otherwise the point's own values.
+/// The axes a user gave, completed with the defaults for `shape`: the point's own schedule, TP over
+/// the powers of two up to a node when the point is already tensor- or pipeline-parallel, PP over
+/// the divisors of the ranks left when it is pipelined, virtual stages 1 and 2 (and the point's
+/// own) when it is pipelined by Megatron-LM, checkpointing on and off, and for FSDP the shard group
+/// over full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
+/// advises the smallest that fits) when FSDP is among the schedules; otherwise the point's own
+/// values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
 
-/// Every combination of `space` at the point's global batch, in a fixed order (TP, PP, virtual
-/// stages, micro-batch, checkpointing, shard, each ascending; virtual stages only at PP > 1).
+/// Every combination of `space` at the point's global batch, in a fixed order (schedule in
+/// schedule_names() order, then TP, PP, virtual stages, micro-batch, checkpointing, shard, each
+/// ascending; virtual stages only at PP > 1, shard groups only for a sharded schedule).
 /// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide
 /// the replica's share of the global batch, are skipped with the reason.
 [[nodiscard]] Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape);
@@ -76,8 +92,19 @@ struct Enumeration {
 /// and the point's "training" merged and set to the candidate's degrees (options that need a
 /// degree or schedule the candidate lacks, such as sequence parallelism at TP 1 or overlapped
 /// exchanges without interleaving, dropped), its references
-/// removed (they measured another layout).
+/// removed (they measured another layout). A candidate of another schedule than the point's runs
+/// it with the point's precision, except FSDP's MixedPrecision (fsdp_mixed), which becomes amp
+/// (bf16/fp16 weights and gradients with fp32 master weights, as ZeRO and DDP keep them).
 [[nodiscard]] nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
                                                 const Candidate& c);
+
+/// For a candidate of another schedule than the point's whose document the loader rejected at
+/// `json_path`: the training option to leave out and load again, when the path names one of the
+/// point's options that belongs to its implementation of a schedule (Megatron's step syncs,
+/// Composer's metrics, FSDP's prefetch arguments, a named gradient buffer...), not one that
+/// defines the layout, its precision or its kernels; nullopt otherwise (the candidate is invalid
+/// for the loader's reason).
+[[nodiscard]] std::optional<std::string> option_of_another_schedule(const nlohmann::json& document,
+                                                                    const std::string& json_path);
 
 }  // namespace trainsim::search

@@ -31,6 +31,32 @@ std::size_t point_index(const scenario::Scenario& s, const std::string& label) {
                     "no point labelled \"" + label + "\"; the points are " + known);
 }
 
+/// Loads a candidate's document into `loaded`. One of another schedule than the point's loads
+/// without the point's options the loader says its schedule lacks (each recorded in
+/// `t.left_out_options`); false, with `t.reason`, when the loader rejects it otherwise.
+bool load_candidate(nlohmann::json& document, const std::string& file, bool other_schedule,
+                    scenario::Scenario& loaded, Trial& t) {
+  while (true) {
+    try {
+      loaded = scenario::load_scenario_document(document, file);
+      return true;
+    } catch (const ConfigError& e) {
+      const auto key =
+          other_schedule ? option_of_another_schedule(document, e.json_path()) : std::nullopt;
+      if (!key) {
+        t.reason = reason_of(e);
+        return false;
+      }
+      // The path names a key of the training object: erasing it ends the loop.
+      std::string why = reason_of(e);
+      const std::string at = "at " + e.json_path() + ": ";
+      if (why.rfind(at, 0) == 0) why.erase(0, at.size());
+      t.left_out_options.push_back(*key + ": " + why);
+      document["training"].erase(*key);
+    }
+  }
+}
+
 }  // namespace
 
 const char* outcome_name(Outcome o) {
@@ -85,6 +111,10 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.checkpointing = p.training.activation_checkpointing;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
   shape.fsdp = p.training.sharding == plan::Sharding::fsdp;
+  shape.schedule = p.training.sharding == plan::Sharding::none
+                       ? "ddp"
+                       : plan::sharding_name(p.training.sharding);
+  out.schedule = shape.schedule;
   out.accelerators = static_cast<long>(out.nodes) * shape.ranks_per_node;
   out.global_batch = shape.global_batch;
 
@@ -106,10 +136,8 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
     t.candidate = enumeration.candidates[i];
     auto cdoc = candidate_document(doc, index, t.candidate);
     cdoc["points"][0]["nodes"] = out.nodes;
-    try {
-      variants[i] = scenario::load_scenario_document(cdoc, scenario_file);
-    } catch (const ConfigError& e) {
-      t.reason = reason_of(e);
+    if (!load_candidate(cdoc, scenario_file, t.candidate.schedule != shape.schedule, variants[i],
+                        t)) {
       out.trials.push_back(std::move(t));
       continue;
     }
@@ -149,11 +177,19 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
           if (!r.completed) {
             t.outcome = Outcome::failed;
             t.reason = "the simulation did not complete (deadlocked programs)";
+          } else if (r.allocator_out_of_memory) {
+            // The memory model's peak fits, but PyTorch's caching allocator, replayed over the
+            // step's allocations, found no block (fragmentation, blocks held by another stream):
+            // the job would stop with CUDA out of memory, so it is not a layout to offer.
+            t.outcome = Outcome::out_of_memory;
+            t.reason = "the caching allocator runs out of memory in the simulated step";
           }
           const std::vector<scenario::PointResult> one{r};
           t.tflops_per_accelerator = report::make_rows(one).front().tflops_per_accelerator;
           t.result = std::move(r);
-          what = text::fmt("%.2f samples/s", t.result->samples_per_s);
+          what = t.outcome == Outcome::out_of_memory
+                     ? std::string("out of memory (caching allocator)")
+                     : text::fmt("%.2f samples/s", t.result->samples_per_s);
         } else {
           t.outcome = Outcome::failed;
           t.reason = child.text;
@@ -172,8 +208,11 @@ std::vector<const Trial*> ranked(const SearchResult& r) {
   std::vector<const Trial*> v;
   for (const auto& t : r.trials)
     if (t.outcome == Outcome::simulated) v.push_back(&t);
+  // Equal throughput (ZeRO-3 runs FSDP's schedule): the one with more memory to spare first.
   std::stable_sort(v.begin(), v.end(), [](const Trial* a, const Trial* b) {
-    return a->result->samples_per_s > b->result->samples_per_s;
+    if (a->result->samples_per_s != b->result->samples_per_s)
+      return a->result->samples_per_s > b->result->samples_per_s;
+    return a->memory.worst_peak < b->memory.worst_peak;
   });
   return v;
 }

@@ -31,7 +31,10 @@ enum class Outcome { simulated, out_of_memory, invalid, not_simulated, failed };
 struct Trial {
   Candidate candidate;
   Outcome outcome = Outcome::invalid;
-  std::string reason;                           ///< why invalid, not simulated or failed
+  std::string reason;  ///< why invalid, not simulated or failed
+  /// Options of the point's schedule this candidate of another schedule runs without, each
+  /// "key: the loader's reason"
+  std::vector<std::string> left_out_options;
   memory::MemoryVerdict memory;                 ///< judged for every loaded candidate
   std::optional<scenario::PointResult> result;  ///< simulated candidates
   double tflops_per_accelerator = 0;
@@ -43,6 +46,7 @@ struct SearchResult {
   std::string point_label;
   std::string topology;
   std::string model;
+  std::string schedule;  ///< the point's training.schedule
   int nodes = 0;
   long accelerators = 0;
   long global_batch = 0;
@@ -56,7 +60,7 @@ struct SearchResult {
 [[nodiscard]] SearchResult run_search(const std::string& scenario_file,
                                       const SearchOptions& options, std::ostream& progress);
 
-/// Simulated trials, fastest first (ties in enumeration order).
+/// Simulated trials, fastest first (ties: the smaller memory peak, then enumeration order).
 [[nodiscard]] std::vector<const Trial*> ranked(const SearchResult& r);
 
 }  // namespace trainsim::search

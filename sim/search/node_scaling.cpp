@@ -107,7 +107,8 @@ void write_scaling_table(std::ostream& os, const NodeScaling& s) {
   if (s.fewest_nodes > 0)
     os << "\nfewest nodes that fit: " << s.fewest_nodes
        << "; fewest accelerator-hours per million samples: " << s.cheapest_nodes
-       << " nodes; fastest: " << s.fastest_nodes << " nodes\n";
+       << (s.cheapest_nodes == 1 ? " node" : " nodes") << "; fastest: " << s.fastest_nodes
+       << (s.fastest_nodes == 1 ? " node" : " nodes") << "\n";
   else
     os << "\nno node count searched has a layout that fits and simulates\n";
   os << "\n(speed-up and efficiency against the smallest node count with a layout; acc-h/1M "

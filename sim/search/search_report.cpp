@@ -33,6 +33,11 @@ bool any_shard(const SearchResult& r) {
                      [](const Trial& t) { return t.candidate.shard > 0; });
 }
 
+bool any_schedule_searched(const SearchResult& r) {
+  return std::any_of(r.trials.begin(), r.trials.end(),
+                     [](const Trial& t) { return t.candidate.schedule_searched; });
+}
+
 std::size_t count(const SearchResult& r, Outcome o) {
   return static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
                                                 [o](const Trial& t) { return t.outcome == o; }));
@@ -54,15 +59,17 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   os << "\n\n";
 
   const bool shard = any_shard(r), interleaved = any_interleaved(r);
+  const bool schedules = any_schedule_searched(r);
   if (!best.empty()) {
-    os << "rank  TP  PP" << (interleaved ? "  chunks" : "")
+    os << "rank" << (schedules ? "  schedule" : "") << "  TP  PP" << (interleaved ? "  chunks" : "")
        << "    DP  micro-batch  accumulation  checkpointing" << (shard ? "  shard" : "")
        << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
     const std::size_t shown = top == 0 ? best.size() : std::min(top, best.size());
     auto row = [&](std::size_t rank, const Trial& t) {
       const auto& c = t.candidate;
-      os << pad(std::to_string(rank), 4) << pad(std::to_string(c.tp), 4)
-         << pad(std::to_string(c.pp), 4);
+      os << pad(std::to_string(rank), 4);
+      if (schedules) os << pad(schedule_label(c.schedule), 10);
+      os << pad(std::to_string(c.tp), 4) << pad(std::to_string(c.pp), 4);
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
@@ -102,15 +109,32 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
        << (original->reason.empty() ? "" : ": " + original->reason) << "\n";
   }
 
+  // The point's options the other schedules ran without: a line per option, naming them.
+  std::vector<std::pair<std::string, std::vector<std::string>>> left_out;
+  for (const auto& t : r.trials)
+    for (const auto& option : t.left_out_options) {
+      auto it = std::find_if(left_out.begin(), left_out.end(),
+                             [&](const auto& entry) { return entry.first == option; });
+      if (it == left_out.end()) it = left_out.insert(left_out.end(), {option, {}});
+      if (std::find(it->second.begin(), it->second.end(), t.candidate.schedule) == it->second.end())
+        it->second.push_back(t.candidate.schedule);
+    }
+  for (const auto& [option, schedules] : left_out) {
+    os << "left out under";
+    for (std::size_t i = 0; i < schedules.size(); ++i)
+      os << (i == 0 ? " " : ", ") << schedule_label(schedules[i]);
+    os << ": " << option << "\n";
+  }
+
   std::vector<const Trial*> oom;
   for (const auto& t : r.trials)
-    if (t.outcome == Outcome::out_of_memory) oom.push_back(&t);
+    if (t.outcome == Outcome::out_of_memory && t.reason.empty()) oom.push_back(&t);
   if (!oom.empty()) {
     const auto closest = *std::min_element(
         oom.begin(), oom.end(),
         [](const Trial* a, const Trial* b) { return a->memory.worst_peak < b->memory.worst_peak; });
-    os << "out of memory: " << oom.size()
-       << " layouts; the closest to fitting: " << closest->candidate.label() << ", peak "
+    os << "out of memory: " << oom.size() << (oom.size() == 1 ? " layout" : " layouts")
+       << "; the closest to fitting: " << closest->candidate.label() << ", peak "
        << memory_text(*closest) << " GiB on " << closest->memory.worst_rank << "\n";
   }
   // Invalid layouts grouped by reason (the first layout of each named), so a user sees which
@@ -118,8 +142,9 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   std::map<std::string, std::pair<std::size_t, const Trial*>> reasons;
   std::vector<std::string> order;
   for (const auto& t : r.trials) {
-    if (t.outcome != Outcome::invalid && t.outcome != Outcome::not_simulated &&
-        t.outcome != Outcome::failed)
+    // (out of memory with a reason: the memory model's peak fits, the simulated allocator not)
+    if (t.outcome == Outcome::simulated ||
+        (t.outcome == Outcome::out_of_memory && t.reason.empty()))
       continue;
     auto [it, added] = reasons.try_emplace(t.reason, 0, &t);
     if (added) order.push_back(t.reason);
@@ -127,8 +152,10 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   }
   for (const auto& why : order) {
     const auto& [n, first] = reasons.at(why);
-    os << outcome_name(first->outcome) << ": " << n << (n == 1 ? " layout" : " layouts")
-       << " (e.g. " << first->candidate.label() << "): " << why << "\n";
+    os << (first->outcome == Outcome::out_of_memory ? "out of memory"
+                                                    : outcome_name(first->outcome))
+       << ": " << n << (n == 1 ? " layout" : " layouts") << " (e.g. " << first->candidate.label()
+       << "): " << why << "\n";
   }
   std::map<std::string, std::size_t> set_aside;
   for (const auto& s : r.skipped) ++set_aside[s.reason];
@@ -140,6 +167,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   const auto& c = t.candidate;
   nlohmann::ordered_json j;
   j["label"] = c.label();
+  j["schedule"] = c.schedule;
   j["tensor_parallel"] = c.tp;
   j["pipeline_parallel"] = c.pp;
   j["virtual_stages"] = c.virtual_stages;
@@ -153,6 +181,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["outcome"] = outcome_name(t.outcome);
   j["reason"] =
       t.reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.reason);
+  j["left_out_options"] = t.left_out_options;
   if (!t.memory.ranks.empty()) {
     j["memory_peak_bytes"] = t.memory.worst_peak;
     j["memory_capacity_bytes"] = t.memory.ranks.front().capacity;
@@ -160,6 +189,12 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   }
   if (t.result) {
     j["simulated_peak_bytes"] = t.result->peak_memory;
+    if (t.result->peak_reserved > 0) {
+      j["simulated_reserved_peak_bytes"] = t.result->peak_reserved;
+      j["allocator_retries"] = t.result->allocator_retries;
+    }
+  }
+  if (t.result && t.outcome != Outcome::out_of_memory) {
     j["samples_per_s"] = t.result->samples_per_s;
     j["tflops_per_accelerator"] = t.tflops_per_accelerator;
     j["step_time_s"] = t.result->step_time;
@@ -173,6 +208,7 @@ nlohmann::ordered_json searched_point_json(const SearchResult& r) {
   j["point"] = r.point_label;
   j["model"] = r.model;
   j["topology"] = r.topology;
+  j["schedule"] = r.schedule;
   return j;
 }
 
@@ -190,7 +226,8 @@ nlohmann::ordered_json search_json(const SearchResult& r) {
   j["not_ranked"] = others;
   nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
   for (const auto& s : r.skipped)
-    skipped.push_back({{"tensor_parallel", s.candidate.tp},
+    skipped.push_back({{"schedule", s.candidate.schedule},
+                       {"tensor_parallel", s.candidate.tp},
                        {"pipeline_parallel", s.candidate.pp},
                        {"virtual_stages", s.candidate.virtual_stages},
                        {"micro_batch", s.candidate.micro_batch},
@@ -204,7 +241,7 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
 }
 
 std::string search_csv_header() {
-  return "rank,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
+  return "rank,schedule,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
          "gradient_accumulation,activation_checkpointing,hybrid_shard_degree,original,outcome,"
          "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
          "reason";
@@ -220,16 +257,17 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
     const auto& c = t.candidate;
     std::string reason = t.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    os << prefix << rank << "," << c.tp << "," << c.pp << "," << c.virtual_stages << "," << c.dp
-       << "," << c.micro_batch << "," << c.accumulation << ","
+    const bool ranked_result = t.result && t.outcome != Outcome::out_of_memory;
+    os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.pp << ","
+       << c.virtual_stages << "," << c.dp << "," << c.micro_batch << "," << c.accumulation << ","
        << (c.checkpointing ? "true" : "false") << ","
        << (c.shard > 0 ? std::to_string(c.shard) : "") << "," << (c.is_original ? "true" : "false")
        << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
-       << (t.result ? fmt("%.6g", t.result->samples_per_s) : "") << ","
-       << (t.result ? fmt("%.6g", t.tflops_per_accelerator) : "") << ","
-       << (t.result ? fmt("%.6g", t.result->step_time) : "") << ",\"" << reason << "\"\n";
+       << (ranked_result ? fmt("%.6g", t.result->samples_per_s) : "") << ","
+       << (ranked_result ? fmt("%.6g", t.tflops_per_accelerator) : "") << ","
+       << (ranked_result ? fmt("%.6g", t.result->step_time) : "") << ",\"" << reason << "\"\n";
   };
   std::size_t k = 0;
   for (const auto* t : ranked(r)) line(std::to_string(++k), *t);

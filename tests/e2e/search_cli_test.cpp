@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "support/cli_runner.hpp"
@@ -143,8 +144,58 @@ TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) 
   EXPECT_NE(table.out.find("fewest nodes that fit: 1;"), std::string::npos) << table.out;
   const auto csv = trainsim(args + " --format csv");
   ASSERT_EQ(csv.status, 0) << csv.err;
-  EXPECT_EQ(csv.out.rfind("nodes,accelerators,rank,tensor_parallel", 0), 0u) << csv.out;
-  EXPECT_NE(csv.out.find("\n4,32,1,1,1,1,32,"), std::string::npos) << csv.out;  // 4 nodes' fastest, DP 32
+  EXPECT_EQ(csv.out.rfind("nodes,accelerators,rank,schedule,tensor_parallel", 0), 0u) << csv.out;
+  EXPECT_NE(csv.out.find("\n4,32,1,fsdp,1,1,1,32,"), std::string::npos) << csv.out;  // 4 nodes' fastest, DP 32
+}
+
+TEST(CliSearch, SchedulesCompareOnTheSameBatchWithoutTheFrameworksOwnOptions) {
+  // MPT-13B on one node of 40 GB A100s under llm-foundry's FSDP: DDP and ZeRO-1/2 keep 16 B per
+  // parameter unsharded (or the weights and gradients) and cannot fit; ZeRO-3 and FSDP can.
+  const std::string args = "search scenarios/llmfoundry-fsdp-a100.json --point '40GB 13B seq 2048 x 8' "
+                           "--schedule all --micro-batch 1,2,4 --checkpointing on --jobs 2";
+  const auto r = trainsim(args + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schedule"], "fsdp");
+  std::set<std::string> ranked_schedules;
+  int originals = 0;
+  for (const auto& t : j["ranked"]) {
+    ranked_schedules.insert(t["schedule"].get<std::string>());
+    EXPECT_EQ(t["micro_batch"].get<long>() * t["gradient_accumulation"].get<long>() * 8, 512);
+    if (t["original"].get<bool>()) {
+      ++originals;
+      EXPECT_EQ(t["schedule"], "fsdp");
+      EXPECT_TRUE(t["left_out_options"].empty());
+    }
+  }
+  EXPECT_EQ(originals, 1);
+  EXPECT_EQ(ranked_schedules, (std::set<std::string>{"fsdp", "zero3"}));
+  for (const auto& t : j["not_ranked"]) {
+    const std::string schedule = t["schedule"];
+    if (schedule == "ddp" || schedule == "zero1" || schedule == "zero2") {
+      EXPECT_EQ(t["outcome"], "oom") << t;
+    }
+    // A layout whose memory model fits but whose simulated allocator does not is not ranked.
+    if (!t["reason"].is_null() && t["reason"].get<std::string>().find("caching allocator") != std::string::npos) {
+      EXPECT_EQ(t["outcome"], "oom") << t;
+      EXPECT_FALSE(t.contains("samples_per_s")) << t;
+      EXPECT_GT(t["allocator_retries"].get<long>(), 0) << t;
+    }
+    // Composer's metrics are modelled with FSDP only: the others run without them, and say so.
+    if (schedule != "fsdp") {
+      ASSERT_FALSE(t["left_out_options"].empty()) << t;
+      EXPECT_EQ(t["left_out_options"][0].get<std::string>().rfind("composer_train_metrics: ", 0), 0u) << t;
+    }
+  }
+  const auto table = trainsim(args);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("rank  schedule  TP"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("left out under DDP, ZeRO-1, ZeRO-2, ZeRO-3: composer_train_metrics: "), std::string::npos)
+      << table.out;
+  const auto bad = trainsim("search " + kFigure17 + " --schedule zero4");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--schedule expects ddp, zero1, zero2, zero3, fsdp or all, not \"zero4\""), std::string::npos)
+      << bad.err;
 }
 
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {

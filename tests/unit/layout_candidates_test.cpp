@@ -57,11 +57,21 @@ TEST(LayoutCandidates, ShardGroupsThatDoNotDivideTheDataParallelGroupAreSetAside
   space.pp = {1};
   space.micro_batch = {1};
   space.checkpointing = {true};
-  space.shard = {0, 2, 8};
-  const auto e = enumerate_layouts(space, pipelined());  // DP 4
+  space.shard = {0, 2, 3, 4, 8};
+  PointShape s = pipelined();
+  s.schedule = "zero1";
+  const auto e = enumerate_layouts(space, s);  // DP 4
+  // 4 is the whole DP (full sharding, the 0 entry) and 8 exists only at other degrees.
   ASSERT_EQ(e.candidates.size(), 2u);
+  EXPECT_EQ(e.candidates[0].shard, 0);
+  EXPECT_EQ(e.candidates[1].shard, 2);
   ASSERT_EQ(e.skipped.size(), 1u);
-  EXPECT_EQ(e.skipped[0].reason, "shard group 8 does not divide DP 4");
+  EXPECT_EQ(e.skipped[0].reason, "shard group 3 does not divide DP 4");
+  // Without a full-sharding entry, the whole DP is its own candidate.
+  space.shard = {4};
+  const auto whole = enumerate_layouts(space, s);
+  ASSERT_EQ(whole.candidates.size(), 1u);
+  EXPECT_EQ(whole.candidates[0].shard, 4);
 }
 
 TEST(LayoutCandidates, DataParallelPointsKeepTheirDegreesUnlessAsked) {
@@ -130,7 +140,7 @@ TEST(LayoutCandidates, CombinationsThatCannotRunAreSetAsideWithTheReason) {
 
 TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) {
   const json doc = json::parse(R"({
-    "training": {"schedule": "ddp", "micro_batch": 2, "sequence_parallel": true, "tp_comm_overlap": true,
+    "training": {"schedule": "zero1", "micro_batch": 2, "sequence_parallel": true, "tp_comm_overlap": true,
                  "tp_comm_overlap_model": "coarse", "pipeline_schedule": "interleaved", "virtual_stages": 2,
                  "activation_checkpointing": true, "checkpoint_policy": "selective_attention"},
     "points": [{"nodes": 1, "label": "other"},
@@ -138,6 +148,7 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
                 "note": "n", "training": {"tensor_parallel": 4, "pipeline_parallel": 2, "gradient_accumulation": 8}}]
   })");
   Candidate c;
+  c.schedule = "zero1";
   c.tp = 1;
   c.pp = 1;
   c.dp = 16;
@@ -152,7 +163,7 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
   for (const char* gone : {"reference_samples_per_s", "data_parallel_degree", "note", "training"})
     EXPECT_FALSE(p.contains(gone)) << gone;
   const json& t = out["training"];
-  EXPECT_EQ(t["schedule"], "ddp");
+  EXPECT_EQ(t["schedule"], "zero1");
   EXPECT_EQ(t["tensor_parallel"], 1);
   EXPECT_EQ(t["pipeline_parallel"], 1);
   EXPECT_EQ(t["micro_batch"], 1);
@@ -180,12 +191,14 @@ TEST(LayoutCandidates, FullShardingFollowsTheLayoutsDataParallelGroup) {
   const json doc = json::parse(R"({"training": {"schedule": "fsdp", "hybrid_shard_degree": 256},
                                    "points": [{"nodes": 32, "label": "mine"}]})");
   Candidate c;
+  c.schedule = "fsdp";
   c.dp = 64;
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["hybrid_shard_degree"], 64);
   c.shard = 16;
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["hybrid_shard_degree"], 16);
   // A schedule without the key does not get one.
   c.shard = 0;
+  c.schedule = "ddp";
   EXPECT_FALSE(candidate_document(
                    json::parse(R"({"training": {"schedule": "ddp"}, "points": [{"label": "x"}]})"),
                    0, c)["training"]
@@ -252,6 +265,101 @@ TEST(LayoutCandidates, OneChunkOfAnInterleavedPointRunsPlain1F1BWithoutInterleav
   gpipe["training"] = {{"pipeline_schedule", "gpipe"}};
   c.virtual_stages = 1;
   EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "gpipe");
+}
+
+TEST(LayoutCandidates, SchedulesAreAnAxisOnlyWhenAsked) {
+  PointShape s = pipelined();
+  s.tp = s.pp = 1;
+  s.schedule = "fsdp";
+  s.fsdp = true;
+  EXPECT_EQ(complete_space({}, s, 6).schedule, (std::vector<std::string>{"fsdp"}));
+  SearchSpace asked;
+  asked.schedule = {"fsdp", "ddp", "zero3", "ddp"};
+  EXPECT_EQ(complete_space(asked, s, 6).schedule,
+            (std::vector<std::string>{"ddp", "zero3", "fsdp"}));  // schedule_names() order
+  // A DDP point searched over FSDP too gets FSDP's shard groups: full, then whole nodes.
+  PointShape d = pipelined();
+  d.tp = d.pp = 1;
+  d.nodes = 4;
+  asked.schedule = {"ddp", "fsdp"};
+  EXPECT_EQ(complete_space(asked, d, 6).shard, (std::vector<long>{0, 8, 16}));
+}
+
+TEST(LayoutCandidates, EachScheduleIsEnumeratedAndNamedDdpOnceWithoutShardGroups) {
+  PointShape s = pipelined();  // 16 accelerators, global batch 32
+  s.tp = s.pp = 1;
+  s.micro_batch = 2;
+  s.checkpointing = false;
+  s.schedule = "zero1";
+  SearchSpace space;
+  space.schedule = {"ddp", "zero1", "fsdp"};
+  space.tp = {1};
+  space.pp = {1};
+  space.micro_batch = {2};
+  space.checkpointing = {false};
+  space.shard = {0, 8};
+  const auto e = enumerate_layouts(space, s);
+  ASSERT_EQ(e.candidates.size(), 5u);  // DDP once; ZeRO-1 and FSDP full and over 8
+  EXPECT_EQ(e.candidates[0].label(), "DDP, TP 1, PP 1, DP 16, micro-batch 2 x 1");
+  EXPECT_EQ(e.candidates[1].schedule, "zero1");
+  EXPECT_TRUE(e.candidates[1].is_original);
+  EXPECT_EQ(e.candidates[4].label(), "FSDP, TP 1, PP 1, DP 16, micro-batch 2 x 1, shard 8");
+  EXPECT_EQ(std::count_if(e.candidates.begin(), e.candidates.end(),
+                          [](const Candidate& c) { return c.is_original; }),
+            1);
+  // Only the point's own schedule: labels as before, without a schedule.
+  space.schedule = {"zero1"};
+  const auto own = enumerate_layouts(space, s);
+  ASSERT_EQ(own.candidates.size(), 2u);
+  EXPECT_EQ(own.candidates[0].label(), "TP 1, PP 1, DP 16, micro-batch 2 x 1");
+  // DDP with no full-sharding entry on the shard axis has nothing to try, and says so.
+  space.schedule = {"ddp", "zero1"};
+  space.shard = {8};
+  const auto no_full = enumerate_layouts(space, s);
+  ASSERT_EQ(no_full.candidates.size(), 1u);
+  ASSERT_EQ(no_full.skipped.size(), 1u);
+  EXPECT_EQ(no_full.skipped[0].reason, "DDP shards nothing: the shard axis has no full sharding");
+}
+
+TEST(LayoutCandidates, AnotherScheduleKeepsThePrecisionExceptFsdpsOwnAndShardsOnlyWhereItCan) {
+  const json doc = json::parse(R"({
+    "training": {"schedule": "fsdp", "precision": "fsdp_mixed", "hybrid_shard_degree": 8,
+                 "fsdp_backward_prefetch": "pre"},
+    "points": [{"nodes": 4, "label": "mine"}]
+  })");
+  Candidate c;
+  c.dp = 32;
+  c.schedule = "zero3";
+  const json z = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(z["schedule"], "zero3");
+  EXPECT_EQ(z["precision"], "amp");  // bf16 weights and gradients, fp32 master weights
+  EXPECT_EQ(z["hybrid_shard_degree"], 32);
+  EXPECT_EQ(z["fsdp_backward_prefetch"], "pre");  // the loader says whether it applies
+  c.schedule = "ddp";
+  EXPECT_FALSE(candidate_document(doc, 0, c)["training"].contains("hybrid_shard_degree"));
+  c.schedule = "fsdp";
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["precision"], "fsdp_mixed");
+  json amp = doc;
+  amp["training"]["schedule"] = "zero1";
+  amp["training"]["precision"] = "amp";
+  EXPECT_EQ(candidate_document(amp, 0, c)["training"]["precision"], "amp");
+}
+
+TEST(LayoutCandidates, OnlyTheFrameworksOwnOptionsAreLeftOutForAnotherSchedule) {
+  const json doc = json::parse(R"({"training": {"schedule": "zero1", "precision": "amp",
+      "megatron_step_syncs": true, "tensor_parallel": 2, "composer_train_metrics": []},
+      "points": [{"label": "x"}]})");
+  EXPECT_EQ(option_of_another_schedule(doc, "/training/megatron_step_syncs"),
+            std::optional<std::string>("megatron_step_syncs"));
+  EXPECT_EQ(option_of_another_schedule(doc, "/training/composer_train_metrics"),
+            std::optional<std::string>("composer_train_metrics"));
+  // What defines the layout, its numbers or kernels is never dropped: the candidate is invalid.
+  for (const char* kept : {"/training/precision", "/training/tensor_parallel", "/training/schedule"})
+    EXPECT_EQ(option_of_another_schedule(doc, kept), std::nullopt) << kept;
+  // Not a training option, or one the document does not have (a required one): nothing to drop.
+  EXPECT_EQ(option_of_another_schedule(doc, "/points/0/nodes"), std::nullopt);
+  EXPECT_EQ(option_of_another_schedule(doc, "/training/gradient_buffers"), std::nullopt);
+  EXPECT_EQ(option_of_another_schedule(doc, "/training/composer_train_metrics/0"), std::nullopt);
 }
 
 }  // namespace
