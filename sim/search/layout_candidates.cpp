@@ -215,16 +215,48 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
   return e;
 }
 
+nlohmann::json point_training(const nlohmann::json& doc, std::size_t point_index) {
+  nlohmann::json training = doc.value("training", nlohmann::json::object());
+  const auto& point = doc.at("points").at(point_index);
+  if (point.contains("training")) training.update(point["training"], /*merge_objects=*/true);
+  return training;
+}
+
+std::vector<std::string> changed_settings(const nlohmann::json& point_training,
+                                          const nlohmann::json& candidate_training) {
+  // The layout's own axes change by design; the label names them.
+  static const char* const layout[] = {
+      "schedule",           "tensor_parallel", "pipeline_parallel",     "pipeline_schedule",
+      "virtual_stages",     "micro_batch",     "gradient_accumulation", "activation_checkpointing",
+      "hybrid_shard_degree"};
+  std::vector<std::string> out;
+  for (const auto& [key, before] : point_training.items()) {
+    if (std::any_of(std::begin(layout), std::end(layout), [&](const char* k) { return key == k; }))
+      continue;
+    const auto after = candidate_training.find(key);
+    if (after != candidate_training.end() && *after != before)
+      out.push_back(key + ": " + before.dump() + " -> " + after->dump());
+  }
+  return out;
+}
+
 nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
                                   const Candidate& c) {
   nlohmann::json out = doc;
   nlohmann::json point = doc.at("points").at(point_index);
-  nlohmann::json training = doc.value("training", nlohmann::json::object());
-  if (point.contains("training")) training.update(point["training"], /*merge_objects=*/true);
+  nlohmann::json training = point_training(doc, point_index);
   if (training.value("schedule", "") != c.schedule) {
     training["schedule"] = c.schedule;
     if (c.schedule != "fsdp" && training.value("precision", "") == "fsdp_mixed")
       training["precision"] = "amp";
+    // Megatron's gradient buffers under its other schedule: its DDP keeps the fp32 main_grad
+    // buffer whole, its distributed optimizer (ZeRO-1) over the same buffer shards the rest.
+    const std::string buffers = training.value("gradient_buffers", "");
+    if (c.schedule == "zero1" && buffers == "megatron-local-ddp")
+      training["gradient_buffers"] = "megatron-core-distributed-optimizer";
+    if (c.schedule == "ddp" && (buffers == "megatron-core-distributed-optimizer" ||
+                                buffers == "apex-distributed-fused-adam"))
+      training["gradient_buffers"] = "megatron-local-ddp";
   }
   training["tensor_parallel"] = c.tp;
   training["pipeline_parallel"] = c.pp;

@@ -94,9 +94,20 @@ struct Enumeration {
 /// exchanges without interleaving, dropped), its references
 /// removed (they measured another layout). A candidate of another schedule than the point's runs
 /// it with the point's precision, except FSDP's MixedPrecision (fsdp_mixed), which becomes amp
-/// (bf16/fp16 weights and gradients with fp32 master weights, as ZeRO and DDP keep them).
+/// (bf16/fp16 weights and gradients with fp32 master weights, as ZeRO and DDP keep them), and
+/// with Megatron's gradient buffers of that schedule (its DDP's megatron-local-ddp for ddp, its
+/// distributed optimizer for zero1).
 [[nodiscard]] nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_index,
                                                 const Candidate& c);
+
+/// The scenario's and the point's "training" merged: what the point runs with.
+[[nodiscard]] nlohmann::json point_training(const nlohmann::json& doc, std::size_t point_index);
+
+/// The settings a candidate's training (a candidate_document's "training") runs with other values
+/// than the point's, beyond the layout axes its label names: "key: before -> after" (precision
+/// or gradient buffers under another schedule), in the point's key order.
+[[nodiscard]] std::vector<std::string> changed_settings(const nlohmann::json& point_training,
+                                                        const nlohmann::json& candidate_training);
 
 /// For a candidate of another schedule than the point's whose document the loader rejected at
 /// `json_path`: the training option to leave out and load again, when the path names one of the

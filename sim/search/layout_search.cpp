@@ -51,6 +51,10 @@ bool load_candidate(nlohmann::json& document, const std::string& file, bool othe
       std::string why = reason_of(e);
       const std::string at = "at " + e.json_path() + ": ";
       if (why.rfind(at, 0) == 0) why.erase(0, at.size());
+      // One line per option in the report, whichever schedule rejected it.
+      const std::string got = ", got " + document["training"].value("schedule", "");
+      if (why.size() > got.size() && why.compare(why.size() - got.size(), got.size(), got) == 0)
+        why.erase(why.size() - got.size());
       t.left_out_options.push_back(*key + ": " + why);
       document["training"].erase(*key);
     }
@@ -129,6 +133,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
             (out.skipped.empty() ? std::string("empty axes") : out.skipped.front().reason) + ")");
 
   // Load and judge every candidate here; only those that fit go to the child processes.
+  const nlohmann::json own_training = point_training(doc, index);
   std::vector<scenario::Scenario> variants(enumeration.candidates.size());
   std::vector<std::size_t> to_simulate;
   for (std::size_t i = 0; i < enumeration.candidates.size(); ++i) {
@@ -136,8 +141,10 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
     t.candidate = enumeration.candidates[i];
     auto cdoc = candidate_document(doc, index, t.candidate);
     cdoc["points"][0]["nodes"] = out.nodes;
-    if (!load_candidate(cdoc, scenario_file, t.candidate.schedule != shape.schedule, variants[i],
-                        t)) {
+    const bool loaded =
+        load_candidate(cdoc, scenario_file, t.candidate.schedule != shape.schedule, variants[i], t);
+    t.changed_options = changed_settings(own_training, cdoc["training"]);
+    if (!loaded) {
       out.trials.push_back(std::move(t));
       continue;
     }

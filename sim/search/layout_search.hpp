@@ -35,6 +35,8 @@ struct Trial {
   /// Options of the point's schedule this candidate of another schedule runs without, each
   /// "key: the loader's reason"
   std::vector<std::string> left_out_options;
+  /// Settings it runs with other values than the point's beyond its layout (changed_settings)
+  std::vector<std::string> changed_options;
   memory::MemoryVerdict memory;                 ///< judged for every loaded candidate
   std::optional<scenario::PointResult> result;  ///< simulated candidates
   double tflops_per_accelerator = 0;

@@ -43,6 +43,25 @@ std::size_t count(const SearchResult& r, Outcome o) {
                                                 [o](const Trial& t) { return t.outcome == o; }));
 }
 
+void write_setting_notes(std::ostream& os, const SearchResult& r, const char* what,
+                         std::vector<std::string> Trial::*notes) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> lines;
+  for (const auto& t : r.trials)
+    for (const auto& note : t.*notes) {
+      auto it = std::find_if(lines.begin(), lines.end(),
+                             [&](const auto& line) { return line.first == note; });
+      if (it == lines.end()) it = lines.insert(lines.end(), {note, {}});
+      if (std::find(it->second.begin(), it->second.end(), t.candidate.schedule) == it->second.end())
+        it->second.push_back(t.candidate.schedule);
+    }
+  for (const auto& [note, schedules] : lines) {
+    os << what;
+    for (std::size_t i = 0; i < schedules.size(); ++i)
+      os << (i == 0 ? " " : ", ") << schedule_label(schedules[i]);
+    os << ": " << note << "\n";
+  }
+}
+
 }  // namespace
 
 void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top) {
@@ -109,22 +128,9 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
        << (original->reason.empty() ? "" : ": " + original->reason) << "\n";
   }
 
-  // The point's options the other schedules ran without: a line per option, naming them.
-  std::vector<std::pair<std::string, std::vector<std::string>>> left_out;
-  for (const auto& t : r.trials)
-    for (const auto& option : t.left_out_options) {
-      auto it = std::find_if(left_out.begin(), left_out.end(),
-                             [&](const auto& entry) { return entry.first == option; });
-      if (it == left_out.end()) it = left_out.insert(left_out.end(), {option, {}});
-      if (std::find(it->second.begin(), it->second.end(), t.candidate.schedule) == it->second.end())
-        it->second.push_back(t.candidate.schedule);
-    }
-  for (const auto& [option, schedules] : left_out) {
-    os << "left out under";
-    for (std::size_t i = 0; i < schedules.size(); ++i)
-      os << (i == 0 ? " " : ", ") << schedule_label(schedules[i]);
-    os << ": " << option << "\n";
-  }
+  // What the other schedules changed of the point's settings: a line per setting, naming them.
+  write_setting_notes(os, r, "changed under", &Trial::changed_options);
+  write_setting_notes(os, r, "left out under", &Trial::left_out_options);
 
   std::vector<const Trial*> oom;
   for (const auto& t : r.trials)
@@ -182,6 +188,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["reason"] =
       t.reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.reason);
   j["left_out_options"] = t.left_out_options;
+  j["changed_options"] = t.changed_options;
   if (!t.memory.ranks.empty()) {
     j["memory_peak_bytes"] = t.memory.worst_peak;
     j["memory_capacity_bytes"] = t.memory.ranks.front().capacity;

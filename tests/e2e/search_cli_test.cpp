@@ -183,6 +183,7 @@ TEST(CliSearch, SchedulesCompareOnTheSameBatchWithoutTheFrameworksOwnOptions) {
     }
     // Composer's metrics are modelled with FSDP only: the others run without them, and say so.
     if (schedule != "fsdp") {
+      EXPECT_EQ(t["changed_options"], json::array({"precision: \"fsdp_mixed\" -> \"amp\""})) << t;
       ASSERT_FALSE(t["left_out_options"].empty()) << t;
       EXPECT_EQ(t["left_out_options"][0].get<std::string>().rfind("composer_train_metrics: ", 0), 0u) << t;
     }
@@ -191,6 +192,9 @@ TEST(CliSearch, SchedulesCompareOnTheSameBatchWithoutTheFrameworksOwnOptions) {
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("rank  schedule  TP"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("left out under DDP, ZeRO-1, ZeRO-2, ZeRO-3: composer_train_metrics: "), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("changed under DDP, ZeRO-1, ZeRO-2, ZeRO-3: precision: \"fsdp_mixed\" -> \"amp\"\n"),
+            std::string::npos)
       << table.out;
   const auto bad = trainsim("search " + kFigure17 + " --schedule zero4");
   EXPECT_EQ(bad.status, 2);

@@ -362,5 +362,37 @@ TEST(LayoutCandidates, OnlyTheFrameworksOwnOptionsAreLeftOutForAnotherSchedule) 
   EXPECT_EQ(option_of_another_schedule(doc, "/training/composer_train_metrics/0"), std::nullopt);
 }
 
+TEST(LayoutCandidates, MegatronsGradientBuffersFollowItsTwoSchedulesAndTheChangesAreNamed) {
+  const json doc = json::parse(R"({
+    "training": {"schedule": "ddp", "precision": "bf16_fp32_grads", "gradient_buffers": "megatron-local-ddp",
+                 "micro_batch": 1},
+    "points": [{"nodes": 2, "label": "mine", "training": {"tensor_parallel": 8}}]
+  })");
+  const json own = point_training(doc, 0);
+  EXPECT_EQ(own["tensor_parallel"], 8);
+  Candidate c;
+  c.tp = 8;
+  c.dp = 2;
+  c.schedule = "zero1";
+  const json z = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(z["gradient_buffers"], "megatron-core-distributed-optimizer");  // its distributed optimizer
+  EXPECT_EQ(changed_settings(own, z),
+            (std::vector<std::string>{
+                R"(gradient_buffers: "megatron-local-ddp" -> "megatron-core-distributed-optimizer")"}));
+  json nemo = doc;
+  nemo["training"]["schedule"] = "zero1";
+  nemo["training"]["gradient_buffers"] = "apex-distributed-fused-adam";
+  c.schedule = "ddp";
+  EXPECT_EQ(candidate_document(nemo, 0, c)["training"]["gradient_buffers"], "megatron-local-ddp");
+  // Elsewhere the loader decides (the named buffers are left out under ZeRO-2/3 and FSDP).
+  c.schedule = "zero3";
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["gradient_buffers"], "megatron-local-ddp");
+  // The layout's own axes are not "changes": the label names them.
+  c.schedule = "ddp";
+  c.tp = 4;
+  c.micro_batch = 2;
+  EXPECT_TRUE(changed_settings(own, candidate_document(doc, 0, c)["training"]).empty());
+}
+
 }  // namespace
 }  // namespace trainsim::search
