@@ -12,8 +12,9 @@ namespace trainsim::cli {
 const char* const kSearchUsage =
     "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
     "                [--tp LIST] [--pp LIST] [--virtual-stages LIST] [--micro-batch LIST]\n"
-    "                [--checkpointing LIST] [--shard LIST] [--top K] [--jobs N]\n"
-    "                [--format table|json|csv]\n"
+    "                [--checkpointing LIST] [--sequence-parallel LIST] [--shard LIST] [--top K]\n"
+    "                [--jobs N]"
+    " [--format table|json|csv]\n"
     "  which layout of a point trains fastest: every combination of the axes at the point's\n"
     "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
     "  simulated) and simulated, fastest first, the point's own layout marked\n"
@@ -34,6 +35,8 @@ const char* const kSearchUsage =
     "           pipelines it); only at PP > 1\n"
     "  --shard  hybrid_shard_degree values of a sharded schedule; `full` shards over all DP ranks\n"
     "  --checkpointing  on,off (default both)\n"
+    "  --sequence-parallel  on,off: Megatron's sequence parallelism at TP > 1 (default: the\n"
+    "           point's own)\n"
     "  --top    simulated layouts in the table (default 10; 0: all)\n"
     "  --jobs   simulations at once (default 1), each in its own process\n";
 
@@ -60,6 +63,16 @@ std::vector<std::string> split(const std::string& list) {
 std::vector<long> degrees(const std::string& flag, const std::string& list) {
   std::vector<long> out;
   for (const auto& v : split(list)) out.push_back(positive(flag, v));
+  return out;
+}
+
+std::vector<bool> on_off(const std::string& flag, const std::string& list) {
+  std::vector<bool> out;
+  for (const auto& v : split(list)) {
+    if (v != "on" && v != "off")
+      throw UsageError(flag + " expects on and/or off, not \"" + v + "\"");
+    out.push_back(v == "on");
+  }
   return out;
 }
 
@@ -103,11 +116,9 @@ int search_command(const std::vector<std::string>& args) {
       for (const auto& v : split(cursor.value(a)))
         options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
     } else if (a == "--checkpointing") {
-      for (const auto& v : split(cursor.value(a))) {
-        if (v != "on" && v != "off")
-          throw UsageError("--checkpointing expects on and/or off, not \"" + v + "\"");
-        options.space.checkpointing.push_back(v == "on");
-      }
+      options.space.checkpointing = on_off(a, cursor.value(a));
+    } else if (a == "--sequence-parallel") {
+      options.space.sequence_parallel = on_off(a, cursor.value(a));
     } else if (a == "--top") {
       const std::string v = cursor.value(a);
       top = v == "0" ? 0 : static_cast<std::size_t>(positive(a, v));

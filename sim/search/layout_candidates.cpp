@@ -59,7 +59,8 @@ std::string Candidate::label() const {
                   (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) + ", PP " +
                   std::to_string(pp) + ", DP " + std::to_string(dp) + ", micro-batch " +
                   std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
-                  (checkpointing ? ", checkpointing" : "");
+                  (checkpointing ? ", checkpointing" : "") +
+                  (sequence_parallel ? ", sequence parallel" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
@@ -93,6 +94,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
     }
   }
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
+  if (given.sequence_parallel.empty()) given.sequence_parallel = {shape.sequence_parallel};
   if (given.shard.empty()) {
     given.shard = {shape.shard};
     if (shape.fsdp || contains(given.schedule, "fsdp")) {
@@ -109,6 +111,10 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   std::sort(given.checkpointing.begin(), given.checkpointing.end());
   given.checkpointing.erase(std::unique(given.checkpointing.begin(), given.checkpointing.end()),
                             given.checkpointing.end());
+  std::sort(given.sequence_parallel.begin(), given.sequence_parallel.end());
+  given.sequence_parallel.erase(
+      std::unique(given.sequence_parallel.begin(), given.sequence_parallel.end()),
+      given.sequence_parallel.end());
   return given;
 }
 
@@ -122,6 +128,11 @@ void add_layouts(const std::string& schedule, bool schedule_searched, const Sear
       space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
   const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
   for (const long tp : space.tp) {
+    // Sequence parallelism splits over TP: without it, there is one choice.
+    const std::vector<bool> sequence_parallel = tp == 1 ? std::vector<bool>{false}
+                                                : space.sequence_parallel.empty()
+                                                    ? std::vector<bool>{shape.sequence_parallel}
+                                                    : space.sequence_parallel;
     for (const long pp : space.pp) {
       Candidate base;
       base.schedule = schedule;
@@ -166,27 +177,31 @@ void add_layouts(const std::string& schedule, bool schedule_searched, const Sear
           }
           c.accumulation = per_replica / mb;
           for (const bool ckpt : space.checkpointing) {
-            for (const long shard : space.shard) {
-              if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
-              // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
-              // group beyond it exists only at other degrees (whole nodes under TP or PP).
-              if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
-              if (shard > 0 && c.dp % shard != 0) {
+            for (const bool sp : sequence_parallel) {
+              for (const long shard : space.shard) {
+                if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
+                // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
+                // group beyond it exists only at other degrees (whole nodes under TP or PP).
+                if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
+                if (shard > 0 && c.dp % shard != 0) {
+                  Candidate k = c;
+                  k.shard = shard;
+                  e.skipped.push_back({k, "shard group " + std::to_string(shard) +
+                                              " does not divide DP " + std::to_string(c.dp)});
+                  continue;
+                }
                 Candidate k = c;
+                k.checkpointing = ckpt;
+                k.sequence_parallel = sp;
                 k.shard = shard;
-                e.skipped.push_back({k, "shard group " + std::to_string(shard) +
-                                            " does not divide DP " + std::to_string(c.dp)});
-                continue;
+                // A shard group as large as the data-parallel group is full sharding.
+                const long group = shard == k.dp ? 0 : shard;
+                k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
+                                c.virtual_stages == shape.virtual_stages &&
+                                mb == shape.micro_batch && ckpt == shape.checkpointing &&
+                                sp == shape.sequence_parallel && group == shape.shard;
+                e.candidates.push_back(k);
               }
-              Candidate k = c;
-              k.checkpointing = ckpt;
-              k.shard = shard;
-              // A shard group as large as the data-parallel group is full sharding.
-              const long group = shard == k.dp ? 0 : shard;
-              k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
-                              c.virtual_stages == shape.virtual_stages && mb == shape.micro_batch &&
-                              ckpt == shape.checkpointing && group == shape.shard;
-              e.candidates.push_back(k);
             }
           }
         }
@@ -226,8 +241,9 @@ std::vector<std::string> changed_settings(const nlohmann::json& point_training,
                                           const nlohmann::json& candidate_training) {
   // The layout's own axes change by design; the label names them.
   static const char* const layout[] = {
-      "schedule",           "tensor_parallel", "pipeline_parallel",     "pipeline_schedule",
-      "virtual_stages",     "micro_batch",     "gradient_accumulation", "activation_checkpointing",
+      "schedule",           "tensor_parallel",       "sequence_parallel",
+      "pipeline_parallel",  "pipeline_schedule",     "virtual_stages",
+      "micro_batch",        "gradient_accumulation", "activation_checkpointing",
       "hybrid_shard_degree"};
   std::vector<std::string> out;
   for (const auto& [key, before] : point_training.items()) {
@@ -263,6 +279,7 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;
   training["activation_checkpointing"] = c.checkpointing;
+  if (c.tp > 1) training["sequence_parallel"] = c.sequence_parallel;
   if (c.schedule == "ddp")
     training.erase("hybrid_shard_degree");
   else if (c.shard > 0)
@@ -272,10 +289,8 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
 
   // Options that only mean something with a degree or checkpointing the candidate lacks: the
   // loader would reject them, and the layout without them is the one a user would run.
-  if (c.tp == 1) {
-    training.erase("sequence_parallel");
-    erase_prefixed(training, "tp_comm_overlap");
-  }
+  if (c.tp == 1) training.erase("sequence_parallel");
+  if (c.tp == 1 || !c.sequence_parallel) erase_prefixed(training, "tp_comm_overlap");
   // Options only Megatron's interleaved schedule has (the loader says so).
   const char* const interleaved_only[] = {"overlap_p2p_comm",
                                           "overlap_param_gather_with_optimizer_step"};

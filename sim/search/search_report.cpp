@@ -33,6 +33,11 @@ bool any_shard(const SearchResult& r) {
                      [](const Trial& t) { return t.candidate.shard > 0; });
 }
 
+bool any_sequence_parallel(const SearchResult& r) {
+  return std::any_of(r.trials.begin(), r.trials.end(),
+                     [](const Trial& t) { return t.candidate.sequence_parallel; });
+}
+
 bool any_schedule_searched(const SearchResult& r) {
   return std::any_of(r.trials.begin(), r.trials.end(),
                      [](const Trial& t) { return t.candidate.schedule_searched; });
@@ -79,8 +84,10 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
 
   const bool shard = any_shard(r), interleaved = any_interleaved(r);
   const bool schedules = any_schedule_searched(r);
+  const bool sequence_parallel = any_sequence_parallel(r);
   if (!best.empty()) {
-    os << "rank" << (schedules ? "  schedule" : "") << "  TP  PP" << (interleaved ? "  chunks" : "")
+    os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
+       << "  PP" << (interleaved ? "  chunks" : "")
        << "    DP  micro-batch  accumulation  checkpointing" << (shard ? "  shard" : "")
        << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
     const std::size_t shown = top == 0 ? best.size() : std::min(top, best.size());
@@ -88,7 +95,9 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       const auto& c = t.candidate;
       os << pad(std::to_string(rank), 4);
       if (schedules) os << pad(schedule_label(c.schedule), 10);
-      os << pad(std::to_string(c.tp), 4) << pad(std::to_string(c.pp), 4);
+      os << pad(std::to_string(c.tp), 4);
+      if (sequence_parallel) os << pad(c.sequence_parallel ? "yes" : "no", 4);
+      os << pad(std::to_string(c.pp), 4);
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
@@ -181,6 +190,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["micro_batch"] = c.micro_batch;
   j["gradient_accumulation"] = c.accumulation;
   j["activation_checkpointing"] = c.checkpointing;
+  j["sequence_parallel"] = c.sequence_parallel;
   j["hybrid_shard_degree"] =
       c.shard > 0 ? nlohmann::ordered_json(c.shard) : nlohmann::ordered_json(nullptr);
   j["original"] = c.is_original;
@@ -249,7 +259,8 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
 
 std::string search_csv_header() {
   return "rank,schedule,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
-         "gradient_accumulation,activation_checkpointing,hybrid_shard_degree,original,outcome,"
+         "gradient_accumulation,activation_checkpointing,sequence_parallel,hybrid_shard_degree,"
+         "original,outcome,"
          "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
          "reason";
 }
@@ -267,9 +278,9 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
     const bool ranked_result = t.result && t.outcome != Outcome::out_of_memory;
     os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.pp << ","
        << c.virtual_stages << "," << c.dp << "," << c.micro_batch << "," << c.accumulation << ","
-       << (c.checkpointing ? "true" : "false") << ","
-       << (c.shard > 0 ? std::to_string(c.shard) : "") << "," << (c.is_original ? "true" : "false")
-       << "," << outcome_name(t.outcome) << ","
+       << (c.checkpointing ? "true" : "false") << "," << (c.sequence_parallel ? "true" : "false")
+       << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
+       << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
        << (ranked_result ? fmt("%.6g", t.result->samples_per_s) : "") << ","

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <string>
 
@@ -94,9 +95,9 @@ TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
-  // (rank, TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, shard, original, outcome)
-  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,,true,simulated"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,,false,oom"), std::string::npos) << a.out;
+  // (TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, SP, shard, original, outcome)
+  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,false,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,false,,false,oom"), std::string::npos) << a.out;
 }
 
 TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) {
@@ -202,6 +203,27 @@ TEST(CliSearch, SchedulesCompareOnTheSameBatchWithoutTheFrameworksOwnOptions) {
       << bad.err;
 }
 
+TEST(CliSearch, SequenceParallelismIsAnAxisAtTensorParallelDegrees) {
+  // Figure 17's 145.6B at batch 64 on TP 8 x PP 16: Megatron's sequence parallelism (2022) splits
+  // the norms' and dropouts' activations over TP, so each layout with it needs less memory.
+  const auto r = trainsim("search " + kFigure17 +
+                          " --point 'recompute batch 64' --tp 8 --pp 16 --micro-batch 1 --sequence-parallel on,off"
+                          " --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<std::pair<bool, bool>, double> peak;  // (checkpointing, SP) -> memory model's peak
+  for (const auto* list : {&j["ranked"], &j["not_ranked"]})
+    for (const auto& t : *list)
+      if (t.contains("memory_peak_bytes"))
+        peak[{t["activation_checkpointing"].get<bool>(), t["sequence_parallel"].get<bool>()}] =
+            t["memory_peak_bytes"].get<double>();
+  ASSERT_EQ(peak.size(), 4u) << r.out;
+  for (const bool checkpointing : {false, true}) {
+    const double with_sp = peak[{checkpointing, true}], without = peak[{checkpointing, false}];
+    EXPECT_LT(with_sp, without) << "checkpointing " << checkpointing;
+  }
+}
+
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   const auto unknown = trainsim("search " + kFigure17 + " --point 'no such point'");
   EXPECT_EQ(unknown.status, 2);
@@ -213,6 +235,9 @@ TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   const auto ckpt = trainsim("search " + kFigure17 + " --checkpointing maybe");
   EXPECT_EQ(ckpt.status, 2);
   EXPECT_NE(ckpt.err.find("--checkpointing expects on and/or off"), std::string::npos) << ckpt.err;
+  const auto sp = trainsim("search " + kFigure17 + " --sequence-parallel yes");
+  EXPECT_EQ(sp.status, 2);
+  EXPECT_NE(sp.err.find("--sequence-parallel expects on and/or off, not \"yes\""), std::string::npos) << sp.err;
   const auto none = trainsim("search " + kFigure17 + " --point 'recompute batch 1' --tp 3 --pp 1");
   EXPECT_EQ(none.status, 2);
   EXPECT_NE(none.err.find("no layout to search"), std::string::npos) << none.err;

@@ -177,9 +177,11 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
   c.pp = 2;
   c.virtual_stages = 2;
   c.checkpointing = true;
+  c.sequence_parallel = true;
   c.shard = 8;
   const json kept = candidate_document(doc, 1, c)["training"];
   EXPECT_EQ(kept["sequence_parallel"], true);
+  EXPECT_EQ(kept["tp_comm_overlap"], true);
   EXPECT_EQ(kept["pipeline_schedule"], "interleaved");
   EXPECT_EQ(kept["virtual_stages"], 2);
   EXPECT_EQ(kept["checkpoint_policy"], "selective_attention");
@@ -392,6 +394,34 @@ TEST(LayoutCandidates, MegatronsGradientBuffersFollowItsTwoSchedulesAndTheChange
   c.tp = 4;
   c.micro_batch = 2;
   EXPECT_TRUE(changed_settings(own, candidate_document(doc, 0, c)["training"]).empty());
+}
+
+TEST(LayoutCandidates, SequenceParallelismIsTriedOnlyWithTensorParallelism) {
+  PointShape s = pipelined();  // TP 4, PP 2, no sequence parallelism
+  EXPECT_EQ(complete_space({}, s, 6).sequence_parallel, (std::vector<bool>{false}));
+  SearchSpace space;
+  space.tp = {1, 4};
+  space.pp = {2};
+  space.micro_batch = {2};
+  space.checkpointing = {true};
+  space.sequence_parallel = {false, true};
+  space.shard = {0};
+  const auto e = enumerate_layouts(space, s);
+  ASSERT_EQ(e.candidates.size(), 3u);  // TP 1 once, TP 4 with and without
+  EXPECT_FALSE(e.candidates[0].sequence_parallel);
+  EXPECT_FALSE(e.candidates[1].sequence_parallel);
+  EXPECT_TRUE(e.candidates[1].is_original);
+  EXPECT_TRUE(e.candidates[2].sequence_parallel);
+  EXPECT_EQ(e.candidates[2].label(),
+            "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing, sequence parallel");
+  // Without it, Transformer Engine's TP overlap (which needs it) goes too.
+  const json doc = json::parse(R"({"training": {"schedule": "ddp", "sequence_parallel": true,
+      "tp_comm_overlap": true, "tp_comm_overlap_model": "coarse"}, "points": [{"label": "x"}]})");
+  const json off = candidate_document(doc, 0, e.candidates[1])["training"];
+  EXPECT_EQ(off["sequence_parallel"], false);
+  EXPECT_FALSE(off.contains("tp_comm_overlap"));
+  EXPECT_FALSE(off.contains("tp_comm_overlap_model"));
+  EXPECT_EQ(candidate_document(doc, 0, e.candidates[2])["training"]["tp_comm_overlap"], true);
 }
 
 }  // namespace
