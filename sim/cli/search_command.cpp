@@ -12,8 +12,8 @@ namespace trainsim::cli {
 const char* const kSearchUsage =
     "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
     "                [--tp LIST] [--pp LIST] [--virtual-stages LIST] [--micro-batch LIST]\n"
-    "                [--checkpointing LIST] [--sequence-parallel LIST] [--shard LIST] [--top K]\n"
-    "                [--jobs N]"
+    "                [--checkpointing LIST] [--offloading LIST] [--sequence-parallel LIST]\n"
+    "                [--shard LIST] [--top K] [--jobs N]"
     " [--format table|json|csv]\n"
     "  which layout of a point trains fastest: every combination of the axes at the point's\n"
     "  global batch (sequences per step), judged by the memory model (OOM layouts are not\n"
@@ -35,6 +35,8 @@ const char* const kSearchUsage =
     "           pipelines it); only at PP > 1\n"
     "  --shard  hybrid_shard_degree values of a sharded schedule; `full` shards over all DP ranks\n"
     "  --checkpointing  on,off (default both)\n"
+    "  --offloading  on,off: activation offloading of the checkpointed layer inputs to host\n"
+    "           memory, with checkpointing only (default: the point's own)\n"
     "  --sequence-parallel  on,off: Megatron's sequence parallelism at TP > 1 (default: the\n"
     "           point's own)\n"
     "  --top    simulated layouts in the table (default 10; 0: all)\n"
@@ -117,6 +119,8 @@ int search_command(const std::vector<std::string>& args) {
         options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
     } else if (a == "--checkpointing") {
       options.space.checkpointing = on_off(a, cursor.value(a));
+    } else if (a == "--offloading") {
+      options.space.offloading = on_off(a, cursor.value(a));
     } else if (a == "--sequence-parallel") {
       options.space.sequence_parallel = on_off(a, cursor.value(a));
     } else if (a == "--top") {

@@ -59,7 +59,7 @@ std::string Candidate::label() const {
                   (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) + ", PP " +
                   std::to_string(pp) + ", DP " + std::to_string(dp) + ", micro-batch " +
                   std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
-                  (checkpointing ? ", checkpointing" : "") +
+                  (checkpointing ? ", checkpointing" : "") + (offloading ? ", offloading" : "") +
                   (sequence_parallel ? ", sequence parallel" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
   if (shard > 0) s += ", shard " + std::to_string(shard);
@@ -95,6 +95,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   }
   if (given.checkpointing.empty()) given.checkpointing = {false, true};
   if (given.sequence_parallel.empty()) given.sequence_parallel = {shape.sequence_parallel};
+  if (given.offloading.empty()) given.offloading = {shape.offloading};
   if (given.shard.empty()) {
     given.shard = {shape.shard};
     if (shape.fsdp || contains(given.schedule, "fsdp")) {
@@ -111,6 +112,9 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   std::sort(given.checkpointing.begin(), given.checkpointing.end());
   given.checkpointing.erase(std::unique(given.checkpointing.begin(), given.checkpointing.end()),
                             given.checkpointing.end());
+  std::sort(given.offloading.begin(), given.offloading.end());
+  given.offloading.erase(std::unique(given.offloading.begin(), given.offloading.end()),
+                         given.offloading.end());
   std::sort(given.sequence_parallel.begin(), given.sequence_parallel.end());
   given.sequence_parallel.erase(
       std::unique(given.sequence_parallel.begin(), given.sequence_parallel.end()),
@@ -120,6 +124,32 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
 
 namespace {
 
+/// The on/off choices of a layout.
+struct Switches {
+  bool checkpointing = false, offloading = false, sequence_parallel = false;
+  bool operator==(const Switches& o) const {
+    return checkpointing == o.checkpointing && offloading == o.offloading &&
+           sequence_parallel == o.sequence_parallel;
+  }
+};
+
+/// Checkpointing, then offloading (only of checkpointed inputs), then sequence parallelism (only
+/// over TP > 1), in the axes' order; the point's own where an axis is empty.
+std::vector<Switches> switch_combinations(const SearchSpace& space, const PointShape& shape,
+                                          long tp) {
+  auto axis = [](const std::vector<bool>& given, bool own) {
+    return given.empty() ? std::vector<bool>{own} : given;
+  };
+  std::vector<Switches> out;
+  for (const bool ckpt : axis(space.checkpointing, shape.checkpointing))
+    for (const bool offload :
+         ckpt ? axis(space.offloading, shape.offloading) : std::vector<bool>{false})
+      for (const bool sp : tp > 1 ? axis(space.sequence_parallel, shape.sequence_parallel)
+                                  : std::vector<bool>{false})
+        out.push_back({ckpt, offload, sp});
+  return out;
+}
+
 /// enumerate_layouts for one schedule.
 void add_layouts(const std::string& schedule, bool schedule_searched, const SearchSpace& space,
                  const PointShape& shape, Enumeration& e) {
@@ -127,12 +157,9 @@ void add_layouts(const std::string& schedule, bool schedule_searched, const Sear
   const std::vector<long> chunks =
       space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
   const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
+  const Switches own{shape.checkpointing, shape.offloading, shape.sequence_parallel};
   for (const long tp : space.tp) {
-    // Sequence parallelism splits over TP: without it, there is one choice.
-    const std::vector<bool> sequence_parallel = tp == 1 ? std::vector<bool>{false}
-                                                : space.sequence_parallel.empty()
-                                                    ? std::vector<bool>{shape.sequence_parallel}
-                                                    : space.sequence_parallel;
+    const auto switches = switch_combinations(space, shape, tp);
     for (const long pp : space.pp) {
       Candidate base;
       base.schedule = schedule;
@@ -176,32 +203,30 @@ void add_layouts(const std::string& schedule, bool schedule_searched, const Sear
             continue;
           }
           c.accumulation = per_replica / mb;
-          for (const bool ckpt : space.checkpointing) {
-            for (const bool sp : sequence_parallel) {
-              for (const long shard : space.shard) {
-                if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
-                // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
-                // group beyond it exists only at other degrees (whole nodes under TP or PP).
-                if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
-                if (shard > 0 && c.dp % shard != 0) {
-                  Candidate k = c;
-                  k.shard = shard;
-                  e.skipped.push_back({k, "shard group " + std::to_string(shard) +
-                                              " does not divide DP " + std::to_string(c.dp)});
-                  continue;
-                }
+          for (const Switches& on : switches) {
+            for (const long shard : space.shard) {
+              if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
+              // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
+              // group beyond it exists only at other degrees (whole nodes under TP or PP).
+              if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
+              if (shard > 0 && c.dp % shard != 0) {
                 Candidate k = c;
-                k.checkpointing = ckpt;
-                k.sequence_parallel = sp;
                 k.shard = shard;
-                // A shard group as large as the data-parallel group is full sharding.
-                const long group = shard == k.dp ? 0 : shard;
-                k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
-                                c.virtual_stages == shape.virtual_stages &&
-                                mb == shape.micro_batch && ckpt == shape.checkpointing &&
-                                sp == shape.sequence_parallel && group == shape.shard;
-                e.candidates.push_back(k);
+                e.skipped.push_back({k, "shard group " + std::to_string(shard) +
+                                            " does not divide DP " + std::to_string(c.dp)});
+                continue;
               }
+              Candidate k = c;
+              k.checkpointing = on.checkpointing;
+              k.offloading = on.offloading;
+              k.sequence_parallel = on.sequence_parallel;
+              k.shard = shard;
+              // A shard group as large as the data-parallel group is full sharding.
+              const long group = shard == k.dp ? 0 : shard;
+              k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
+                              c.virtual_stages == shape.virtual_stages && mb == shape.micro_batch &&
+                              on == own && group == shape.shard;
+              e.candidates.push_back(k);
             }
           }
         }
@@ -240,11 +265,17 @@ nlohmann::json point_training(const nlohmann::json& doc, std::size_t point_index
 std::vector<std::string> changed_settings(const nlohmann::json& point_training,
                                           const nlohmann::json& candidate_training) {
   // The layout's own axes change by design; the label names them.
-  static const char* const layout[] = {
-      "schedule",           "tensor_parallel",       "sequence_parallel",
-      "pipeline_parallel",  "pipeline_schedule",     "virtual_stages",
-      "micro_batch",        "gradient_accumulation", "activation_checkpointing",
-      "hybrid_shard_degree"};
+  static const char* const layout[] = {"schedule",
+                                       "tensor_parallel",
+                                       "sequence_parallel",
+                                       "pipeline_parallel",
+                                       "pipeline_schedule",
+                                       "virtual_stages",
+                                       "micro_batch",
+                                       "gradient_accumulation",
+                                       "activation_checkpointing",
+                                       "activation_offloading",
+                                       "hybrid_shard_degree"};
   std::vector<std::string> out;
   for (const auto& [key, before] : point_training.items()) {
     if (std::any_of(std::begin(layout), std::end(layout), [&](const char* k) { return key == k; }))
@@ -307,10 +338,11 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
       training["pipeline_schedule"] = "1f1b";
     for (const char* key : interleaved_only) training.erase(key);
   }
-  if (!c.checkpointing) {
-    training.erase("checkpoint_policy");
+  if (!c.checkpointing) training.erase("checkpoint_policy");
+  if (c.offloading)
+    training["activation_offloading"] = true;
+  else
     training.erase("activation_offloading");
-  }
   point.erase("training");
   point.erase("data_parallel_degree");
   point.erase("note");
@@ -337,6 +369,7 @@ std::optional<std::string> option_of_another_schedule(const nlohmann::json& docu
                                          "micro_batch",
                                          "gradient_accumulation",
                                          "activation_checkpointing",
+                                         "activation_offloading",
                                          "hybrid_shard_degree",
                                          "linear_precision",
                                          "fp8_implementation",

@@ -27,6 +27,9 @@ struct SearchSpace {
   /// Megatron's sequence parallelism (norms and dropout split over TP), only at TP > 1; empty:
   /// the point's own
   std::vector<bool> sequence_parallel;
+  /// Activation offloading of the checkpointed layer inputs to host memory, only with
+  /// checkpointing; empty: the point's own
+  std::vector<bool> offloading;
   std::vector<long> shard;  ///< hybrid_shard_degree; 0 = the point's own sharding
 };
 
@@ -44,6 +47,7 @@ struct PointShape {
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
   bool sequence_parallel = false;
+  bool offloading = false;
   bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
   std::string schedule = "ddp";  ///< the point's training.schedule
 };
@@ -62,6 +66,7 @@ struct Candidate {
   long virtual_stages = 1;
   bool checkpointing = false;
   bool sequence_parallel = false;
+  bool offloading = false;
   bool is_original = false;  ///< the point's own configuration
   [[nodiscard]] std::string label() const;
 };
@@ -80,17 +85,18 @@ struct Enumeration {
 /// The axes a user gave, completed with the defaults for `shape`: the point's own schedule, TP over
 /// the powers of two up to a node when the point is already tensor- or pipeline-parallel, PP over
 /// the divisors of the ranks left when it is pipelined, virtual stages 1 and 2 (and the point's
-/// own) when it is pipelined by Megatron-LM, checkpointing on and off, the point's own sequence
-/// parallelism, and for FSDP the shard group
+/// own) when it is pipelined by Megatron-LM, checkpointing on and off, the point's own offloading
+/// and sequence parallelism, and for FSDP the shard group
 /// over full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
 /// advises the smallest that fits) when FSDP is among the schedules; otherwise the point's own
 /// values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
 
 /// Every combination of `space` at the point's global batch, in a fixed order (schedule in
-/// schedule_names() order, then TP, PP, virtual stages, micro-batch, checkpointing, sequence
-/// parallelism, shard, each ascending; virtual stages only at PP > 1, sequence parallelism only
-/// at TP > 1, shard groups only for a sharded schedule).
+/// schedule_names() order, then TP, PP, virtual stages, micro-batch, checkpointing, offloading,
+/// sequence parallelism, shard, each ascending; virtual stages only at PP > 1, offloading only
+/// with checkpointing, sequence parallelism only at TP > 1, shard groups only for a sharded
+/// schedule).
 /// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide
 /// the replica's share of the global batch, are skipped with the reason.
 [[nodiscard]] Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape);

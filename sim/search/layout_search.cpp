@@ -114,6 +114,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
   shape.sequence_parallel = p.training.sequence_parallel;
+  shape.offloading = p.training.activation_offloading;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;
   shape.fsdp = p.training.sharding == plan::Sharding::fsdp;
   shape.schedule = p.training.sharding == plan::Sharding::none

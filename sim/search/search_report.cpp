@@ -33,6 +33,11 @@ bool any_shard(const SearchResult& r) {
                      [](const Trial& t) { return t.candidate.shard > 0; });
 }
 
+bool any_offloading(const SearchResult& r) {
+  return std::any_of(r.trials.begin(), r.trials.end(),
+                     [](const Trial& t) { return t.candidate.offloading; });
+}
+
 bool any_sequence_parallel(const SearchResult& r) {
   return std::any_of(r.trials.begin(), r.trials.end(),
                      [](const Trial& t) { return t.candidate.sequence_parallel; });
@@ -85,11 +90,12 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   const bool shard = any_shard(r), interleaved = any_interleaved(r);
   const bool schedules = any_schedule_searched(r);
   const bool sequence_parallel = any_sequence_parallel(r);
+  const bool offloading = any_offloading(r);
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
        << "  PP" << (interleaved ? "  chunks" : "")
-       << "    DP  micro-batch  accumulation  checkpointing" << (shard ? "  shard" : "")
-       << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
+       << "    DP  micro-batch  accumulation  checkpointing" << (offloading ? "  offloading" : "")
+       << (shard ? "  shard" : "") << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
     const std::size_t shown = top == 0 ? best.size() : std::min(top, best.size());
     auto row = [&](std::size_t rank, const Trial& t) {
       const auto& c = t.candidate;
@@ -101,6 +107,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
+      if (offloading) os << pad(c.offloading ? "yes" : "no", 12);
       if (shard) os << pad(c.shard > 0 ? std::to_string(c.shard) : "-", 7);
       os << pad(memory_text(t), 14) << pad(fmt("%.2f", t.result->samples_per_s), 13)
          << pad(fmt("%.1f", t.tflops_per_accelerator), 13)
@@ -114,7 +121,8 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
         row(i + 1, *best[i]);
       }
     if (shown < best.size())
-      os << "(" << best.size() - shown << " more simulated layouts in --format json/csv)\n";
+      os << "(" << best.size() - shown << " more simulated "
+         << (best.size() - shown == 1 ? "layout" : "layouts") << " in --format json/csv)\n";
     os << "(TFLOP/s per accelerator counts the recomputed forward under checkpointing, as `run` "
           "does)\n";
   } else {
@@ -190,6 +198,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["micro_batch"] = c.micro_batch;
   j["gradient_accumulation"] = c.accumulation;
   j["activation_checkpointing"] = c.checkpointing;
+  j["activation_offloading"] = c.offloading;
   j["sequence_parallel"] = c.sequence_parallel;
   j["hybrid_shard_degree"] =
       c.shard > 0 ? nlohmann::ordered_json(c.shard) : nlohmann::ordered_json(nullptr);
@@ -259,7 +268,8 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
 
 std::string search_csv_header() {
   return "rank,schedule,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
-         "gradient_accumulation,activation_checkpointing,sequence_parallel,hybrid_shard_degree,"
+         "gradient_accumulation,activation_checkpointing,activation_offloading,sequence_parallel,"
+         "hybrid_shard_degree,"
          "original,outcome,"
          "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
          "reason";
@@ -278,9 +288,10 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
     const bool ranked_result = t.result && t.outcome != Outcome::out_of_memory;
     os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.pp << ","
        << c.virtual_stages << "," << c.dp << "," << c.micro_batch << "," << c.accumulation << ","
-       << (c.checkpointing ? "true" : "false") << "," << (c.sequence_parallel ? "true" : "false")
-       << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
-       << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
+       << (c.checkpointing ? "true" : "false") << "," << (c.offloading ? "true" : "false") << ","
+       << (c.sequence_parallel ? "true" : "false") << ","
+       << (c.shard > 0 ? std::to_string(c.shard) : "") << "," << (c.is_original ? "true" : "false")
+       << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
        << (ranked_result ? fmt("%.6g", t.result->samples_per_s) : "") << ","

@@ -95,9 +95,10 @@ TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
-  // (TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, SP, shard, original, outcome)
-  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,false,,true,simulated"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,false,,false,oom"), std::string::npos) << a.out;
+  // (TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, offloading, SP, shard, original,
+  // outcome)
+  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,false,false,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,false,false,,false,oom"), std::string::npos) << a.out;
 }
 
 TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) {

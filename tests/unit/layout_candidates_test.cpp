@@ -424,5 +424,33 @@ TEST(LayoutCandidates, SequenceParallelismIsTriedOnlyWithTensorParallelism) {
   EXPECT_EQ(candidate_document(doc, 0, e.candidates[2])["training"]["tp_comm_overlap"], true);
 }
 
+TEST(LayoutCandidates, OffloadingIsTriedOnlyWithCheckpointing) {
+  PointShape s = pipelined();  // checkpointing, no offloading
+  s.tp = 1;
+  s.pp = 1;
+  SearchSpace space;
+  space.tp = {1};
+  space.pp = {1};
+  space.micro_batch = {2};
+  space.checkpointing = {false, true};
+  space.offloading = {false, true};
+  space.shard = {0};
+  const auto e = enumerate_layouts(space, s);
+  ASSERT_EQ(e.candidates.size(), 3u);  // no checkpointing once; checkpointing with and without
+  EXPECT_FALSE(e.candidates[0].checkpointing);
+  EXPECT_FALSE(e.candidates[0].offloading);
+  EXPECT_TRUE(e.candidates[1].is_original);
+  EXPECT_TRUE(e.candidates[2].offloading);
+  EXPECT_EQ(e.candidates[2].label(), "TP 1, PP 1, DP 16, micro-batch 2 x 1, checkpointing, offloading");
+  const json doc = json::parse(R"({"training": {"schedule": "fsdp", "activation_checkpointing": true,
+      "activation_offloading": true}, "points": [{"label": "x"}]})");
+  EXPECT_FALSE(candidate_document(doc, 0, e.candidates[0])["training"].contains("activation_offloading"));
+  EXPECT_FALSE(candidate_document(doc, 0, e.candidates[1])["training"].contains("activation_offloading"));
+  EXPECT_EQ(candidate_document(doc, 0, e.candidates[2])["training"]["activation_offloading"], true);
+  // The point's own offloading is its default.
+  s.offloading = true;
+  EXPECT_EQ(complete_space({}, s, 6).offloading, (std::vector<bool>{true}));
+}
+
 }  // namespace
 }  // namespace trainsim::search
