@@ -1,5 +1,6 @@
-// `trainsim search`: the layouts (schedule, TP, PP, micro-batch, checkpointing, sharding) of one
-// point at its global batch, judged for memory and simulated, fastest first.
+// `trainsim search`: the layouts (schedule, TP, PP, micro-batch, checkpointing, offloading,
+// sequence parallelism, sharding) of one point at its global batch, judged for memory and
+// simulated, fastest first.
 #include <algorithm>
 #include <iostream>
 

@@ -1,7 +1,8 @@
 #pragma once
 // The layouts `trainsim search` tries for one point of a scenario: the schedule (DDP, ZeRO-1/2/3,
 // FSDP), tensor- and pipeline-parallel degrees, virtual pipeline stages (interleaved 1F1B),
-// micro-batch, activation checkpointing and the sharding group, at the point's global
+// micro-batch, activation checkpointing and offloading, sequence parallelism and the sharding
+// group, at the point's global
 // batch (so every candidate trains on the same samples per step and their throughputs compare).
 // Enumeration and each candidate's scenario document are plain data, testable without SimGrid;
 // whether a candidate is valid is the scenario loader's to say (its error is the reason shown).
