@@ -113,8 +113,8 @@ void write_scaling_table(std::ostream& os, const NodeScaling& s) {
     os << "\nno node count searched has a layout that fits and simulates\n";
   os << "\n(speed-up and efficiency against the smallest node count with a layout; acc-h/1M "
         "samples: accelerator-hours per million samples at the fastest layout; point's layout: "
-        "samples/s of the point's TP, PP, chunks, micro-batch, checkpointing and shard group at "
-        "that count; every layout in --format json/csv)\n";
+        "samples/s of the point's own layout (schedule, degrees, micro-batch, switches, shard "
+        "group) at that count; every layout in --format json/csv)\n";
 }
 
 void write_scaling_json(std::ostream& os, const NodeScaling& s) {
