@@ -19,7 +19,8 @@ std::vector<long> divisors_up_to(long n, long limit) {
   return out;
 }
 
-std::vector<long> sorted_unique(std::vector<long> v) {
+template <typename T>
+std::vector<T> sorted_unique(std::vector<T> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return v;
@@ -37,6 +38,24 @@ void erase_prefixed(nlohmann::json& o, const std::string& prefix) {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+/// The training keys a candidate sets from its layout (its label names them).
+constexpr const char* kLayoutKeys[] = {"schedule",
+                                       "tensor_parallel",
+                                       "sequence_parallel",
+                                       "pipeline_parallel",
+                                       "pipeline_schedule",
+                                       "virtual_stages",
+                                       "micro_batch",
+                                       "gradient_accumulation",
+                                       "activation_checkpointing",
+                                       "activation_offloading",
+                                       "hybrid_shard_degree"};
+
+bool is_layout_key(const std::string& key) {
+  return std::any_of(std::begin(kLayoutKeys), std::end(kLayoutKeys),
+                     [&](const char* k) { return key == k; });
 }
 
 }  // namespace
@@ -109,16 +128,9 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   given.virtual_stages = sorted_unique(given.virtual_stages);
   given.micro_batch = sorted_unique(given.micro_batch);
   given.shard = sorted_unique(given.shard);
-  std::sort(given.checkpointing.begin(), given.checkpointing.end());
-  given.checkpointing.erase(std::unique(given.checkpointing.begin(), given.checkpointing.end()),
-                            given.checkpointing.end());
-  std::sort(given.offloading.begin(), given.offloading.end());
-  given.offloading.erase(std::unique(given.offloading.begin(), given.offloading.end()),
-                         given.offloading.end());
-  std::sort(given.sequence_parallel.begin(), given.sequence_parallel.end());
-  given.sequence_parallel.erase(
-      std::unique(given.sequence_parallel.begin(), given.sequence_parallel.end()),
-      given.sequence_parallel.end());
+  given.checkpointing = sorted_unique(given.checkpointing);
+  given.offloading = sorted_unique(given.offloading);
+  given.sequence_parallel = sorted_unique(given.sequence_parallel);
   return given;
 }
 
@@ -265,21 +277,9 @@ nlohmann::json point_training(const nlohmann::json& doc, std::size_t point_index
 std::vector<std::string> changed_settings(const nlohmann::json& point_training,
                                           const nlohmann::json& candidate_training) {
   // The layout's own axes change by design; the label names them.
-  static const char* const layout[] = {"schedule",
-                                       "tensor_parallel",
-                                       "sequence_parallel",
-                                       "pipeline_parallel",
-                                       "pipeline_schedule",
-                                       "virtual_stages",
-                                       "micro_batch",
-                                       "gradient_accumulation",
-                                       "activation_checkpointing",
-                                       "activation_offloading",
-                                       "hybrid_shard_degree"};
   std::vector<std::string> out;
   for (const auto& [key, before] : point_training.items()) {
-    if (std::any_of(std::begin(layout), std::end(layout), [&](const char* k) { return key == k; }))
-      continue;
+    if (is_layout_key(key)) continue;
     const auto after = candidate_training.find(key);
     if (after != candidate_training.end() && *after != before)
       out.push_back(key + ": " + before.dump() + " -> " + after->dump());
@@ -355,33 +355,18 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
 
 std::optional<std::string> option_of_another_schedule(const nlohmann::json& document,
                                                       const std::string& json_path) {
-  // What the candidate is: its layout, its numbers and its kernels. An option outside this set
+  // What the candidate is: its layout, its numbers and its kernels. An option outside these
   // that the loader rejects under the candidate's schedule belongs to how the point's framework
   // runs its own schedule, and a user switching schedule switches framework.
-  static const char* const defining[] = {"schedule",
-                                         "precision",
-                                         "tensor_parallel",
-                                         "sequence_parallel",
-                                         "pipeline_parallel",
-                                         "pipeline_schedule",
-                                         "virtual_stages",
-                                         "context_parallel",
-                                         "micro_batch",
-                                         "gradient_accumulation",
-                                         "activation_checkpointing",
-                                         "activation_offloading",
-                                         "hybrid_shard_degree",
-                                         "linear_precision",
-                                         "fp8_implementation",
-                                         "flash_attention",
-                                         "attention_kernel",
-                                         "module_kernels",
-                                         "optimizer"};
+  static const char* const numbers_and_kernels[] = {
+      "precision",       "context_parallel", "linear_precision", "fp8_implementation",
+      "flash_attention", "attention_kernel", "module_kernels",   "optimizer"};
   const std::string prefix = "/training/";
   if (json_path.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string key = json_path.substr(prefix.size());
   if (key.empty() || key.find('/') != std::string::npos) return std::nullopt;
-  for (const char* d : defining)
+  if (is_layout_key(key)) return std::nullopt;
+  for (const char* d : numbers_and_kernels)
     if (key == d) return std::nullopt;
   const auto training = document.find("training");
   if (training == document.end() || !training->contains(key)) return std::nullopt;

@@ -23,29 +23,11 @@ std::string memory_text(const Trial& t) {
   return fmt("%.1f", peak / kGiB) + "/" + fmt("%.1f", t.memory.ranks.front().capacity / kGiB);
 }
 
-bool any_interleaved(const SearchResult& r) {
+/// Whether some layout of the search has `has` (a column the table shows only then).
+template <typename Has>
+bool any_candidate(const SearchResult& r, Has has) {
   return std::any_of(r.trials.begin(), r.trials.end(),
-                     [](const Trial& t) { return t.candidate.virtual_stages > 1; });
-}
-
-bool any_shard(const SearchResult& r) {
-  return std::any_of(r.trials.begin(), r.trials.end(),
-                     [](const Trial& t) { return t.candidate.shard > 0; });
-}
-
-bool any_offloading(const SearchResult& r) {
-  return std::any_of(r.trials.begin(), r.trials.end(),
-                     [](const Trial& t) { return t.candidate.offloading; });
-}
-
-bool any_sequence_parallel(const SearchResult& r) {
-  return std::any_of(r.trials.begin(), r.trials.end(),
-                     [](const Trial& t) { return t.candidate.sequence_parallel; });
-}
-
-bool any_schedule_searched(const SearchResult& r) {
-  return std::any_of(r.trials.begin(), r.trials.end(),
-                     [](const Trial& t) { return t.candidate.schedule_searched; });
+                     [&](const Trial& t) { return has(t.candidate); });
 }
 
 std::size_t count(const SearchResult& r, Outcome o) {
@@ -87,10 +69,13 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   if (!r.skipped.empty()) os << "; " << r.skipped.size() << " combinations set aside";
   os << "\n\n";
 
-  const bool shard = any_shard(r), interleaved = any_interleaved(r);
-  const bool schedules = any_schedule_searched(r);
-  const bool sequence_parallel = any_sequence_parallel(r);
-  const bool offloading = any_offloading(r);
+  const bool shard = any_candidate(r, [](const Candidate& c) { return c.shard > 0; });
+  const bool interleaved =
+      any_candidate(r, [](const Candidate& c) { return c.virtual_stages > 1; });
+  const bool schedules = any_candidate(r, [](const Candidate& c) { return c.schedule_searched; });
+  const bool sequence_parallel =
+      any_candidate(r, [](const Candidate& c) { return c.sequence_parallel; });
+  const bool offloading = any_candidate(r, [](const Candidate& c) { return c.offloading; });
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
        << "  PP" << (interleaved ? "  chunks" : "")
