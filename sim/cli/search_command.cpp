@@ -1,6 +1,6 @@
-// `trainsim search`: the layouts (schedule, TP, PP, micro-batch, checkpointing, offloading,
-// sequence parallelism, sharding) of one point at its global batch, judged for memory and
-// simulated, fastest first.
+// `trainsim search`: the layouts (schedule, TP, CP, PP and its schedule, micro-batch,
+// checkpointing, offloading, sequence parallelism, sharding) of one point at its global batch,
+// judged for memory and simulated, fastest first.
 #include <algorithm>
 #include <iostream>
 
@@ -12,7 +12,8 @@ namespace trainsim::cli {
 
 const char* const kSearchUsage =
     "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
-    "                [--tp LIST] [--pp LIST] [--virtual-stages LIST] [--micro-batch LIST]\n"
+    "                [--tp LIST] [--cp LIST] [--pp LIST] [--pipeline-schedule LIST]\n"
+    "                [--virtual-stages LIST] [--micro-batch LIST]\n"
     "                [--checkpointing LIST] [--offloading LIST] [--sequence-parallel LIST]\n"
     "                [--shard LIST] [--top K] [--jobs N]"
     " [--format table|json|csv]\n"
@@ -27,10 +28,13 @@ const char* const kSearchUsage =
     "           (default: the point's own); another schedule runs with the point's precision\n"
     "           (FSDP's fsdp_mixed becomes amp) and without the options of the point's own\n"
     "           framework that it lacks, each named under the table\n"
-    "  --tp, --pp, --micro-batch, --shard  comma-separated degrees, e.g. --tp 1,2,4,8;\n"
+    "  --tp, --cp, --pp, --micro-batch, --shard  comma-separated degrees, e.g. --tp 1,2,4,8;\n"
     "           defaults: TP over powers of two up to a node and PP over the divisors of the\n"
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
-    "           that divides a replica's batch, else the point's own values\n"
+    "           that divides a replica's batch, else the point's own values (CP: context\n"
+    "           parallelism, Megatron-core's ring attention, the point's own by default)\n"
+    "  --pipeline-schedule  gpipe,1f1b: the schedule of pipelines without virtual stages\n"
+    "           (default: the point's own); only at PP > 1\n"
     "  --virtual-stages  model chunks per pipeline stage: 1 is the point's plain schedule, more\n"
     "           Megatron's interleaved 1F1B (default: 1, 2 and the point's own when Megatron-LM\n"
     "           pipelines it); only at PP > 1\n"
@@ -109,6 +113,16 @@ int search_command(const std::vector<std::string>& args) {
       }
     } else if (a == "--tp") {
       options.space.tp = degrees(a, cursor.value(a));
+    } else if (a == "--cp") {
+      options.space.cp = degrees(a, cursor.value(a));
+    } else if (a == "--pipeline-schedule") {
+      for (const auto& v : split(cursor.value(a))) {
+        const auto& names = search::pipeline_schedule_names();
+        if (std::find(names.begin(), names.end(), v) == names.end())
+          throw UsageError("--pipeline-schedule expects gpipe and/or 1f1b, not \"" + v +
+                           "\" (interleaving: --virtual-stages)");
+        options.space.pipeline_schedule.push_back(v);
+      }
     } else if (a == "--pp") {
       options.space.pp = degrees(a, cursor.value(a));
     } else if (a == "--virtual-stages") {

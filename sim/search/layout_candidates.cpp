@@ -43,6 +43,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 /// The training keys a candidate sets from its layout (its label names them).
 constexpr const char* kLayoutKeys[] = {"schedule",
                                        "tensor_parallel",
+                                       "context_parallel",
                                        "sequence_parallel",
                                        "pipeline_parallel",
                                        "pipeline_schedule",
@@ -65,6 +66,11 @@ const std::vector<std::string>& schedule_names() {
   return names;
 }
 
+const std::vector<std::string>& pipeline_schedule_names() {
+  static const std::vector<std::string> names{"gpipe", "1f1b"};
+  return names;
+}
+
 const char* schedule_label(const std::string& schedule) {
   if (schedule == "zero1") return "ZeRO-1";
   if (schedule == "zero2") return "ZeRO-2";
@@ -75,12 +81,14 @@ const char* schedule_label(const std::string& schedule) {
 
 std::string Candidate::label() const {
   std::string s = std::string(schedule_searched ? schedule_label(schedule) : "") +
-                  (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) + ", PP " +
-                  std::to_string(pp) + ", DP " + std::to_string(dp) + ", micro-batch " +
-                  std::to_string(micro_batch) + " x " + std::to_string(accumulation) +
-                  (checkpointing ? ", checkpointing" : "") + (offloading ? ", offloading" : "") +
+                  (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) +
+                  (cp > 1 ? ", CP " + std::to_string(cp) : "") + ", PP " + std::to_string(pp) +
+                  ", DP " + std::to_string(dp) + ", micro-batch " + std::to_string(micro_batch) +
+                  " x " + std::to_string(accumulation) + (checkpointing ? ", checkpointing" : "") +
+                  (offloading ? ", offloading" : "") +
                   (sequence_parallel ? ", sequence parallel" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
+  if (gpipe) s += ", GPipe";
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
 }
@@ -97,12 +105,19 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
     given.tp.push_back(
         shape.tp);  // a point's TP may span nodes (Megatron's Figure 13 runs 16 and 32)
   }
+  if (given.cp.empty()) given.cp = {shape.context_parallel};
+  given.cp = sorted_unique(given.cp);
   if (given.pp.empty()) {
     const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
     given.pp =
-        shape.pp > 1 ? divisors_up_to(world / shape.context_parallel, layers) : std::vector<long>{};
+        shape.pp > 1 ? divisors_up_to(world / given.cp.front(), layers) : std::vector<long>{};
     given.pp.push_back(shape.pp);
   }
+  if (given.pipeline_schedule.empty()) given.pipeline_schedule = {shape.gpipe ? "gpipe" : "1f1b"};
+  std::vector<std::string> pipelines;  // pipeline_schedule_names() order, duplicates dropped
+  for (const auto& name : pipeline_schedule_names())
+    if (contains(given.pipeline_schedule, name)) pipelines.push_back(name);
+  given.pipeline_schedule = pipelines;
   if (given.virtual_stages.empty()) {
     // Whether to interleave, and with the point's own chunks: more chunks shrink the bubble and
     // multiply the stage exchanges (Narayanan et al. 2021, section 2.2.2).
@@ -162,86 +177,121 @@ std::vector<Switches> switch_combinations(const SearchSpace& space, const PointS
   return out;
 }
 
-/// enumerate_layouts for one schedule.
-void add_layouts(const std::string& schedule, bool schedule_searched, const SearchSpace& space,
-                 const PointShape& shape, Enumeration& e) {
-  const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
-  const std::vector<long> chunks =
-      space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
-  const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
+/// How a pipeline of `pp` stages runs: its model chunks per stage and whether GPipe. Neither
+/// means anything without a pipeline (PP 1 takes the first chunk value, 1F1B), and GPipe has no
+/// virtual stages (a plain pipeline runs each schedule of the axis).
+struct PipelineVariant {
+  long virtual_stages = 1;
+  bool gpipe = false;
+};
+
+std::vector<PipelineVariant> pipeline_variants(long pp, const std::vector<long>& chunks,
+                                               const std::vector<std::string>& schedules) {
+  if (pp == 1) return {{1, false}};
+  std::vector<PipelineVariant> out;
+  for (const long v : chunks) {
+    if (v > 1)
+      out.push_back({v, false});
+    else
+      for (const auto& s : schedules) out.push_back({1, s == "gpipe"});
+  }
+  return out;
+}
+
+/// The axes of one schedule's enumeration, each with the point's own value where not searched.
+struct ScheduleAxes {
+  std::string schedule;
+  bool schedule_searched = false;
+  std::vector<long> cp, chunks;
+  std::vector<std::string> pipelines;
+  bool has_full = false;  ///< the shard axis has full sharding (0)
+};
+
+/// The candidates of one set of degrees (`base`: schedule, TP, CP, PP and DP): each pipeline
+/// variant, micro-batch, on/off switch and shard group.
+void add_variants(const Candidate& base, const std::vector<long>& micro, long per_replica,
+                  const ScheduleAxes& axes, const std::vector<Switches>& switches,
+                  const SearchSpace& space, const PointShape& shape, Enumeration& e) {
+  const bool own_gpipe = shape.gpipe && shape.pp > 1 && shape.virtual_stages == 1;
   const Switches own{shape.checkpointing, shape.offloading, shape.sequence_parallel};
-  for (const long tp : space.tp) {
-    const auto switches = switch_combinations(space, shape, tp);
-    for (const long pp : space.pp) {
-      Candidate base;
-      base.schedule = schedule;
-      base.schedule_searched = schedule_searched;
-      base.tp = tp;
-      base.pp = pp;
-      const long model_parallel = tp * pp * shape.context_parallel;
-      if (world % model_parallel != 0) {
-        e.skipped.push_back(
-            {base, "TP x PP" + std::string(shape.context_parallel > 1 ? " x CP" : "") + " = " +
-                       std::to_string(model_parallel) + " does not divide the " +
-                       std::to_string(world) + " accelerators"});
+  for (const auto& variant : pipeline_variants(base.pp, axes.chunks, axes.pipelines))
+    for (const long mb : micro) {
+      Candidate c = base;
+      c.virtual_stages = variant.virtual_stages;
+      c.gpipe = variant.gpipe;
+      c.micro_batch = mb;
+      if (per_replica % mb != 0) {
+        e.skipped.push_back({c, "micro-batch " + std::to_string(mb) +
+                                    " does not divide the replica's " +
+                                    std::to_string(per_replica) + " sequences per step"});
         continue;
       }
-      base.dp = world / model_parallel;
-      if (shape.global_batch % base.dp != 0) {
-        e.skipped.push_back({base, "the global batch of " + std::to_string(shape.global_batch) +
-                                       " sequences does not divide over DP " +
-                                       std::to_string(base.dp)});
-        continue;
-      }
-      const long per_replica = shape.global_batch / base.dp;
-      std::vector<long> micro = space.micro_batch;
-      if (micro.empty()) {
-        for (const long m : powers_of_two_up_to(per_replica))
-          if (per_replica % m == 0) micro.push_back(m);
-        if (per_replica % shape.micro_batch == 0) micro.push_back(shape.micro_batch);
-        micro = sorted_unique(micro);
-      }
-      for (const long v : chunks) {
-        // Virtual stages mean nothing without a pipeline: PP 1 takes the first value only.
-        if (pp == 1 && v != chunks.front()) continue;
-        for (const long mb : micro) {
-          Candidate c = base;
-          c.virtual_stages = pp == 1 ? 1 : v;
-          c.micro_batch = mb;
-          if (per_replica % mb != 0) {
-            e.skipped.push_back({c, "micro-batch " + std::to_string(mb) +
-                                        " does not divide the replica's " +
-                                        std::to_string(per_replica) + " sequences per step"});
+      c.accumulation = per_replica / mb;
+      for (const Switches& on : switches) {
+        for (const long shard : space.shard) {
+          if (c.schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
+          // A group of the whole DP is full sharding (the 0 entry where the axis has one); a group
+          // beyond it exists only at other degrees (whole nodes under TP or PP).
+          if (shard > 0 && (shard > c.dp || (shard == c.dp && axes.has_full))) continue;
+          Candidate k = c;
+          k.shard = shard;
+          if (shard > 0 && c.dp % shard != 0) {
+            e.skipped.push_back({k, "shard group " + std::to_string(shard) +
+                                        " does not divide DP " + std::to_string(c.dp)});
             continue;
           }
-          c.accumulation = per_replica / mb;
-          for (const Switches& on : switches) {
-            for (const long shard : space.shard) {
-              if (schedule == "ddp" && shard > 0) continue;  // one DDP layout, not one per group
-              // A group of the whole DP is full sharding (the 0 entry where the axis has one); a
-              // group beyond it exists only at other degrees (whole nodes under TP or PP).
-              if (shard > 0 && (shard > c.dp || (shard == c.dp && has_full))) continue;
-              if (shard > 0 && c.dp % shard != 0) {
-                Candidate k = c;
-                k.shard = shard;
-                e.skipped.push_back({k, "shard group " + std::to_string(shard) +
-                                            " does not divide DP " + std::to_string(c.dp)});
-                continue;
-              }
-              Candidate k = c;
-              k.checkpointing = on.checkpointing;
-              k.offloading = on.offloading;
-              k.sequence_parallel = on.sequence_parallel;
-              k.shard = shard;
-              // A shard group as large as the data-parallel group is full sharding.
-              const long group = shard == k.dp ? 0 : shard;
-              k.is_original = schedule == shape.schedule && tp == shape.tp && pp == shape.pp &&
-                              c.virtual_stages == shape.virtual_stages && mb == shape.micro_batch &&
-                              on == own && group == shape.shard;
-              e.candidates.push_back(k);
-            }
-          }
+          k.checkpointing = on.checkpointing;
+          k.offloading = on.offloading;
+          k.sequence_parallel = on.sequence_parallel;
+          // A shard group as large as the data-parallel group is full sharding.
+          const long group = shard == k.dp ? 0 : shard;
+          k.is_original = k.schedule == shape.schedule && k.tp == shape.tp &&
+                          k.cp == shape.context_parallel && k.pp == shape.pp &&
+                          k.virtual_stages == shape.virtual_stages && k.gpipe == own_gpipe &&
+                          mb == shape.micro_batch && on == own && group == shape.shard;
+          e.candidates.push_back(k);
         }
+      }
+    }
+}
+
+/// enumerate_layouts for one schedule.
+void add_layouts(const ScheduleAxes& axes, const SearchSpace& space, const PointShape& shape,
+                 Enumeration& e) {
+  const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
+  for (const long tp : space.tp) {
+    const auto switches = switch_combinations(space, shape, tp);
+    for (const long cp : axes.cp) {
+      for (const long pp : space.pp) {
+        Candidate base;
+        base.schedule = axes.schedule;
+        base.schedule_searched = axes.schedule_searched;
+        base.tp = tp;
+        base.cp = cp;
+        base.pp = pp;
+        const long model_parallel = tp * pp * cp;
+        if (world % model_parallel != 0) {
+          e.skipped.push_back({base, "TP x PP" + std::string(cp > 1 ? " x CP" : "") + " = " +
+                                         std::to_string(model_parallel) + " does not divide the " +
+                                         std::to_string(world) + " accelerators"});
+          continue;
+        }
+        base.dp = world / model_parallel;
+        if (shape.global_batch % base.dp != 0) {
+          e.skipped.push_back({base, "the global batch of " + std::to_string(shape.global_batch) +
+                                         " sequences does not divide over DP " +
+                                         std::to_string(base.dp)});
+          continue;
+        }
+        const long per_replica = shape.global_batch / base.dp;
+        std::vector<long> micro = space.micro_batch;
+        if (micro.empty()) {
+          for (const long m : powers_of_two_up_to(per_replica))
+            if (per_replica % m == 0) micro.push_back(m);
+          if (per_replica % shape.micro_batch == 0) micro.push_back(shape.micro_batch);
+          micro = sorted_unique(micro);
+        }
+        add_variants(base, micro, per_replica, axes, switches, space, shape, e);
       }
     }
   }
@@ -255,6 +305,15 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
       space.schedule.empty() ? std::vector<std::string>{shape.schedule} : space.schedule;
   const bool schedule_searched = schedules != std::vector<std::string>{shape.schedule};
   const bool has_full = std::find(space.shard.begin(), space.shard.end(), 0) != space.shard.end();
+  ScheduleAxes axes;
+  axes.schedule_searched = schedule_searched;
+  axes.has_full = has_full;
+  axes.cp = space.cp.empty() ? std::vector<long>{shape.context_parallel} : space.cp;
+  axes.chunks =
+      space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
+  axes.pipelines = space.pipeline_schedule.empty()
+                       ? std::vector<std::string>{shape.gpipe ? "gpipe" : "1f1b"}
+                       : space.pipeline_schedule;
   for (const auto& schedule : schedules) {
     if (schedule == "ddp" && !has_full) {
       Candidate k;
@@ -262,7 +321,8 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
       e.skipped.push_back({k, "DDP shards nothing: the shard axis has no full sharding"});
       continue;
     }
-    add_layouts(schedule, schedule_searched, space, shape, e);
+    axes.schedule = schedule;
+    add_layouts(axes, space, shape, e);
   }
   return e;
 }
@@ -306,6 +366,7 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
       training["gradient_buffers"] = "megatron-local-ddp";
   }
   training["tensor_parallel"] = c.tp;
+  if (c.cp > 1 || training.contains("context_parallel")) training["context_parallel"] = c.cp;
   training["pipeline_parallel"] = c.pp;
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;
@@ -334,7 +395,9 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
     training["virtual_stages"] = c.virtual_stages;
   } else {
     training.erase("virtual_stages");
-    if (training.value("pipeline_schedule", "") == "interleaved")
+    if (c.gpipe)
+      training["pipeline_schedule"] = "gpipe";
+    else if (training.contains("pipeline_schedule"))
       training["pipeline_schedule"] = "1f1b";
     for (const char* key : interleaved_only) training.erase(key);
   }
@@ -359,8 +422,8 @@ std::optional<std::string> option_of_another_schedule(const nlohmann::json& docu
   // that the loader rejects under the candidate's schedule belongs to how the point's framework
   // runs its own schedule, and a user switching schedule switches framework.
   static const char* const numbers_and_kernels[] = {
-      "precision",       "context_parallel", "linear_precision", "fp8_implementation",
-      "flash_attention", "attention_kernel", "module_kernels",   "optimizer"};
+      "precision",        "linear_precision", "fp8_implementation", "flash_attention",
+      "attention_kernel", "module_kernels",   "optimizer"};
   const std::string prefix = "/training/";
   if (json_path.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string key = json_path.substr(prefix.size());

@@ -1,8 +1,8 @@
 #pragma once
 // The layouts `trainsim search` tries for one point of a scenario: the schedule (DDP, ZeRO-1/2/3,
-// FSDP), tensor- and pipeline-parallel degrees, virtual pipeline stages (interleaved 1F1B),
-// micro-batch, activation checkpointing and offloading, sequence parallelism and the sharding
-// group, at the point's global
+// FSDP), tensor-, context- and pipeline-parallel degrees, the pipeline schedule (GPipe, 1F1B,
+// interleaved 1F1B's virtual stages), micro-batch, activation checkpointing and offloading,
+// sequence parallelism and the sharding group, at the point's global
 // batch (so every candidate trains on the same samples per step and their throughputs compare).
 // Enumeration and each candidate's scenario document are plain data, testable without SimGrid;
 // whether a candidate is valid is the scenario loader's to say (its error is the reason shown).
@@ -19,7 +19,13 @@ struct SearchSpace {
   /// point's own only
   std::vector<std::string> schedule;
   std::vector<long> tp;
+  /// Context-parallel degrees (Megatron-core's ring attention): each rank holds 1/cp of every
+  /// sequence; empty: the point's own
+  std::vector<long> cp;
   std::vector<long> pp;
+  /// Schedules of a pipeline without virtual stages: "gpipe" (every micro-batch's forward, then
+  /// every backward: all their activations held) and "1f1b"; empty: the point's own
+  std::vector<std::string> pipeline_schedule;
   /// Model chunks per pipeline stage: 1 runs the point's non-interleaved schedule (1F1B if it
   /// interleaves), more Megatron's interleaved 1F1B; only tried where PP > 1.
   std::vector<long> virtual_stages;
@@ -42,6 +48,7 @@ struct PointShape {
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
   long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
+  bool gpipe = false;       ///< the point's pipeline runs GPipe
   /// Megatron-LM's pipeline (its modules, or already interleaved) on a uniform partition: SMP
   /// v1's and DeepSpeed's have no virtual stages
   bool interleavable = false;
@@ -53,6 +60,10 @@ struct PointShape {
   std::string schedule = "ddp";  ///< the point's training.schedule
 };
 
+/// The pipeline schedules --pipeline-schedule names (interleaving is --virtual-stages'), in the
+/// order a search tries them.
+[[nodiscard]] const std::vector<std::string>& pipeline_schedule_names();
+
 /// training.schedule's values, in the order a search tries them.
 [[nodiscard]] const std::vector<std::string>& schedule_names();
 
@@ -63,8 +74,9 @@ struct Candidate {
   std::string schedule = "ddp";  ///< training.schedule
   /// The search tries other schedules than the point's: the label names each candidate's
   bool schedule_searched = false;
-  long tp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
+  long tp = 1, cp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
   long virtual_stages = 1;
+  bool gpipe = false;  ///< GPipe instead of 1F1B (only at PP > 1 without virtual stages)
   bool checkpointing = false;
   bool sequence_parallel = false;
   bool offloading = false;
@@ -86,18 +98,18 @@ struct Enumeration {
 /// The axes a user gave, completed with the defaults for `shape`: the point's own schedule, TP over
 /// the powers of two up to a node when the point is already tensor- or pipeline-parallel, PP over
 /// the divisors of the ranks left when it is pipelined, virtual stages 1 and 2 (and the point's
-/// own) when it is pipelined by Megatron-LM, checkpointing on and off, the point's own offloading
-/// and sequence parallelism, and for FSDP the shard group
-/// over full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree: source 000
-/// advises the smallest that fits) when FSDP is among the schedules; otherwise the point's own
-/// values.
+/// own) when it is pipelined by Megatron-LM, checkpointing on and off, the point's own context
+/// parallelism, pipeline schedule, offloading and sequence parallelism, and for FSDP the shard
+/// group over full sharding and whole nodes times powers of two (SMP v2's hybrid_shard_degree:
+/// source 000 advises the smallest that fits) when FSDP is among the schedules; otherwise the
+/// point's own values.
 [[nodiscard]] SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers);
 
 /// Every combination of `space` at the point's global batch, in a fixed order (schedule in
-/// schedule_names() order, then TP, PP, virtual stages, micro-batch, checkpointing, offloading,
-/// sequence parallelism, shard, each ascending; virtual stages only at PP > 1, offloading only
-/// with checkpointing, sequence parallelism only at TP > 1, shard groups only for a sharded
-/// schedule).
+/// schedule_names() order, then TP, CP, PP, virtual stages, pipeline schedule, micro-batch,
+/// checkpointing, offloading, sequence parallelism, shard, each ascending; virtual stages only at
+/// PP > 1, GPipe only at PP > 1 without virtual stages, offloading only with checkpointing,
+/// sequence parallelism only at TP > 1, shard groups only for a sharded schedule).
 /// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide
 /// the replica's share of the global batch, are skipped with the reason.
 [[nodiscard]] Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape);

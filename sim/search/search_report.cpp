@@ -23,6 +23,17 @@ std::string memory_text(const Trial& t) {
   return fmt("%.1f", peak / kGiB) + "/" + fmt("%.1f", t.memory.ranks.front().capacity / kGiB);
 }
 
+/// As training.pipeline_schedule says it (empty without a pipeline).
+std::string pipeline_schedule_of(const Candidate& c) {
+  if (c.pp == 1) return "";
+  return c.virtual_stages > 1 ? "interleaved" : c.gpipe ? "gpipe" : "1f1b";
+}
+
+nlohmann::ordered_json pipeline_schedule_json(const Candidate& c) {
+  return c.pp == 1 ? nlohmann::ordered_json(nullptr)
+                   : nlohmann::ordered_json(pipeline_schedule_of(c));
+}
+
 /// Whether some layout of the search has `has` (a column the table shows only then).
 template <typename Has>
 bool any_candidate(const SearchResult& r, Has has) {
@@ -76,11 +87,14 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   const bool sequence_parallel =
       any_candidate(r, [](const Candidate& c) { return c.sequence_parallel; });
   const bool offloading = any_candidate(r, [](const Candidate& c) { return c.offloading; });
+  const bool context = any_candidate(r, [](const Candidate& c) { return c.cp > 1; });
+  const bool gpipe = any_candidate(r, [](const Candidate& c) { return c.gpipe; });
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
-       << "  PP" << (interleaved ? "  chunks" : "")
-       << "    DP  micro-batch  accumulation  checkpointing" << (offloading ? "  offloading" : "")
-       << (shard ? "  shard" : "") << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
+       << (context ? "  CP" : "") << "  PP" << (gpipe ? "  pipeline" : "")
+       << (interleaved ? "  chunks" : "") << "    DP  micro-batch  accumulation  checkpointing"
+       << (offloading ? "  offloading" : "") << (shard ? "  shard" : "")
+       << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
     const std::size_t shown = top == 0 ? best.size() : std::min(top, best.size());
     auto row = [&](std::size_t rank, const Trial& t) {
       const auto& c = t.candidate;
@@ -88,7 +102,9 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       if (schedules) os << pad(schedule_label(c.schedule), 10);
       os << pad(std::to_string(c.tp), 4);
       if (sequence_parallel) os << pad(c.sequence_parallel ? "yes" : "no", 4);
+      if (context) os << pad(std::to_string(c.cp), 4);
       os << pad(std::to_string(c.pp), 4);
+      if (gpipe) os << pad(c.pp == 1 ? "-" : pipeline_schedule_of(c), 10);
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
@@ -177,7 +193,9 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["label"] = c.label();
   j["schedule"] = c.schedule;
   j["tensor_parallel"] = c.tp;
+  j["context_parallel"] = c.cp;
   j["pipeline_parallel"] = c.pp;
+  j["pipeline_schedule"] = pipeline_schedule_json(c);
   j["virtual_stages"] = c.virtual_stages;
   j["data_parallel"] = c.dp;
   j["micro_batch"] = c.micro_batch;
@@ -239,7 +257,9 @@ nlohmann::ordered_json search_json(const SearchResult& r) {
   for (const auto& s : r.skipped)
     skipped.push_back({{"schedule", s.candidate.schedule},
                        {"tensor_parallel", s.candidate.tp},
+                       {"context_parallel", s.candidate.cp},
                        {"pipeline_parallel", s.candidate.pp},
+                       {"pipeline_schedule", pipeline_schedule_json(s.candidate)},
                        {"virtual_stages", s.candidate.virtual_stages},
                        {"micro_batch", s.candidate.micro_batch},
                        {"reason", s.reason}});
@@ -252,7 +272,8 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
 }
 
 std::string search_csv_header() {
-  return "rank,schedule,tensor_parallel,pipeline_parallel,virtual_stages,data_parallel,micro_batch,"
+  return "rank,schedule,tensor_parallel,context_parallel,pipeline_parallel,pipeline_schedule,"
+         "virtual_stages,data_parallel,micro_batch,"
          "gradient_accumulation,activation_checkpointing,activation_offloading,sequence_parallel,"
          "hybrid_shard_degree,"
          "original,outcome,"
@@ -271,12 +292,12 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
     std::string reason = t.reason;
     std::replace(reason.begin(), reason.end(), '"', '\'');
     const bool ranked_result = t.result && t.outcome != Outcome::out_of_memory;
-    os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.pp << ","
-       << c.virtual_stages << "," << c.dp << "," << c.micro_batch << "," << c.accumulation << ","
-       << (c.checkpointing ? "true" : "false") << "," << (c.offloading ? "true" : "false") << ","
-       << (c.sequence_parallel ? "true" : "false") << ","
-       << (c.shard > 0 ? std::to_string(c.shard) : "") << "," << (c.is_original ? "true" : "false")
-       << "," << outcome_name(t.outcome) << ","
+    os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.cp << "," << c.pp << ","
+       << pipeline_schedule_of(c) << "," << c.virtual_stages << "," << c.dp << "," << c.micro_batch
+       << "," << c.accumulation << "," << (c.checkpointing ? "true" : "false") << ","
+       << (c.offloading ? "true" : "false") << "," << (c.sequence_parallel ? "true" : "false")
+       << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
+       << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
        << (ranked_result ? fmt("%.6g", t.result->samples_per_s) : "") << ","

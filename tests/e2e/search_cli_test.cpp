@@ -95,10 +95,10 @@ TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
-  // (TP, PP, chunks, DP, micro-batch, accumulation, checkpointing, offloading, SP, shard, original,
-  // outcome)
-  EXPECT_NE(a.out.find(",1,1,1,8,4,16,true,false,false,,true,simulated"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find(",1,1,1,8,8,8,true,false,false,,false,oom"), std::string::npos) << a.out;
+  // (TP, CP, PP, pipeline schedule, chunks, DP, micro-batch, accumulation, checkpointing, offloading,
+  // SP, shard, original, outcome)
+  EXPECT_NE(a.out.find(",1,1,1,,1,8,4,16,true,false,false,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,1,,1,8,8,8,true,false,false,,false,oom"), std::string::npos) << a.out;
 }
 
 TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) {
@@ -147,7 +147,7 @@ TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) 
   const auto csv = trainsim(args + " --format csv");
   ASSERT_EQ(csv.status, 0) << csv.err;
   EXPECT_EQ(csv.out.rfind("nodes,accelerators,rank,schedule,tensor_parallel", 0), 0u) << csv.out;
-  EXPECT_NE(csv.out.find("\n4,32,1,fsdp,1,1,1,32,"), std::string::npos) << csv.out;  // 4 nodes' fastest, DP 32
+  EXPECT_NE(csv.out.find("\n4,32,1,fsdp,1,1,1,,1,32,"), std::string::npos) << csv.out;  // 4 nodes' fastest, DP 32
 }
 
 TEST(CliSearch, SchedulesCompareOnTheSameBatchWithoutTheFrameworksOwnOptions) {
@@ -225,6 +225,67 @@ TEST(CliSearch, SequenceParallelismIsAnAxisAtTensorParallelDegrees) {
   }
 }
 
+TEST(CliSearch, ContextParallelismSplitsEachSequencesActivations) {
+  // NeMo's Llama 3 8B at sequence 8,192 on one DGX H100 (its table row runs CP 2): each rank of a
+  // CP group keeps 1/CP of every sequence's activations, and recompute with CP is not modelled
+  // (the loader's reason, once per rule).
+  const auto r = trainsim(
+      "search scenarios/nemo-h100-fp8.json --point 'Llama3-8B, 8 GPUs, CP2' --cp 1,2,4 --micro-batch 1"
+      " --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<long, double> peak;  // CP -> memory model's peak without checkpointing
+  int original = 0;
+  for (const auto* list : {&j["ranked"], &j["not_ranked"]})
+    for (const auto& t : *list) {
+      if (t["original"].get<bool>()) {
+        ++original;
+        EXPECT_EQ(t["context_parallel"], 2) << t.dump();
+        EXPECT_EQ(t["outcome"], "simulated") << t.dump();
+      }
+      if (t["activation_checkpointing"].get<bool>()) {
+        if (t["context_parallel"].get<long>() > 1)
+          EXPECT_NE(t["reason"].get<std::string>().find("with activation_checkpointing is not modelled"),
+                    std::string::npos)
+              << t.dump();
+      } else {
+        peak[t["context_parallel"].get<long>()] = t["memory_peak_bytes"].get<double>();
+      }
+    }
+  EXPECT_EQ(original, 1);
+  EXPECT_NE(r.out.find("\"label\": \"TP 1, CP 4, PP 1, DP 2, micro-batch 1 x 64\""), std::string::npos) << r.out;
+  ASSERT_EQ(peak.size(), 3u) << r.out;
+  EXPECT_GT(peak[1], peak[2]);
+  EXPECT_GT(peak[2], peak[4]);
+  const auto table = trainsim(
+      "search scenarios/nemo-h100-fp8.json --point 'Llama3-8B, 8 GPUs, CP2' --cp 2,4 --micro-batch 1"
+      " --checkpointing off");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("  TP  CP  PP    DP"), std::string::npos) << table.out;
+}
+
+TEST(CliSearch, GpipeHoldsEveryMicroBatchsActivationsWhere1F1BHoldsAStagesWorth) {
+  // Source 002's 10B model under SMP v1's pipeline (its "simple" schedule is GPipe): at the same
+  // layout GPipe keeps all 16 micro-batches' activations until their backward, 1F1B at most PP.
+  const auto r = trainsim("search scenarios/p4d-10b-smp-v1-pipeline.json --tp 2 --pp 4 --micro-batch 1"
+                          " --pipeline-schedule gpipe,1f1b --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<std::pair<std::string, bool>, double> peak;  // (schedule, checkpointing) -> peak
+  for (const auto* list : {&j["ranked"], &j["not_ranked"]})
+    for (const auto& t : *list)
+      peak[{t["pipeline_schedule"].get<std::string>(), t["activation_checkpointing"].get<bool>()}] =
+          t["memory_peak_bytes"].get<double>();
+  ASSERT_EQ(peak.size(), 4u) << r.out;
+  for (const bool checkpointing : {false, true})
+    EXPECT_GT((peak[{"gpipe", checkpointing}]), (peak[{"1f1b", checkpointing}])) << checkpointing;
+  const auto table = trainsim("search scenarios/p4d-10b-smp-v1-pipeline.json --tp 2 --pp 4 --micro-batch 1"
+                              " --pipeline-schedule gpipe,1f1b --checkpointing on");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("  PP  pipeline    DP"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("   2   4     gpipe     4"), std::string::npos) << table.out;
+}
+
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   const auto unknown = trainsim("search " + kFigure17 + " --point 'no such point'");
   EXPECT_EQ(unknown.status, 2);
@@ -239,6 +300,15 @@ TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   const auto sp = trainsim("search " + kFigure17 + " --sequence-parallel yes");
   EXPECT_EQ(sp.status, 2);
   EXPECT_NE(sp.err.find("--sequence-parallel expects on and/or off, not \"yes\""), std::string::npos) << sp.err;
+  const auto pipeline = trainsim("search " + kFigure17 + " --pipeline-schedule interleaved");
+  EXPECT_EQ(pipeline.status, 2);
+  EXPECT_NE(pipeline.err.find("--pipeline-schedule expects gpipe and/or 1f1b, not \"interleaved\""
+                              " (interleaving: --virtual-stages)"),
+            std::string::npos)
+      << pipeline.err;
+  const auto cp = trainsim("search " + kFigure17 + " --cp 0");
+  EXPECT_EQ(cp.status, 2);
+  EXPECT_NE(cp.err.find("--cp expects positive integers, not \"0\""), std::string::npos) << cp.err;
   const auto none = trainsim("search " + kFigure17 + " --point 'recompute batch 1' --tp 3 --pp 1");
   EXPECT_EQ(none.status, 2);
   EXPECT_NE(none.err.find("no layout to search"), std::string::npos) << none.err;

@@ -262,11 +262,15 @@ TEST(LayoutCandidates, OneChunkOfAnInterleavedPointRunsPlain1F1BWithoutInterleav
   const json i = candidate_document(doc, 0, c)["training"];
   EXPECT_EQ(i["virtual_stages"], 2);
   EXPECT_EQ(i["overlap_p2p_comm"], true);
-  // A GPipe point keeps GPipe at one chunk.
+  // At one chunk the candidate says GPipe or 1F1B, whatever the point ran.
   json gpipe = doc;
   gpipe["training"] = {{"pipeline_schedule", "gpipe"}};
   c.virtual_stages = 1;
+  c.gpipe = true;
   EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "gpipe");
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["pipeline_schedule"], "gpipe");
+  c.gpipe = false;
+  EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "1f1b");
 }
 
 TEST(LayoutCandidates, SchedulesAreAnAxisOnlyWhenAsked) {
@@ -356,7 +360,8 @@ TEST(LayoutCandidates, OnlyTheFrameworksOwnOptionsAreLeftOutForAnotherSchedule) 
   EXPECT_EQ(option_of_another_schedule(doc, "/training/composer_train_metrics"),
             std::optional<std::string>("composer_train_metrics"));
   // What defines the layout, its numbers or kernels is never dropped: the candidate is invalid.
-  for (const char* kept : {"/training/precision", "/training/tensor_parallel", "/training/schedule"})
+  for (const char* kept :
+       {"/training/precision", "/training/tensor_parallel", "/training/schedule"})
     EXPECT_EQ(option_of_another_schedule(doc, kept), std::nullopt) << kept;
   // Not a training option, or one the document does not have (a required one): nothing to drop.
   EXPECT_EQ(option_of_another_schedule(doc, "/points/0/nodes"), std::nullopt);
@@ -377,10 +382,12 @@ TEST(LayoutCandidates, MegatronsGradientBuffersFollowItsTwoSchedulesAndTheChange
   c.dp = 2;
   c.schedule = "zero1";
   const json z = candidate_document(doc, 0, c)["training"];
-  EXPECT_EQ(z["gradient_buffers"], "megatron-core-distributed-optimizer");  // its distributed optimizer
-  EXPECT_EQ(changed_settings(own, z),
-            (std::vector<std::string>{
-                R"(gradient_buffers: "megatron-local-ddp" -> "megatron-core-distributed-optimizer")"}));
+  EXPECT_EQ(z["gradient_buffers"],
+            "megatron-core-distributed-optimizer");  // its distributed optimizer
+  EXPECT_EQ(
+      changed_settings(own, z),
+      (std::vector<std::string>{
+          R"(gradient_buffers: "megatron-local-ddp" -> "megatron-core-distributed-optimizer")"}));
   json nemo = doc;
   nemo["training"]["schedule"] = "zero1";
   nemo["training"]["gradient_buffers"] = "apex-distributed-fused-adam";
@@ -441,15 +448,111 @@ TEST(LayoutCandidates, OffloadingIsTriedOnlyWithCheckpointing) {
   EXPECT_FALSE(e.candidates[0].offloading);
   EXPECT_TRUE(e.candidates[1].is_original);
   EXPECT_TRUE(e.candidates[2].offloading);
-  EXPECT_EQ(e.candidates[2].label(), "TP 1, PP 1, DP 16, micro-batch 2 x 1, checkpointing, offloading");
-  const json doc = json::parse(R"({"training": {"schedule": "fsdp", "activation_checkpointing": true,
+  EXPECT_EQ(e.candidates[2].label(),
+            "TP 1, PP 1, DP 16, micro-batch 2 x 1, checkpointing, offloading");
+  const json doc =
+      json::parse(R"({"training": {"schedule": "fsdp", "activation_checkpointing": true,
       "activation_offloading": true}, "points": [{"label": "x"}]})");
-  EXPECT_FALSE(candidate_document(doc, 0, e.candidates[0])["training"].contains("activation_offloading"));
-  EXPECT_FALSE(candidate_document(doc, 0, e.candidates[1])["training"].contains("activation_offloading"));
+  EXPECT_FALSE(
+      candidate_document(doc, 0, e.candidates[0])["training"].contains("activation_offloading"));
+  EXPECT_FALSE(
+      candidate_document(doc, 0, e.candidates[1])["training"].contains("activation_offloading"));
   EXPECT_EQ(candidate_document(doc, 0, e.candidates[2])["training"]["activation_offloading"], true);
   // The point's own offloading is its default.
   s.offloading = true;
   EXPECT_EQ(complete_space({}, s, 6).offloading, (std::vector<bool>{true}));
+}
+
+TEST(LayoutCandidates, GpipeIsTriedOnlyOnPipelinesWithoutVirtualStages) {
+  PointShape s = pipelined();
+  s.interleavable = true;
+  SearchSpace space;
+  space.tp = {4};
+  space.pp = {1, 2};
+  space.virtual_stages = {1, 2};
+  space.pipeline_schedule = {"1f1b", "gpipe"};
+  space.micro_batch = {2};
+  space.checkpointing = {true};
+  space.shard = {0};
+  const auto completed = complete_space(space, s, 6);
+  EXPECT_EQ(completed.pipeline_schedule, (std::vector<std::string>{"gpipe", "1f1b"}));
+  const auto e = enumerate_layouts(completed, s);
+  // PP 1 once (no pipeline to schedule), PP 2 as GPipe, 1F1B and interleaved x 2.
+  ASSERT_EQ(e.candidates.size(), 4u);
+  EXPECT_EQ(e.candidates[0].pp, 1);
+  EXPECT_FALSE(e.candidates[0].gpipe);
+  EXPECT_TRUE(e.candidates[1].gpipe);
+  EXPECT_EQ(e.candidates[1].label(), "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing, GPipe");
+  EXPECT_FALSE(e.candidates[1].is_original);
+  EXPECT_FALSE(e.candidates[2].gpipe);
+  EXPECT_TRUE(e.candidates[2].is_original);  // the point runs 1F1B
+  EXPECT_EQ(e.candidates[3].virtual_stages, 2);
+  EXPECT_FALSE(e.candidates[3].gpipe);
+  // A GPipe point's own schedule is the default, and its layout is the GPipe one.
+  s.gpipe = true;
+  EXPECT_EQ(complete_space({}, s, 6).pipeline_schedule, (std::vector<std::string>{"gpipe"}));
+  space.pipeline_schedule = {"gpipe", "1f1b"};
+  space.virtual_stages = {1};
+  const auto own = enumerate_layouts(space, s);
+  ASSERT_EQ(own.candidates.size(), 3u);
+  EXPECT_TRUE(own.candidates[1].gpipe);
+  EXPECT_TRUE(own.candidates[1].is_original);
+  EXPECT_FALSE(own.candidates[2].is_original);
+}
+
+TEST(LayoutCandidates, ContextParallelismDividesTheAcceleratorsWithTpAndPp) {
+  PointShape s = pipelined();  // 16 accelerators, global batch 32
+  s.tp = 2;
+  s.pp = 1;
+  s.context_parallel = 2;
+  s.micro_batch = 1;
+  s.checkpointing = false;  // (the loader rejects CP with it)
+  EXPECT_EQ(complete_space({}, s, 6).cp, (std::vector<long>{2}));  // the point's own
+  SearchSpace space;
+  space.tp = {2, 8};
+  space.cp = {4, 1, 3, 2};
+  space.pp = {1};
+  space.micro_batch = {1};
+  space.checkpointing = {false};
+  space.shard = {0};
+  const auto completed = complete_space(space, s, 6);
+  EXPECT_EQ(completed.cp, (std::vector<long>{1, 2, 3, 4}));
+  const auto e = enumerate_layouts(completed, s);
+  std::vector<std::string> labels;
+  for (const auto& c : e.candidates) labels.push_back(c.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{
+                        "TP 2, PP 1, DP 8, micro-batch 1 x 4",
+                        "TP 2, CP 2, PP 1, DP 4, micro-batch 1 x 8",
+                        "TP 2, CP 4, PP 1, DP 2, micro-batch 1 x 16",
+                        "TP 8, PP 1, DP 2, micro-batch 1 x 16",
+                        "TP 8, CP 2, PP 1, DP 1, micro-batch 1 x 32",
+                    }));
+  EXPECT_TRUE(e.candidates[1].is_original);
+  EXPECT_EQ(std::count_if(e.candidates.begin(), e.candidates.end(),
+                          [](const Candidate& c) { return c.is_original; }),
+            1);
+  // CP 3 divides nothing here, and TP 8 x CP 4 is more than the accelerators.
+  std::vector<std::string> reasons;
+  for (const auto& k : e.skipped) reasons.push_back(k.reason);
+  EXPECT_EQ(reasons, (std::vector<std::string>{
+                         "TP x PP x CP = 6 does not divide the 16 accelerators",
+                         "TP x PP x CP = 24 does not divide the 16 accelerators",
+                         "TP x PP x CP = 32 does not divide the 16 accelerators",
+                     }));
+
+  // The document: the candidate's CP, also back to 1 where the point had more.
+  const json doc = json::parse(R"({"training": {"schedule": "zero1", "context_parallel": 2},
+                                   "points": [{"nodes": 2, "label": "mine"}]})");
+  Candidate c = e.candidates[2];
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["context_parallel"], 4);
+  c = e.candidates[0];
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["context_parallel"], 1);
+  const json none = json::parse(R"({"training": {}, "points": [{"label": "x"}]})");
+  EXPECT_FALSE(candidate_document(none, 0, c)["training"].contains("context_parallel"));
+  // A layout axis, not a setting another schedule changes.
+  EXPECT_TRUE(
+      changed_settings(doc["training"], candidate_document(doc, 0, e.candidates[2])["training"])
+          .empty());
 }
 
 }  // namespace
