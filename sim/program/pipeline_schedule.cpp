@@ -240,7 +240,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       } else if (piece.kind == OverlapPiece::Kind::compute) {
         c.seconds.push_back(ops_duration(piece.ops, in.device));
         c.kernels.push_back(model::ops_kernels(piece.ops));
-      } else if (piece.kind == OverlapPiece::Kind::bulk) {
+      } else if (piece.kind == OverlapPiece::Kind::bulk || piece.kind == OverlapPiece::Kind::gather ||
+                 piece.kind == OverlapPiece::Kind::scatter) {
         for (const auto& op : piece.ops) {
           c.seconds.push_back(model::op_duration(op, in.device));
           c.kernels.push_back(op.kernels);
@@ -260,6 +261,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     forward_pieces = costed(tp_overlap_pieces(layer_f, true, buffers), true);
     if (full_recompute) backward_pieces = forward_pieces;
     for (auto& c : costed(tp_overlap_pieces(layer_b, false, buffers), false)) backward_pieces.push_back(std::move(c));
+  }
+  // Megatron's own sequence parallelism, cut at the linears as its layers run it: the backward's
+  // input-gradient reduce-scatters beside the weight-gradient GEMMs (tp_comm_overlap.hpp). With
+  // context parallelism the pass stays whole (the ring's pieces are the attention's).
+  const bool sp_pieces = sequence_parallel && !tp_overlap && !context_parallel;
+  if (sp_pieces) {
+    const double gather_bytes = shape.fp8.sequence_gathers_fp8 ? 1 : 2;
+    forward_pieces = costed(sequence_parallel_pieces(layer_f, true, gather_bytes), true);
+    if (full_recompute) backward_pieces = forward_pieces;
+    for (auto& c : costed(sequence_parallel_pieces(layer_b, false, gather_bytes), false))
+      backward_pieces.push_back(std::move(c));
   }
   std::vector<CostedRing> ring_forward, ring_backward;  // without tp_comm_overlap: the whole pass
   if (context_parallel && !tp_overlap) {
@@ -442,7 +454,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         if (attention_recompute && !slot.forward) names.recomputes.emplace_back("recompute core attention" + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
-      if (tp_overlap)
+      if (tp_overlap || sp_pieces)
         for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
           for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp, p.tp_overlap_model) : c.ring.front().labels)
             names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
@@ -462,7 +474,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         names.amax_reduce = "fp8 amax all-reduce" + tag;
         names.amax_update = "fp8 amax and scale update" + tag;
       }
-      if (sequence_parallel && !slot.forward) names.tp_regather = "tp re-gather" + tag;
+      if (sequence_parallel && !sp_pieces && !slot.forward) names.tp_regather = "tp re-gather" + tag;
       const long vs = slot.chunk * pp + stage;
       if (p.megatron_step_syncs && slot.forward) {
         names.batch_sizes = "tp batch sizes broadcast" + tag;
@@ -920,7 +932,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
             return deps;
           };
-          // tp_comm_overlap: one layer pass's pieces as tasks, named in push order; returns what
+          // tp_comm_overlap or Megatron's sequence parallelism: one layer pass's pieces as tasks, named in push order; returns what
           // the pass's successor waits for, its last compute task first.
           auto overlapped_pass = [&](const std::vector<CostedPiece>& pieces, const std::vector<InternedName>& labels,
                                      std::vector<TaskRef> deps) {
@@ -992,6 +1004,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                     scattered = tensor(labels[n++], collective::Op::reduce_scatter, chunk_bytes, {gemm});
                   }
                   deps = {gemm, scattered};
+                  break;
+                }
+                case OverlapPiece::Kind::gather: {
+                  const TaskRef gathered = tensor(labels[n++], collective::Op::all_gather, gathered_bytes, deps);
+                  deps = {compute(labels[n++], c.seconds[0], c.kernels[0], {gathered})};
+                  break;
+                }
+                case OverlapPiece::Kind::scatter: {
+                  const TaskRef gemm = compute(labels[n++], c.seconds[0], c.kernels[0], deps);
+                  deps = {gemm, tensor(labels[n++], collective::Op::reduce_scatter, scattered_bytes, {gemm})};
                   break;
                 }
                 case OverlapPiece::Kind::bulk: {
@@ -1071,10 +1093,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // follow the layer's compute here, which changes nothing on the critical path: in
             // Megatron every one of them blocks the compute after it.
             const int tp_calls_per_pass = 2 * (full_recompute && !slot.forward ? 2 : 1);
-            if (sequence_parallel && !tp_overlap) {
-              // Megatron-SP: the attention and MLP inputs are all-gathered from the sequence
-              // shards (in backward: the output gradients), the same bytes as the all-reduce's
-              // second half.
+            if (sequence_parallel && !tp_overlap && !sp_pieces) {
+              // Megatron-SP around a whole pass (with context parallelism, whose ring cuts the
+              // pass at its attention; without, sp_pieces cuts it at the linears): the attention
+              // and MLP inputs are all-gathered from the sequence shards (in backward: the output
+              // gradients), the same bytes as the all-reduce's second half.
               for (int k = 0; k < tp_calls_per_pass; ++k) {
                 const int c = tp_call(names.tp_gather, collective::Op::all_gather, sequence_gather);
                 ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
@@ -1110,9 +1133,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = compute(names.recomputes[static_cast<std::size_t>(l)], lr, lr_kernels, ready);
               ready = {previous};
             }
-            if (tp_overlap) {
+            if (tp_overlap || sp_pieces) {
               ready = overlapped_pass(slot.forward ? forward_pieces : backward_pieces, names.overlap, ready);
               previous = ready.front();
+              if (accumulates(slot)) {
+                // Megatron 2021's autograd accumulation after the pass (layer_b's ops have none).
+                previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation,
+                                   layer_accumulation_kernels, ready);
+                ready = {previous};
+              }
             } else if (context_parallel) {
               ready = ring_pass((slot.forward ? ring_forward : ring_backward).front(),
                                 names.ring[static_cast<std::size_t>(l)].data(), ready);
@@ -1142,7 +1171,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 pending = 0;
               }
             }
-            if (tp > 1 && !tp_overlap)
+            if (tp > 1 && !tp_overlap && !sp_pieces)
               for (int k = 0; k < tp_calls_per_pass; ++k) {
                 const int c = tp_call(names.tp_reduce,
                                       sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,

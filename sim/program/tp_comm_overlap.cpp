@@ -36,39 +36,67 @@ std::pair<double, double> wire_bytes(const std::string& name, Kind kind, const U
       const bool fp8_buf = name == "attn_out" ? u.proj_fprop_fp8_buf : u.fc2_fprop_fp8_buf;
       return {gather, u.fp8 && fp8_buf ? fp8 : bf16};
     }
+    case Kind::gather:
+    case Kind::scatter:
     case Kind::compute: break;
   }
   return {bf16, bf16};
 }
 
-}  // namespace
+/// How Megatron's own sequence parallelism runs the collective of GEMM `name` (the header's first
+/// list): TE's ring and pipelined GEMMs as whole GEMMs after or before a blocking collective, the
+/// same bulk backward; compute when it has none.
+Kind megatron_kind_of(const std::string& name, bool forward) {
+  const Kind te = kind_of(name, forward);
+  if (te == Kind::ring_gather) return Kind::gather;
+  if (te == Kind::pipelined_scatter) return Kind::scatter;
+  return te;
+}
 
-std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
-                                            const UserbufferPrecision& precision) {
+/// The ops cut at the GEMMs `kind_of_gemm` names, each piece's wire bytes from `bytes`.
+template <typename KindOf, typename BytesOf>
+std::vector<OverlapPiece> cut_at_linears(const std::vector<model::Operation>& ops, KindOf kind_of_gemm, BytesOf bytes,
+                                         const std::string& what) {
   std::vector<OverlapPiece> pieces;
   int gathers = 0, scatters = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const model::Operation& op = ops[i];
-    const Kind kind = op.kind == model::OpKind::gemm ? kind_of(op.name, forward) : Kind::compute;
+    const Kind kind = op.kind == model::OpKind::gemm ? kind_of_gemm(op.name) : Kind::compute;
     if (kind == Kind::compute) {
       if (pieces.empty() || pieces.back().kind != Kind::compute) pieces.push_back({Kind::compute, {}});
       pieces.back().ops.push_back(op);
       continue;
     }
     OverlapPiece piece{kind, {op}};
-    std::tie(piece.gather_bytes, piece.scatter_bytes) = wire_bytes(op.name, kind, precision);
+    std::tie(piece.gather_bytes, piece.scatter_bytes) = bytes(op.name, kind);
     if (kind == Kind::bulk) {
       // backward_of emits a GEMM's dgrad and then its wgrad.
       TRAINSIM_CHECK(i + 1 < ops.size() && ops[i + 1].name == op.name.substr(0, op.name.size() - 5) + "wgrad",
-                     "tp_comm_overlap: " + op.name + " is not followed by its weight gradient");
+                     what + ": " + op.name + " is not followed by its weight gradient");
       piece.ops.push_back(ops[++i]);
     }
-    (kind == Kind::ring_gather ? gathers : scatters) += 1;
+    (kind == Kind::ring_gather || kind == Kind::gather ? gathers : scatters) += 1;
     pieces.push_back(std::move(piece));
   }
   TRAINSIM_CHECK(gathers == 2 && scatters == 2,
-                 "tp_comm_overlap needs a layer with a fused QKV, an output projection and two MLP linears");
+                 what + " needs a layer with a fused QKV, an output projection and two MLP linears");
   return pieces;
+}
+
+}  // namespace
+
+std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
+                                            const UserbufferPrecision& precision) {
+  return cut_at_linears(
+      ops, [&](const std::string& name) { return kind_of(name, forward); },
+      [&](const std::string& name, Kind kind) { return wire_bytes(name, kind, precision); }, "tp_comm_overlap");
+}
+
+std::vector<OverlapPiece> sequence_parallel_pieces(const std::vector<model::Operation>& ops, bool forward,
+                                                   double gather_bytes) {
+  return cut_at_linears(
+      ops, [&](const std::string& name) { return megatron_kind_of(name, forward); },
+      [&](const std::string&, Kind) { return std::pair<double, double>{gather_bytes, 2}; }, "sequence parallelism");
 }
 
 model::Operation gemm_chunk(const model::Operation& gemm, long chunks) {
@@ -95,6 +123,14 @@ std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunk
   const bool coarse = model == plan::TpOverlapModel::coarse;
   switch (piece.kind) {
     case Kind::compute: labels.push_back(piece.ops.front().name + ".." + piece.ops.back().name); break;
+    case Kind::gather:
+      labels.push_back("tp all-gather " + gemm);
+      labels.push_back(gemm);
+      break;
+    case Kind::scatter:
+      labels.push_back(gemm);
+      labels.push_back("tp reduce-scatter " + gemm);
+      break;
     case Kind::ring_gather:
       if (coarse) {
         labels.push_back(gemm + chunks_label(0, chunks - 2));

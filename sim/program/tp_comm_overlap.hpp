@@ -1,4 +1,18 @@
 #pragma once
+// A layer pass's ops cut into pieces around the four linear projections, by the collective each
+// linear's sequence parallelism runs and what it overlaps, for two implementations.
+//
+// Megatron's own sequence parallelism (sequence_parallel without tp_comm_overlap;
+// megatron/mpu/layers.py from its first version in 2022, then
+// megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication):
+//  - gather (qkv and fc1 forward, proj and fc2 input gradients): the sequence-sharded input (or
+//    output gradient) all-gathered, then the whole GEMM, which waits for it;
+//  - scatter (proj and fc2 forward): the GEMM, then its output reduce-scattered, which what
+//    follows waits for;
+//  - bulk (qkv and fc1 backward): the input re-gathered for the weight gradient beside the
+//    data-gradient GEMM, then that GEMM's output reduce-scattered beside the weight-gradient GEMM
+//    (the backward's two async handles, each waited for before the next step).
+//
 // Transformer Engine's userbuffers TP communication overlap (tp_comm_overlap in NeMo and
 // Megatron-core; transformer_engine/pytorch/module/base.py initialize_ub) as plain data: a layer
 // pass's ops cut into pieces around the four linear projections whose sequence-parallel
@@ -35,9 +49,10 @@
 namespace trainsim::program {
 
 struct OverlapPiece {
-  enum class Kind { compute, ring_gather, pipelined_scatter, bulk };
+  enum class Kind { compute, gather, scatter, ring_gather, pipelined_scatter, bulk };
   Kind kind = Kind::compute;
-  /// compute: its ops; ring_gather, pipelined_scatter: the one GEMM; bulk: {dgrad, wgrad}.
+  /// compute: its ops; gather, scatter, ring_gather, pipelined_scatter: the one GEMM; bulk:
+  /// {dgrad, wgrad}.
   std::vector<model::Operation> ops;
   /// Bytes per element of what the piece's all-gather (ring steps, bulk re-gather) and its
   /// reduce-scatter (pipelined chunks, bulk) move; compute: unused.
@@ -60,6 +75,13 @@ struct UserbufferPrecision {
 [[nodiscard]] std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
                                                           const UserbufferPrecision& precision = {});
 
+/// The same pass as Megatron's own sequence parallelism runs it (gather, scatter and bulk pieces,
+/// the header's first list). `gather_bytes` per element of the all-gathers (1 where the linears
+/// gather FP8, model/fp8_linear.hpp); the reduce-scatters move bf16. Throws InvariantError as
+/// tp_overlap_pieces does.
+[[nodiscard]] std::vector<OverlapPiece> sequence_parallel_pieces(const std::vector<model::Operation>& ops, bool forward,
+                                                                 double gather_bytes = 2);
+
 /// One of `chunks` equal slices of `gemm` along its rows (tokens), at its own shape's rate.
 [[nodiscard]] model::Operation gemm_chunk(const model::Operation& gemm, long chunks);
 
@@ -69,7 +91,8 @@ struct UserbufferPrecision {
 /// ring_gather: chunks 0..k-2's GEMMs as one task, steps 1..k-1 as one repeated ring call, the
 /// last chunk; pipelined_scatter: chunk 0, the reduce-scatters of chunks 0..k-2 as one repeated
 /// call, chunks 1..k-1 as one task, the last chunk's reduce-scatter. With two chunks both read
-/// the same. bulk: re-gather, dgrad, reduce-scatter, wgrad.
+/// the same. bulk: re-gather, dgrad, reduce-scatter, wgrad. gather: the all-gather, the GEMM;
+/// scatter: the GEMM, the reduce-scatter.
 [[nodiscard]] std::vector<std::string> piece_task_labels(const OverlapPiece& piece, long chunks,
                                                          plan::TpOverlapModel model = plan::TpOverlapModel::per_step);
 

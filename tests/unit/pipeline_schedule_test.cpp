@@ -394,7 +394,11 @@ TEST(PipelineProgram, TensorParallelZero2ReduceScattersEveryMicroBatchsGradients
   EXPECT_EQ(r.streams[kCompute].tasks.back().name, "optimizer step (shard)");
 }
 
-TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersAfter) {
+TEST(PipelineProgram, SequenceParallelismGathersBeforeColumnLinearsAndReduceScattersAfterRowLinears) {
+  // Megatron's own sequence parallelism (megatron/mpu/layers.py, 2022): each column-parallel
+  // linear (QKV, the MLP's first) all-gathers its sequence-sharded input and waits for it; each
+  // row-parallel one (the projection, the MLP's second) reduce-scatters its output, which what
+  // follows waits for. Each all-reduce of S becomes an all-gather and a reduce-scatter of S.
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   const Program plain = build_program(in);
   in.plan.sequence_parallel = true;
@@ -402,43 +406,34 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeEachPassAndReduceScattersA
   validate(prog);
   const auto& comp = prog.ranks[0].streams[kCompute];
   const auto& tensor = prog.ranks[0].streams[kTensor];
-  // The layer passes' collectives (the ends of the model and the re-gathers have tests of their own).
-  auto layer_passes = [](const Stream& s) {
-    std::vector<Task> out;
-    for (const auto& t : s.tasks)
-      for (const char* prefix : {"tp all-gather mb", "tp reduce-scatter mb", "tp all-reduce mb"})
-        if (t.name.str().rfind(prefix, 0) == 0) out.push_back(t);
-    return out;
-  };
-  const auto layer_tensor = layer_passes(tensor);
-  const auto plain_tensor = layer_passes(plain.ranks[0].streams[kTensor]);
-  ASSERT_EQ(layer_tensor.size(), 2 * plain_tensor.size());
-  // Each all-reduce of S becomes an all-gather of S before the pass and a reduce-scatter of S
-  // after it: the same bytes on the wire.
-  std::size_t gathers = 0, scatters = 0;
-  for (const auto& t : layer_tensor) {
+  const Bytes activation = 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden);
+  std::size_t all_reduces = 0, gathers = 0, scatters = 0;
+  for (const auto& t : plain.ranks[0].streams[kTensor].tasks)
+    all_reduces += t.name.str().rfind("tp all-reduce mb0 c0", 0) == 0 && t.phase == Phase::forward;
+  for (const auto& t : tensor.tasks) {
+    const std::string name = t.name.str();
+    if (name.rfind("forward mb0 c0 tp all-gather ", 0) != 0 && name.rfind("forward mb0 c0 tp reduce-scatter ", 0) != 0)
+      continue;
     const auto& call = prog.collectives[t.collective];
-    EXPECT_DOUBLE_EQ(call.size, plain.collectives[plain_tensor.front().collective].size);
+    EXPECT_DOUBLE_EQ(call.size, activation) << name;
     EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
     gathers += call.op == collective::Op::all_gather;
     scatters += call.op == collective::Op::reduce_scatter;
   }
-  EXPECT_EQ(gathers, plain_tensor.size());
-  EXPECT_EQ(scatters, plain_tensor.size());
-  // Stage 0's first pass: its two all-gathers (attention and MLP inputs), the layer, its two
-  // reduce-scatters, all in line.
-  const int layer0 = index_of(comp, "forward mb0 c0 layer 0");
-  const int gather0 = index_of(tensor, "tp all-gather mb0 c0");
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 1)], kTensor, gather0));
-  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(layer0)], kTensor, gather0 + 1));
-  EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(gather0 + 2)].collective].op,
+  EXPECT_EQ(all_reduces, 2u * 2u);  // two layers, attention and MLP
+  EXPECT_EQ(gathers, all_reduces);
+  EXPECT_EQ(scatters, all_reduces);
+  // Stage 0's first forward: the QKV GEMM waits for its input's gather; the projection's output
+  // is reduce-scattered and the compute after it waits for that.
+  const int gather = index_of(tensor, "forward mb0 c0 tp all-gather qkv");
+  const int qkv = index_of(comp, "forward mb0 c0 qkv");
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(qkv)], kTensor, gather));
+  const int proj = index_of(comp, "forward mb0 c0 attn_out");
+  const int scatter = index_of(tensor, "forward mb0 c0 tp reduce-scatter attn_out");
+  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(scatter)], kCompute, proj));
+  EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(proj + 1)], kTensor, scatter));
+  EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(scatter)].collective].op,
             collective::Op::reduce_scatter);
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 2)], kCompute, layer0));
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 3)], kTensor, gather0 + 2));
-  EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(gather0 + 4)], kTensor, gather0 + 3));  // the next pass's all-gather
-  // The elementwise work shrinks (norms and residuals on 1/tp of the sequence); the GEMMs do not.
-  EXPECT_LT(comp.tasks[static_cast<std::size_t>(layer0)].duration,
-            plain.ranks[0].streams[kCompute].tasks[static_cast<std::size_t>(layer0)].duration);
 }
 
 TEST(PipelineProgram, EachTensorParallelRegionAllReducesOnItsOwn) {
@@ -621,21 +616,23 @@ TEST(PipelineProgram, TransformerEngineFp8GathersTheSequenceInFp8) {
     int gathers = 0, regathers = 0, scatters = 0;
     for (const auto& t : prog.ranks[0].streams[kTensor].tasks) {
       const auto& call = prog.collectives[t.collective];
-      if (t.name.str() == "tp all-gather mb0 c0") {
+      const std::string name = t.name.str();
+      const bool layer = name.rfind("forward mb0 c0 ", 0) == 0 || name.rfind("backward mb0 c0 ", 0) == 0;
+      if (layer && name.find(" tp all-gather ") != std::string::npos) {
         ++gathers;
         EXPECT_DOUBLE_EQ(call.size, gathered);
-      } else if (t.name.str() == "tp re-gather mb0 c0") {
+      } else if (layer && name.find(" tp re-gather ") != std::string::npos) {
         ++regathers;
-        EXPECT_DOUBLE_EQ(call.size, 2 * gathered);
-      } else if (t.name.str() == "tp reduce-scatter mb0 c0") {
+        EXPECT_DOUBLE_EQ(call.size, gathered);
+      } else if (layer && name.find(" tp reduce-scatter ") != std::string::npos) {
         ++scatters;
         EXPECT_DOUBLE_EQ(call.size, activation);
-      } else if (t.name.str() == "tp embedding reduce-scatter mb0 c0") {
+      } else if (name == "tp embedding reduce-scatter mb0 c0") {
         EXPECT_DOUBLE_EQ(call.size, activation);
       }
     }
-    EXPECT_EQ(gathers, 8);  // two layers, two per pass, forward and backward
-    EXPECT_EQ(regathers, 2);
+    EXPECT_EQ(gathers, 8);    // two layers, two per pass, forward and backward
+    EXPECT_EQ(regathers, 4);  // two layers, the QKV's and the MLP's inputs
     EXPECT_EQ(scatters, 8);
   }
 }
@@ -684,7 +681,7 @@ TEST(PipelineProgram, TransformerEngineReducesTheAmaxesAtTheEndOfEveryChunkPass)
   EXPECT_EQ(build_program(testing_support::tiny_tp2_pp2_dp2()).ranks[0].streams.size(), 7u);
 }
 
-TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
+TEST(PipelineProgram, SequenceParallelBackwardOverlapsTheReGatherAndTheInputGradientsReduceScatter) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.plan.sequence_parallel = true;
   in.model.learned_positions = false;  // megatron/core then reduce-scatters the embedding
@@ -694,30 +691,37 @@ TEST(PipelineProgram, SequenceParallelBackwardReGathersInputsBesideThePass) {
   {
     const auto& comp = prog.ranks[0].streams[kCompute];
     const auto& tensor = prog.ranks[0].streams[kTensor];
-    // Each backward pass: the output-gradient all-gather, then the re-gather of the QKV and MLP
-    // inputs (2 x b x s x h) launched with the pass but not waited for by it; the pass's
-    // reduce-scatter comes after the re-gather on the stream.
-    int regathers = 0;
-    for (std::size_t i = 0; i < tensor.tasks.size(); ++i) {
-      const auto& t = tensor.tasks[i];
-      if (t.name.str() != "tp re-gather mb0 c0") continue;
-      ++regathers;
-      const auto& call = prog.collectives[t.collective];
-      EXPECT_EQ(call.op, collective::Op::all_gather);
-      EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
-      EXPECT_DOUBLE_EQ(call.size, 2 * activation);
-      ASSERT_EQ(t.deps.size(), 1u);
-      EXPECT_EQ(t.deps[0], (TaskRef{kTensor, static_cast<int>(i) - 1}));
-      EXPECT_EQ(tensor.tasks[i - 1].name, "tp all-gather mb0 c0");
-      EXPECT_EQ(tensor.tasks[i + 1].name, "tp reduce-scatter mb0 c0");
-      // The pass waits for the output-gradient gather, not for the re-gather.
-      const auto& rs = tensor.tasks[i + 1];
-      ASSERT_EQ(rs.deps.size(), 1u);
-      const auto& pass = comp.tasks[static_cast<std::size_t>(rs.deps[0].index)];
-      EXPECT_TRUE(waits_for(pass, kTensor, static_cast<int>(i) - 1));
-      EXPECT_FALSE(waits_for(pass, kTensor, static_cast<int>(i)));
+    // A column-parallel linear's backward (megatron/mpu/layers.py, 2022): the input it keeps
+    // sequence-sharded is re-gathered for the weight gradient beside the input-gradient GEMM;
+    // that gradient is reduce-scattered beside the weight-gradient GEMM; what follows waits for
+    // both. The row-parallel linears' output gradients are gathered first, in the critical path.
+    for (const std::string gemm : {"qkv", "ffn_in"}) {
+      const int regather = index_of(tensor, "backward mb0 c0 tp re-gather " + gemm + "_dgrad");
+      const int dgrad = index_of(comp, "backward mb0 c0 " + gemm + "_dgrad");
+      const int scatter = index_of(tensor, "backward mb0 c0 tp reduce-scatter " + gemm + "_dgrad");
+      const int wgrad = index_of(comp, "backward mb0 c0 " + gemm + "_wgrad");
+      ASSERT_TRUE(regather >= 0 && dgrad >= 0 && scatter >= 0 && wgrad >= 0) << gemm;
+      EXPECT_EQ(wgrad, dgrad + 1);
+      EXPECT_EQ(scatter, regather + 1);
+      const auto& ag = prog.collectives[tensor.tasks[static_cast<std::size_t>(regather)].collective];
+      EXPECT_EQ(ag.op, collective::Op::all_gather);
+      EXPECT_EQ(ag.group, (std::vector<int>{0, 1}));
+      EXPECT_DOUBLE_EQ(ag.size, activation);
+      EXPECT_EQ(tensor.tasks[static_cast<std::size_t>(regather)].deps,
+                comp.tasks[static_cast<std::size_t>(dgrad)].deps);  // launched together
+      EXPECT_FALSE(waits_for(comp.tasks[static_cast<std::size_t>(dgrad)], kTensor, regather));
+      EXPECT_TRUE(waits_for(tensor.tasks[static_cast<std::size_t>(scatter)], kCompute, dgrad));
+      EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(wgrad)], kTensor, regather));
+      EXPECT_FALSE(waits_for(comp.tasks[static_cast<std::size_t>(wgrad)], kTensor, scatter));
+      EXPECT_EQ(prog.collectives[tensor.tasks[static_cast<std::size_t>(scatter)].collective].op,
+                collective::Op::reduce_scatter);
+      const auto& next = comp.tasks[static_cast<std::size_t>(wgrad + 1)];
+      EXPECT_TRUE(waits_for(next, kCompute, wgrad) && waits_for(next, kTensor, scatter)) << next.name.str();
     }
-    EXPECT_EQ(regathers, 2);  // stage 0's two layers
+    for (const std::string gemm : {"attn_out", "ffn_out"}) {
+      const int gather = index_of(tensor, "backward mb0 c0 tp all-gather " + gemm + "_dgrad");
+      EXPECT_TRUE(waits_for(find_task(comp, "backward mb0 c0 " + gemm + "_dgrad"), kTensor, gather)) << gemm;
+    }
     // The embedding: reduce-scattered in forward, its gradient all-gathered in backward.
     const auto& rs = prog.collectives[find_task(tensor, "tp embedding reduce-scatter mb0 c0").collective];
     EXPECT_EQ(rs.op, collective::Op::reduce_scatter);
@@ -841,7 +845,10 @@ TEST(PipelineProgram, DeferredHeadWeightGradientsRunAfterTheLastStagesLastBackwa
   EXPECT_EQ(testing_support::task_named(comp, "deferred head weight gradient mb3 c0"), -1);
   // After every slot of the stage, in micro-batch order, each after its own re-gather; gather k
   // waits for GEMM k - 2 (its double buffer).
-  const int last_backward = index_of(comp, "backward mb3 c0 layer 0");
+  int last_backward = -1;  // the stage's last layer piece (its pieces carry no layer index)
+  for (std::size_t i = 0; i < comp.tasks.size(); ++i)
+    if (comp.tasks[i].name.str().rfind("backward mb3 c0 ", 0) == 0) last_backward = static_cast<int>(i);
+  ASSERT_GE(last_backward, 0);
   int g[3], a[3];
   for (int k = 0; k < 3; ++k) {
     g[k] = index_of(comp, "deferred head weight gradient mb" + std::to_string(k) + " c0");
@@ -988,8 +995,9 @@ TEST(PipelineProgram, MegatronLocalDdpFlattensBeforeAndCopiesBackAfterTheGradien
 // forward again, on the compute stream, with no collective of its own; the backward itself is the
 // plain one. Full recompute folds the whole forward into the backward and doubles its TP calls.
 TEST(PipelineProgram, SelectiveAttentionRecomputesTheCoreAttentionBeforeEachBackward) {
+  // Without sequence parallelism each layer pass is one task named by its layer (with it the
+  // pass is cut at its linears, and the recompute comes before the first piece the same way).
   ScheduleInputs none = testing_support::tiny_tp2_pp2_dp2();
-  none.plan.sequence_parallel = true;
   ScheduleInputs selective = none, full = none;
   selective.plan.activation_checkpointing = true;
   selective.plan.checkpoint_policy = plan::CheckpointPolicy::selective_attention;
