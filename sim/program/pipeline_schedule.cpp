@@ -265,13 +265,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // Megatron's own sequence parallelism, cut at the linears as its layers run it: the backward's
   // input-gradient reduce-scatters beside the weight-gradient GEMMs (tp_comm_overlap.hpp). With
   // context parallelism the pass stays whole (the ring's pieces are the attention's).
-  const bool sp_pieces = sequence_parallel && !tp_overlap && !context_parallel;
-  if (sp_pieces) {
+  // A layer without Megatron's four linears (eager q, k and v projections) stays whole too.
+  bool sp_pieces = false;
+  if (sequence_parallel && !tp_overlap && !context_parallel) {
     const double gather_bytes = shape.fp8.sequence_gathers_fp8 ? 1 : 2;
-    forward_pieces = costed(sequence_parallel_pieces(layer_f, true, gather_bytes), true);
-    if (full_recompute) backward_pieces = forward_pieces;
-    for (auto& c : costed(sequence_parallel_pieces(layer_b, false, gather_bytes), false))
-      backward_pieces.push_back(std::move(c));
+    const auto forward_cut = sequence_parallel_pieces(layer_f, true, gather_bytes);
+    const auto backward_cut = sequence_parallel_pieces(layer_b, false, gather_bytes);
+    sp_pieces = forward_cut && backward_cut;
+    if (sp_pieces) {
+      forward_pieces = costed(*forward_cut, true);
+      if (full_recompute) backward_pieces = forward_pieces;
+      for (auto& c : costed(*backward_cut, false)) backward_pieces.push_back(std::move(c));
+    }
   }
   std::vector<CostedRing> ring_forward, ring_backward;  // without tp_comm_overlap: the whole pass
   if (context_parallel && !tp_overlap) {
@@ -1095,7 +1100,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             const int tp_calls_per_pass = 2 * (full_recompute && !slot.forward ? 2 : 1);
             if (sequence_parallel && !tp_overlap && !sp_pieces) {
               // Megatron-SP around a whole pass (with context parallelism, whose ring cuts the
-              // pass at its attention; without, sp_pieces cuts it at the linears): the attention
+              // pass at its attention, or a layer without Megatron's four linears; otherwise
+              // sp_pieces cuts it at the linears): the attention
               // and MLP inputs are all-gathered from the sequence shards (in backward: the output
               // gradients), the same bytes as the all-reduce's second half.
               for (int k = 0; k < tp_calls_per_pass; ++k) {

@@ -1,5 +1,6 @@
 #include "program/tp_comm_overlap.hpp"
 
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -53,10 +54,11 @@ Kind megatron_kind_of(const std::string& name, bool forward) {
   return te;
 }
 
-/// The ops cut at the GEMMs `kind_of_gemm` names, each piece's wire bytes from `bytes`.
+/// The ops cut at the GEMMs `kind_of_gemm` names, each piece's wire bytes from `bytes`; nullopt
+/// unless the pass has the two gathering and the two scattering linears.
 template <typename KindOf, typename BytesOf>
-std::vector<OverlapPiece> cut_at_linears(const std::vector<model::Operation>& ops, KindOf kind_of_gemm, BytesOf bytes,
-                                         const std::string& what) {
+std::optional<std::vector<OverlapPiece>> cut_at_linears(const std::vector<model::Operation>& ops, KindOf kind_of_gemm,
+                                                        BytesOf bytes, const std::string& what) {
   std::vector<OverlapPiece> pieces;
   int gathers = 0, scatters = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -78,8 +80,7 @@ std::vector<OverlapPiece> cut_at_linears(const std::vector<model::Operation>& op
     (kind == Kind::ring_gather || kind == Kind::gather ? gathers : scatters) += 1;
     pieces.push_back(std::move(piece));
   }
-  TRAINSIM_CHECK(gathers == 2 && scatters == 2,
-                 what + " needs a layer with a fused QKV, an output projection and two MLP linears");
+  if (gathers != 2 || scatters != 2) return std::nullopt;
   return pieces;
 }
 
@@ -87,13 +88,16 @@ std::vector<OverlapPiece> cut_at_linears(const std::vector<model::Operation>& op
 
 std::vector<OverlapPiece> tp_overlap_pieces(const std::vector<model::Operation>& ops, bool forward,
                                             const UserbufferPrecision& precision) {
-  return cut_at_linears(
+  auto pieces = cut_at_linears(
       ops, [&](const std::string& name) { return kind_of(name, forward); },
       [&](const std::string& name, Kind kind) { return wire_bytes(name, kind, precision); }, "tp_comm_overlap");
+  TRAINSIM_CHECK(pieces.has_value(),
+                 "tp_comm_overlap needs a layer with a fused QKV, an output projection and two MLP linears");
+  return *std::move(pieces);
 }
 
-std::vector<OverlapPiece> sequence_parallel_pieces(const std::vector<model::Operation>& ops, bool forward,
-                                                   double gather_bytes) {
+std::optional<std::vector<OverlapPiece>> sequence_parallel_pieces(const std::vector<model::Operation>& ops,
+                                                                  bool forward, double gather_bytes) {
   return cut_at_linears(
       ops, [&](const std::string& name) { return megatron_kind_of(name, forward); },
       [&](const std::string&, Kind) { return std::pair<double, double>{gather_bytes, 2}; }, "sequence parallelism");

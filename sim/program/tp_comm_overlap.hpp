@@ -40,6 +40,7 @@
 //    NeMo 2's GPT-3 175B performance script sets proj_fprop's; the launcher's yaml configs none;
 //  - the bulk reduce-scatters (qkv_wgrad, fc1_wgrad) in bf16: not all-gather buffers, not pipeline.
 // The schedule turns pieces into tasks; the overlap itself is SimGrid's, from the dependencies.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,10 +78,11 @@ struct UserbufferPrecision {
 
 /// The same pass as Megatron's own sequence parallelism runs it (gather, scatter and bulk pieces,
 /// the header's first list). `gather_bytes` per element of the all-gathers (1 where the linears
-/// gather FP8, model/fp8_linear.hpp); the reduce-scatters move bf16. Throws InvariantError as
-/// tp_overlap_pieces does.
-[[nodiscard]] std::vector<OverlapPiece> sequence_parallel_pieces(const std::vector<model::Operation>& ops, bool forward,
-                                                                 double gather_bytes = 2);
+/// gather FP8, model/fp8_linear.hpp); the reduce-scatters move bf16. nullopt for a layer without
+/// a fused QKV, an output projection and two MLP linears (eager q, k, v or gate and up
+/// projections, Hugging Face's BERT): the schedule keeps such a pass whole.
+[[nodiscard]] std::optional<std::vector<OverlapPiece>> sequence_parallel_pieces(
+    const std::vector<model::Operation>& ops, bool forward, double gather_bytes = 2);
 
 /// One of `chunks` equal slices of `gemm` along its rows (tokens), at its own shape's rate.
 [[nodiscard]] model::Operation gemm_chunk(const model::Operation& gemm, long chunks);

@@ -436,6 +436,23 @@ TEST(PipelineProgram, SequenceParallelismGathersBeforeColumnLinearsAndReduceScat
             collective::Op::reduce_scatter);
 }
 
+TEST(PipelineProgram, SequenceParallelEagerLayersKeepTheirPassWhole) {
+  // Eager module code (nn.Linear each for q, k and v) has no fused QKV to cut at: each pass is
+  // one task between its two gathers and its two reduce-scatters, the backward re-gather beside.
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.plan.sequence_parallel = true;
+  in.plan.eager_kernels = true;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& comp = prog.ranks[0].streams[kCompute];
+  const auto& tensor = prog.ranks[0].streams[kTensor];
+  const int layer = index_of(comp, "backward mb0 c0 layer 0");
+  EXPECT_GE(testing_support::task_named(tensor, "tp re-gather mb0 c0"), 0);
+  const int scatter = index_of(tensor, "tp reduce-scatter mb0 c0");
+  EXPECT_GE(layer, 0);
+  EXPECT_GE(scatter, 0);
+}
+
 TEST(PipelineProgram, EachTensorParallelRegionAllReducesOnItsOwn) {
   // Megatron's mappings.py all-reduces after attention and after the MLP, each b x s x h; with
   // recompute the backward pass redoes the forward's two and adds the two input gradients'. Each

@@ -1,5 +1,6 @@
-// Transformer Engine's TP communication overlap as plain data: the pieces a layer pass is cut
-// into, and the tasks and dependencies the PTD-P schedule makes of them (no SimGrid).
+// Transformer Engine's TP communication overlap (and Megatron's own sequence parallelism) as plain
+// data: the pieces a layer pass is cut into, and the tasks and dependencies the PTD-P schedule
+// makes of them (no SimGrid).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -48,6 +49,36 @@ TEST(TpCommOverlap, ForwardGathersIntoQkvAndFc1AndScattersAfterProjAndFc2) {
                                               Kind::compute}));
   EXPECT_EQ(pieces[1].ops.front().name, "qkv");
   EXPECT_EQ(pieces[7].ops.front().name, "ffn_out");
+}
+
+TEST(TpCommOverlap, MegatronsOwnSequenceParallelismGathersAndScattersWholeGemmsWithTheSameBulkBackward) {
+  ScheduleInputs in = overlapped();
+  const auto forward = sequence_parallel_pieces(model::layer_forward_ops(in.model, shape_of(in)), true, 1);
+  ASSERT_TRUE(forward.has_value());
+  EXPECT_EQ(kinds(*forward), (std::vector<Kind>{Kind::compute, Kind::gather, Kind::compute, Kind::scatter, Kind::compute,
+                                                Kind::gather, Kind::compute, Kind::scatter, Kind::compute}));
+  for (const auto& p : *forward)
+    if (p.kind != Kind::compute) {
+      EXPECT_EQ(p.gather_bytes, 1);  // as asked: FP8 gathers
+      EXPECT_EQ(p.scatter_bytes, 2);
+    }
+  const auto backward = sequence_parallel_pieces(model::layer_backward_ops(in.model, shape_of(in)), false);
+  ASSERT_TRUE(backward.has_value());
+  std::vector<std::pair<Kind, std::string>> cut;
+  for (const auto& p : *backward)
+    if (p.kind != Kind::compute) cut.emplace_back(p.kind, p.ops.front().name);
+  EXPECT_EQ(cut, (std::vector<std::pair<Kind, std::string>>{{Kind::gather, "ffn_out_dgrad"},
+                                                             {Kind::bulk, "ffn_in_dgrad"},
+                                                             {Kind::gather, "attn_out_dgrad"},
+                                                             {Kind::bulk, "qkv_dgrad"}}));
+  EXPECT_EQ(piece_task_labels((*forward)[1], 2), (std::vector<std::string>{"tp all-gather qkv", "qkv"}));
+  EXPECT_EQ(piece_task_labels((*forward)[3], 2), (std::vector<std::string>{"attn_out", "tp reduce-scatter attn_out"}));
+  // An eager layer (three nn.Linear for q, k and v, SwiGLU's gate and up apart) has no fused
+  // QKV to cut at: the schedule keeps its pass whole.
+  model::LayerShape eager = shape_of(in);
+  eager.eager = true;
+  EXPECT_FALSE(sequence_parallel_pieces(model::layer_forward_ops(in.model, eager), true).has_value());
+  EXPECT_FALSE(sequence_parallel_pieces(model::layer_backward_ops(in.model, eager), false).has_value());
 }
 
 TEST(TpCommOverlap, BackwardRingsBeforeTheRowParallelDgradsAndBulkAroundTheColumnParallelOnes) {
