@@ -134,6 +134,16 @@ def checkpointing(mode):
     return (f"checkpointing={mode}", apply)
 
 
+def sequence_parallel_tp(tp):
+    """Megatron's sequence parallelism needs TP > 1: both at once, or a random pair rarely meets."""
+    def apply(d):
+        training(d)["tensor_parallel"] = tp
+        training(d)["sequence_parallel"] = True
+        del_point_overrides(d)
+        d["points"][0].pop("data_parallel_degree", None)  # the new TP changes it
+    return (f"sequence_parallel_tp{tp}", apply)
+
+
 def offload(d):
     training(d)["activation_checkpointing"] = True
     training(d)["activation_offloading"] = True
@@ -155,6 +165,8 @@ def valid_mutations():
     m += [set_training("optimizer", o) for o in ("adam", "sgd", "sgd_momentum")]
     m += [set_training("flash_attention", b) for b in (True, False)]
     m += [set_training("sequence_parallel", True)]
+    m += [sequence_parallel_tp(k) for k in (2, 4)]
+    m += [set_training("eager_kernels", True)]
     m += [set_training("context_parallel", k) for k in (2, 4)]
     m += [set_training("linear_precision", "fp8")]
     m += [set_model("seq_len", s) for s in (128, 32768)]
