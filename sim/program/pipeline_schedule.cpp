@@ -264,8 +264,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   }
   // Megatron's own sequence parallelism, cut at the linears as its layers run it: the backward's
   // input-gradient reduce-scatters beside the weight-gradient GEMMs (tp_comm_overlap.hpp). With
-  // context parallelism the pass stays whole (the ring's pieces are the attention's).
-  // A layer without Megatron's four linears (eager q, k and v projections) stays whole too.
+  // context parallelism the pass stays whole (the ring's pieces are the attention's), and so
+  // does a layer without Megatron's four linears (eager q, k and v projections).
   bool sp_pieces = false;
   if (sequence_parallel && !tp_overlap && !context_parallel) {
     const double gather_bytes = shape.fp8.sequence_gathers_fp8 ? 1 : 2;
@@ -937,8 +937,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
             return deps;
           };
-          // tp_comm_overlap or Megatron's sequence parallelism: one layer pass's pieces as tasks, named in push order; returns what
-          // the pass's successor waits for, its last compute task first.
+          // tp_comm_overlap or Megatron's sequence parallelism: one layer pass's pieces as tasks,
+          // named in push order; returns what the pass's successor waits for, its last compute
+          // task first.
           auto overlapped_pass = [&](const std::vector<CostedPiece>& pieces, const std::vector<InternedName>& labels,
                                      std::vector<TaskRef> deps) {
             std::size_t n = 0;
@@ -1101,9 +1102,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             if (sequence_parallel && !tp_overlap && !sp_pieces) {
               // Megatron-SP around a whole pass (with context parallelism, whose ring cuts the
               // pass at its attention, or a layer without Megatron's four linears; otherwise
-              // sp_pieces cuts it at the linears): the attention
-              // and MLP inputs are all-gathered from the sequence shards (in backward: the output
-              // gradients), the same bytes as the all-reduce's second half.
+              // sp_pieces cuts it at the linears): the attention and MLP inputs are all-gathered
+              // from the sequence shards (in backward: the output gradients), the same bytes as
+              // the all-reduce's second half.
               for (int k = 0; k < tp_calls_per_pass; ++k) {
                 const int c = tp_call(names.tp_gather, collective::Op::all_gather, sequence_gather);
                 ready = {push(kTensor, {names.tp_gather, TaskKind::collective, phase, 0, c, ready})};
