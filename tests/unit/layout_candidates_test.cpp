@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace trainsim::search {
 namespace {
@@ -22,6 +23,19 @@ PointShape pipelined() {
   s.micro_batch = 2;
   s.checkpointing = true;
   return s;
+}
+
+/// A space of the given degrees, micro-batches and checkpointing, full sharding only; the other
+/// axes empty (the point's own).
+SearchSpace space_of(std::vector<long> tp, std::vector<long> pp, std::vector<long> micro_batch,
+                     std::vector<bool> checkpointing) {
+  SearchSpace space;
+  space.tp = std::move(tp);
+  space.pp = std::move(pp);
+  space.micro_batch = std::move(micro_batch);
+  space.checkpointing = std::move(checkpointing);
+  space.shard = {0};
+  return space;
 }
 
 TEST(LayoutCandidates, ModelParallelPointsSearchTpToANodeAndPpOverTheDivisors) {
@@ -89,11 +103,7 @@ TEST(LayoutCandidates, DataParallelPointsKeepTheirDegreesUnlessAsked) {
 }
 
 TEST(LayoutCandidates, EveryCandidateTrainsTheGlobalBatch) {
-  SearchSpace space;
-  space.tp = {2, 4};
-  space.pp = {2};
-  space.checkpointing = {true};
-  space.shard = {0};
+  SearchSpace space = space_of({2, 4}, {2}, {}, {true});
   const auto e = enumerate_layouts(space, pipelined());
   // TP 2: DP 4, 8 sequences per replica: micro-batch 1, 2, 4, 8; TP 4: DP 2, 16: 1, 2, 4, 8, 16.
   ASSERT_EQ(e.candidates.size(), 4u + 5u);
@@ -111,12 +121,7 @@ TEST(LayoutCandidates, EveryCandidateTrainsTheGlobalBatch) {
 }
 
 TEST(LayoutCandidates, CombinationsThatCannotRunAreSetAsideWithTheReason) {
-  SearchSpace space;
-  space.tp = {3, 8};
-  space.pp = {4};
-  space.micro_batch = {3};
-  space.checkpointing = {false};
-  space.shard = {0};
+  SearchSpace space = space_of({3, 8}, {4}, {3}, {false});
   PointShape s = pipelined();
   s.global_batch = 8;
   const auto e = enumerate_layouts(space, s);
@@ -223,13 +228,8 @@ TEST(LayoutCandidates, MegatronPipelinesTryInterleavingWithOneAndTwoChunksAndThe
 TEST(LayoutCandidates, VirtualStagesAreCombinedOnlyWithPipelines) {
   PointShape s = pipelined();
   s.virtual_stages = 2;
-  SearchSpace space;
-  space.tp = {4};
-  space.pp = {1, 2};
+  SearchSpace space = space_of({4}, {1, 2}, {2}, {true});
   space.virtual_stages = {1, 2};
-  space.micro_batch = {2};
-  space.checkpointing = {true};
-  space.shard = {0};
   const auto e = enumerate_layouts(space, s);
   ASSERT_EQ(e.candidates.size(), 3u);  // PP 1 once, PP 2 with one and two chunks
   EXPECT_EQ(e.candidates[0].pp, 1);
@@ -406,13 +406,8 @@ TEST(LayoutCandidates, MegatronsGradientBuffersFollowItsTwoSchedulesAndTheChange
 TEST(LayoutCandidates, SequenceParallelismIsTriedOnlyWithTensorParallelism) {
   PointShape s = pipelined();  // TP 4, PP 2, no sequence parallelism
   EXPECT_EQ(complete_space({}, s, 6).sequence_parallel, (std::vector<bool>{false}));
-  SearchSpace space;
-  space.tp = {1, 4};
-  space.pp = {2};
-  space.micro_batch = {2};
-  space.checkpointing = {true};
+  SearchSpace space = space_of({1, 4}, {2}, {2}, {true});
   space.sequence_parallel = {false, true};
-  space.shard = {0};
   const auto e = enumerate_layouts(space, s);
   ASSERT_EQ(e.candidates.size(), 3u);  // TP 1 once, TP 4 with and without
   EXPECT_FALSE(e.candidates[0].sequence_parallel);
@@ -435,13 +430,8 @@ TEST(LayoutCandidates, OffloadingIsTriedOnlyWithCheckpointing) {
   PointShape s = pipelined();  // checkpointing, no offloading
   s.tp = 1;
   s.pp = 1;
-  SearchSpace space;
-  space.tp = {1};
-  space.pp = {1};
-  space.micro_batch = {2};
-  space.checkpointing = {false, true};
+  SearchSpace space = space_of({1}, {1}, {2}, {false, true});
   space.offloading = {false, true};
-  space.shard = {0};
   const auto e = enumerate_layouts(space, s);
   ASSERT_EQ(e.candidates.size(), 3u);  // no checkpointing once; checkpointing with and without
   EXPECT_FALSE(e.candidates[0].checkpointing);
@@ -466,14 +456,9 @@ TEST(LayoutCandidates, OffloadingIsTriedOnlyWithCheckpointing) {
 TEST(LayoutCandidates, GpipeIsTriedOnlyOnPipelinesWithoutVirtualStages) {
   PointShape s = pipelined();
   s.interleavable = true;
-  SearchSpace space;
-  space.tp = {4};
-  space.pp = {1, 2};
+  SearchSpace space = space_of({4}, {1, 2}, {2}, {true});
   space.virtual_stages = {1, 2};
   space.pipeline_schedule = {"1f1b", "gpipe"};
-  space.micro_batch = {2};
-  space.checkpointing = {true};
-  space.shard = {0};
   const auto completed = complete_space(space, s, 6);
   EXPECT_EQ(completed.pipeline_schedule, (std::vector<std::string>{"gpipe", "1f1b"}));
   const auto e = enumerate_layouts(completed, s);
@@ -508,13 +493,8 @@ TEST(LayoutCandidates, ContextParallelismDividesTheAcceleratorsWithTpAndPp) {
   s.micro_batch = 1;
   s.checkpointing = false;  // (the loader rejects CP with it)
   EXPECT_EQ(complete_space({}, s, 6).cp, (std::vector<long>{2}));  // the point's own
-  SearchSpace space;
-  space.tp = {2, 8};
+  SearchSpace space = space_of({2, 8}, {1}, {1}, {false});
   space.cp = {4, 1, 3, 2};
-  space.pp = {1};
-  space.micro_batch = {1};
-  space.checkpointing = {false};
-  space.shard = {0};
   const auto completed = complete_space(space, s, 6);
   EXPECT_EQ(completed.cp, (std::vector<long>{1, 2, 3, 4}));
   const auto e = enumerate_layouts(completed, s);
