@@ -40,6 +40,15 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+/// The names of `given` in the order of `names`, duplicates dropped.
+std::vector<std::string> in_order_of(const std::vector<std::string>& names,
+                                     const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  for (const auto& name : names)
+    if (contains(given, name)) out.push_back(name);
+  return out;
+}
+
 /// The training keys a candidate sets from its layout (its label names them).
 constexpr const char* kLayoutKeys[] = {"schedule",
                                        "tensor_parallel",
@@ -95,10 +104,7 @@ std::string Candidate::label() const {
 
 SearchSpace complete_space(SearchSpace given, const PointShape& shape, long layers) {
   if (given.schedule.empty()) given.schedule = {shape.schedule};
-  std::vector<std::string> schedules;  // schedule_names() order, duplicates dropped
-  for (const auto& name : schedule_names())
-    if (contains(given.schedule, name)) schedules.push_back(name);
-  given.schedule = schedules;
+  given.schedule = in_order_of(schedule_names(), given.schedule);
   const bool model_parallel = shape.tp > 1 || shape.pp > 1;
   if (given.tp.empty()) {
     given.tp = model_parallel ? powers_of_two_up_to(shape.ranks_per_node) : std::vector<long>{};
@@ -114,10 +120,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
     given.pp.push_back(shape.pp);
   }
   if (given.pipeline_schedule.empty()) given.pipeline_schedule = {shape.gpipe ? "gpipe" : "1f1b"};
-  std::vector<std::string> pipelines;  // pipeline_schedule_names() order, duplicates dropped
-  for (const auto& name : pipeline_schedule_names())
-    if (contains(given.pipeline_schedule, name)) pipelines.push_back(name);
-  given.pipeline_schedule = pipelines;
+  given.pipeline_schedule = in_order_of(pipeline_schedule_names(), given.pipeline_schedule);
   if (given.virtual_stages.empty()) {
     // Whether to interleave, and with the point's own chunks: more chunks shrink the bubble and
     // multiply the stage exchanges (Narayanan et al. 2021, section 2.2.2).
