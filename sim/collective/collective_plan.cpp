@@ -95,7 +95,10 @@ CollectivePlan plan_hierarchical(Op op, Bytes size, const std::vector<int>& grou
   const std::size_t per_node = by_node.begin()->second.size();
   for (const auto& [node, members] : by_node)
     if (members.size() != per_node)
-      throw InvariantError("collective group has an uneven number of ranks per node");
+      throw ConfigError(cal.file, "/schema_version",
+                        "schema-1 calibrations plan groups with the same number of ranks on every node; this "
+                        "layout puts " + std::to_string(per_node) + " of a group's ranks on one node and " +
+                        std::to_string(members.size()) + " on another (choose degrees whose groups fill nodes alike)");
 
   if (by_node.size() == 1) {
     Phase p = level_phase(op, size, group, cal.intra_node);

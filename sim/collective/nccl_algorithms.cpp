@@ -16,9 +16,11 @@ GroupShape shape_of(const std::vector<int>& group, const RankLayout& layout) {
     if (fresh) g.nodes.emplace_back();
     g.nodes[it->second].push_back(r);
   }
-  for (const auto& members : g.nodes)
-    if (members.size() != g.nodes.front().size())
-      throw InvariantError("collective group has an uneven number of ranks per node");
+  g.ranks_ = static_cast<int>(group.size());
+  for (const auto& members : g.nodes) {
+    g.most_ = std::max(g.most_, static_cast<int>(members.size()));
+    g.even_ = g.even_ && members.size() == g.nodes.front().size();
+  }
   return g;
 }
 
@@ -81,7 +83,7 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g, const RankLayout&
                        const std::vector<int>& entry_nic) {
   Schedule s;
   s.algorithm = Algorithm::ring;
-  const int n = g.ranks(), nodes = g.node_count(), k = g.per_node();
+  const int n = g.ranks(), nodes = g.node_count();
   if (n < 2) return s;
   const bool twice = op == Op::all_reduce;  // reduce-scatter then all-gather around the ring
   const int steps = twice ? 2 * (n - 1) : n - 1;
@@ -93,20 +95,34 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g, const RankLayout&
   s.pipeline_unit = op == Op::broadcast ? size : size / n;
   s.units_per_lane = per_rank / s.pipeline_unit;
   // A group holding part of each node takes its channels' NICs from the entry table.
-  const bool pinned = nodes > 1 && !entry_nic.empty() && k < layout.ranks_per_node;
+  const bool pinned = nodes > 1 && !entry_nic.empty() && g.per_node() < layout.ranks_per_node;
   FlowSum sum;
+  if (nodes == 1) {
+    const int k = g.on_node(0);
+    for (int j = 0; j < k; ++j) sum.add(g.nodes[0][j], g.nodes[0][(j + 1) % k], per_rank, false);
+    s.flows = sum.flows();
+    return s;
+  }
+  // Channel c enters every node at position c and leaves it from position c-1 (of the node's
+  // own ranks, taken in turn where it holds fewer than the fullest node), through one NIC on
+  // both sides (NCCL's ring returns to the NIC it started from), each channel carrying 1/lanes
+  // of the ring's bytes.
+  const int lanes = g.per_node();
   for (int m = 0; m < nodes; ++m) {
     const auto& here = g.nodes[m];
     const auto& next = g.nodes[(m + 1) % nodes];
-    for (int j = 0; j < k; ++j) {
-      if (nodes == 1) {
-        sum.add(here[j], here[(j + 1) % k], per_rank, false);
-        continue;
-      }
-      // Channel c leaves a node from position c-1 and enters the next at position c, through
-      // one NIC on both sides (NCCL's ring returns to the NIC it started from).
-      sum.add(here[j], here[(j + 1) % k], per_rank * (k - 1) / k, false);
-      const int dst = next[(j + 1) % k];
+    const int k = g.on_node(m), k_next = g.on_node((m + 1) % nodes);
+    std::vector<int> hop_lanes(static_cast<std::size_t>(k), 0);  // hop j: position j to j + 1
+    std::map<std::pair<int, int>, int> crossing_lanes;              // (exit position, next rank)
+    for (int c = 0; c < lanes; ++c) {
+      for (int i = 0; i + 1 < k; ++i) ++hop_lanes[static_cast<std::size_t>((c + i) % k)];
+      ++crossing_lanes[{(c + k - 1) % k, next[static_cast<std::size_t>(c % k_next)]}];
+    }
+    for (int j = 0; j < k; ++j)
+      if (hop_lanes[static_cast<std::size_t>(j)] > 0)
+        sum.add(here[j], here[(j + 1) % k], per_rank * hop_lanes[static_cast<std::size_t>(j)] / lanes, false);
+    for (const auto& [hop, count] : crossing_lanes) {
+      const int dst = hop.second;
       int nic = -1;
       if (pinned) {
         const auto entry = static_cast<std::size_t>(layout.local_of(dst));
@@ -114,7 +130,7 @@ Schedule ring_schedule(Op op, Bytes size, const GroupShape& g, const RankLayout&
                                                      std::to_string(entry));
         nic = entry_nic[entry];
       }
-      sum.add(here[j], dst, per_rank / k, true, nic, nic);
+      sum.add(here[static_cast<std::size_t>(hop.first)], dst, per_rank * count / lanes, true, nic, nic);
     }
   }
   s.flows = sum.flows();
@@ -131,13 +147,16 @@ void add_tree_flows(Bytes size, const GroupShape& g, FlowSum& sum) {
   const int nodes = g.node_count(), k = g.per_node();
   const int lanes = 2 * k;
   const Bytes lane_bytes = size / lanes;
+  // Lane l at position l % (the node's ranks): a node holding fewer of the group's ranks than
+  // the fullest runs several lanes through one position.
+  auto at = [&](int m, int l) { return g.nodes[m][static_cast<std::size_t>(l % g.on_node(m))]; };
   for (int l = 0; l < lanes; ++l) {
-    const int p = l % k, t = l / k;
+    const int t = l / k;
     for (int m = 0; m < nodes; ++m) {
       const int parent = tree_parent(t, m, nodes);
       if (parent < 0) continue;
-      sum.add(g.nodes[m][p], g.nodes[parent][p], lane_bytes, true);  // reduce up the tree
-      sum.add(g.nodes[parent][p], g.nodes[m][p], lane_bytes, true);  // broadcast down the tree
+      sum.add(at(m, l), at(parent, l), lane_bytes, true);  // reduce up the tree
+      sum.add(at(parent, l), at(m, l), lane_bytes, true);  // broadcast down the tree
     }
   }
 }
@@ -153,11 +172,11 @@ Schedule tree_schedule(Bytes size, const GroupShape& g) {
   const Bytes lane_bytes = size / lanes;
   FlowSum sum;
   for (int l = 0; l < lanes; ++l) {
-    const int p = l % k;
     for (int m = 0; m < nodes; ++m) {
       const auto& here = g.nodes[m];
-      for (int i = 0; i + 1 < k; ++i) {
-        const int a = here[(p + i) % k], b = here[(p + i + 1) % k];
+      const int km = g.on_node(m), p = l % km;
+      for (int i = 0; i + 1 < km; ++i) {
+        const int a = here[(p + i) % km], b = here[(p + i + 1) % km];
         sum.add(b, a, lane_bytes, false);  // reduce up the chain
         sum.add(a, b, lane_bytes, false);  // broadcast down the chain
       }
@@ -199,6 +218,7 @@ Schedule nvls_tree_schedule(Bytes size, const GroupShape& g) {
   s.algorithm = Algorithm::nvls_tree;
   const int nodes = g.node_count(), k = g.per_node();
   TRAINSIM_CHECK(nodes >= 2, "NVLS tree all_reduce needs at least two nodes");
+  TRAINSIM_CHECK(g.even(), "NVLS tree all_reduce needs the same ranks on every node");
   FlowSum sum;
   if (k > 1)
     for (const auto& r : g.nodes)
@@ -218,7 +238,7 @@ Schedule nvls_tree_schedule(Bytes size, const GroupShape& g) {
 Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
   Schedule s;
   s.algorithm = Algorithm::pairwise;
-  const int n = g.ranks(), nodes = g.node_count(), k = g.per_node();
+  const int n = g.ranks(), nodes = g.node_count();
   FlowSum sum;
   if (op == Op::send_recv) {
     TRAINSIM_CHECK(n == 2, "send_recv needs a group of exactly two ranks");
@@ -230,12 +250,15 @@ Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
   }
   if (op == Op::ring_exchange) {
     if (n < 2) return s;
-    std::vector<int> ring;  // node by node: g.nodes[i / k][i % k] is the ring's i-th rank
-    for (const auto& r : g.nodes) ring.insert(ring.end(), r.begin(), r.end());
+    std::vector<int> ring, node_of;  // node by node, and the node of each
+    for (int m = 0; m < nodes; ++m) {
+      ring.insert(ring.end(), g.nodes[m].begin(), g.nodes[m].end());
+      node_of.insert(node_of.end(), g.nodes[m].size(), m);
+    }
     bool inter = false;
     for (int i = 0; i < n; ++i) {
       const int next = (i + 1) % n;
-      const bool crosses = i / k != next / k;
+      const bool crosses = node_of[static_cast<std::size_t>(i)] != node_of[static_cast<std::size_t>(next)];
       inter = inter || crosses;
       sum.add(ring[static_cast<std::size_t>(i)], ring[static_cast<std::size_t>(next)], size, crosses);
     }
@@ -247,11 +270,13 @@ Schedule pairwise_schedule(Op op, Bytes size, const GroupShape& g) {
   TRAINSIM_CHECK(op == Op::alltoall, "pairwise schedules are for alltoall, send_recv and ring_exchange");
   if (n < 2) return s;
   const Bytes share = size / n;
+  // A rank's bytes for a node holding another number of the group's ranks go to the position
+  // its own maps to there.
   for (int m = 0; m < nodes; ++m)
-    for (int j = 0; j < k; ++j) {
-      for (int i = 0; i < k; ++i) sum.add(g.nodes[m][j], g.nodes[m][i], share, false);
+    for (int j = 0; j < g.on_node(m); ++j) {
+      for (int i = 0; i < g.on_node(m); ++i) sum.add(g.nodes[m][j], g.nodes[m][i], share, false);
       for (int o = 0; o < nodes; ++o)
-        if (o != m) sum.add(g.nodes[m][j], g.nodes[o][j], share * k, true);
+        if (o != m) sum.add(g.nodes[m][j], g.nodes[o][static_cast<std::size_t>(j % g.on_node(o))], share * g.on_node(o), true);
     }
   s.flows = sum.flows();
   s.peer_rounds = n - 1;

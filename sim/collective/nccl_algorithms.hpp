@@ -16,15 +16,28 @@
 namespace trainsim::collective {
 
 /// A group's members by node: nodes[m][j] is the global rank at position j on the m-th node.
+/// Nodes may hold different numbers of the group's ranks (a data-parallel group of TP 4 x PP 2
+/// on 3 nodes of 8 has 2 ranks on one node and 1 on the next), as NCCL allows: each node's
+/// chain has its own length, and the channels that cross between nodes spread over each
+/// node's own positions.
 struct GroupShape {
   std::vector<std::vector<int>> nodes;
   [[nodiscard]] int node_count() const { return static_cast<int>(nodes.size()); }
-  [[nodiscard]] int per_node() const { return static_cast<int>(nodes.front().size()); }
-  [[nodiscard]] int ranks() const { return node_count() * per_node(); }
+  /// Ranks on the node holding most of the group (every node's where they hold alike).
+  [[nodiscard]] int per_node() const { return most_; }
+  [[nodiscard]] int ranks() const { return ranks_; }
+  /// Whether every node holds the same number of the group's ranks.
+  [[nodiscard]] bool even() const { return even_; }
+  /// Ranks of the group on the m-th node.
+  [[nodiscard]] int on_node(int m) const { return static_cast<int>(nodes[static_cast<std::size_t>(m)].size()); }
+
+private:
+  friend GroupShape shape_of(const std::vector<int>& group, const RankLayout& layout);
+  int most_ = 0, ranks_ = 0;
+  bool even_ = true;
 };
 
-/// Groups `group` by node (nodes in order of first appearance); InvariantError when nodes hold
-/// different numbers of its ranks.
+/// Groups `group` by node (nodes in order of first appearance).
 [[nodiscard]] GroupShape shape_of(const std::vector<int>& group, const RankLayout& layout);
 
 struct PayloadFlow {

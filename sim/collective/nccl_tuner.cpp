@@ -19,7 +19,8 @@ std::vector<Algorithm> candidate_algorithms(Op op, const GroupShape& g,
       std::vector<Algorithm> out{Algorithm::ring};
       if (!one_node && cal.inter_fabric.allows(Algorithm::tree)) {
         out.push_back(Algorithm::tree);
-        if (cal.intra_fabric.allows(Algorithm::nvls)) out.push_back(Algorithm::nvls_tree);
+        // NVLS trees pair every node's NVLS group with the same tree lanes: alike nodes only.
+        if (cal.intra_fabric.allows(Algorithm::nvls) && g.even()) out.push_back(Algorithm::nvls_tree);
       }
       if (one_node && cal.intra_fabric.allows(Algorithm::nvls)) out.push_back(Algorithm::nvls);
       return out;
@@ -123,7 +124,13 @@ BytesPerSecond channel_payload_limit(const PayloadFlow& f, const Schedule& s, co
   // Every ring op runs the communicator's ring channels; all_reduce stands for them.
   const int channels = kernel_channels(Op::all_reduce, members, layout, cal, Algorithm::ring);
   TRAINSIM_CHECK(channels > 0, "a per-channel rate limit needs the calibration's channels");
-  return per_channel * channels / g.per_node();
+  if (g.even()) return per_channel * channels / g.per_node();
+  // Nodes holding different numbers of the group's ranks: the flow's share of the bytes its node
+  // sends across.
+  Bytes node_out = 0;
+  for (const auto& o : s.flows)
+    if (o.inter_node && layout.node_of(o.src) == layout.node_of(f.src)) node_out += o.bytes;
+  return node_out > 0 ? per_channel * channels * f.bytes / node_out : 0;
 }
 
 /// A flow on the wire: its bytes and, where the fabric caps channels, its rate limit in wire

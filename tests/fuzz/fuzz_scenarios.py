@@ -252,7 +252,9 @@ def variants(seed, count):
     by_name = dict(bases)
     for base_name, (name, fn), must_fail in (
             ("dl1-bert-large-zero1", pipeline(2, "1f1b", 1), True),  # HCCL has no send_recv: exit 1 before
-            ("p4d-llama2-7b-tokens-fsx", set_training("gradient_accumulation", 5), False)):  # hung before
+            ("p4d-llama2-7b-tokens-fsx", set_training("gradient_accumulation", 5), False),  # hung before
+            # TP 4 x PP 2 on 3 nodes: data-parallel groups of 2 + 1 ranks per node, exit 1 before
+            ("p4d-10b-smp-v1-pipeline", nodes(3), False)):
         out.append((f"{base_name}+{name}+regression", by_name[base_name], [fn], must_fail))
     while len(out) < count:
         base_name, base = bases[rng.randrange(len(bases))]

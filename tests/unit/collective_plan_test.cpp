@@ -245,10 +245,18 @@ TEST(PlanCollective, SingleRankIsEmpty) {
   EXPECT_TRUE(plan_collective(Op::all_reduce, kS, {0}, RankLayout{8}, two_level(), FabricRates{}).phases.empty());
 }
 
-TEST(PlanCollective, UnevenRanksPerNodeThrow) {
+TEST(PlanCollective, SchemaOneRefusesUnevenRanksPerNodeNamingTheFile) {
+  // The hierarchical (schema 1) plan needs alike nodes; NCCL's (schema 2) plans any group.
   const std::vector<int> group = {0, 1, 2, 8};  // 3 ranks on node 0, 1 on node 1
-  EXPECT_THROW((void)plan_collective(Op::all_reduce, kS, group, RankLayout{8}, two_level(), FabricRates{}),
-               InvariantError);
+  CollectiveCalibration cal = two_level();
+  cal.file = "hccl.json";
+  try {
+    (void)plan_collective(Op::all_reduce, kS, group, RankLayout{8}, cal, FabricRates{});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hccl.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 of a group's ranks on one node and 1"), std::string::npos) << e.what();
+  }
 }
 
 // ---- Calibration files -----------------------------------------------------------------------

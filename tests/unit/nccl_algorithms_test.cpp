@@ -83,6 +83,53 @@ TEST(RingSchedule, GatherAndScatterMoveNMinusOneOverNOfS) {
   }
 }
 
+TEST(GroupShape, NodesMayHoldDifferentNumbersOfTheGroupsRanks) {
+  // The data-parallel group {0, 4, 8} of TP 4 x PP 2 on nodes of 8: two ranks on node 0, one on
+  // node 1.
+  const auto g = shape_of({0, 4, 8}, RankLayout{8});
+  EXPECT_EQ(g.node_count(), 2);
+  EXPECT_EQ(g.ranks(), 3);
+  EXPECT_EQ(g.per_node(), 2);  // the fullest node's
+  EXPECT_EQ(g.on_node(0), 2);
+  EXPECT_EQ(g.on_node(1), 1);
+  EXPECT_FALSE(g.even());
+  EXPECT_TRUE(shape(2, 4).even());
+}
+
+TEST(RingSchedule, UnevenNodesSpreadTheRingsLanesOverTheirOwnRanks) {
+  // {0, 4 | 8}: n = 3, per rank X = 2(n-1)/n S = 4/3 S; two lanes (the fullest node's ranks).
+  // Node 0: lane 0 enters at 0, crosses 0 -> 4 and leaves from 4; lane 1 enters at 4, crosses
+  // 4 -> 0 and leaves from 0; both enter node 1 at its only rank, which sends both on, lane 0 to
+  // 0 and lane 1 to 4. Every node sends X across, as on even nodes.
+  const auto s = ring_schedule(Op::all_reduce, kS, shape_of({0, 4, 8}, RankLayout{8}), RankLayout{8});
+  const Bytes x = 2.0 * 2 / 3 * kS;
+  std::map<std::pair<int, int>, Bytes> flow;
+  for (const auto& f : s.flows) {
+    EXPECT_EQ(f.inter_node, f.src / 8 != f.dst / 8) << f.src << "->" << f.dst;
+    flow[{f.src, f.dst}] += f.bytes;
+  }
+  const std::map<std::pair<int, int>, Bytes> expected{{{0, 4}, x / 2}, {{4, 0}, x / 2}, {{4, 8}, x / 2},
+                                                      {{0, 8}, x / 2}, {{8, 0}, x / 2}, {{8, 4}, x / 2}};
+  EXPECT_EQ(flow.size(), expected.size());
+  for (const auto& [pair, bytes] : expected) EXPECT_DOUBLE_EQ(flow[pair], bytes) << pair.first << "->" << pair.second;
+  EXPECT_EQ(s.inter_steps, 2);  // 2(nodes - 1)
+  EXPECT_EQ(s.intra_steps, 2);  // 2(n - 1) - 2
+}
+
+TEST(TreeSchedule, UnevenNodesMoveSOnceEachWayAcrossTheNetwork) {
+  // {0, 4 | 8} on two nodes: as on even nodes each node sends and receives S across (each tree
+  // S/2 up and S/2 down); node 1's single rank carries all four lanes.
+  const auto s = tree_schedule(kS, shape_of({0, 4, 8}, RankLayout{8}));
+  const auto l = loads(s, 8);
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_DOUBLE_EQ(l.node_out.at(n), kS) << n;
+    EXPECT_DOUBLE_EQ(l.node_in.at(n), kS) << n;
+  }
+  EXPECT_DOUBLE_EQ(l.rank_inter_out.at(8), kS);
+  EXPECT_DOUBLE_EQ(l.rank_inter_out.at(0), kS / 2);
+  EXPECT_EQ(l.rank_intra_out.count(8), 0u);  // a one-rank chain
+}
+
 TEST(TreeSchedule, TwoNodesMoveSOnceEachWayAcrossTheNetwork) {
   // Two trees of S/2: on one node i is the root's child in tree 0 and the root in tree 1, so it
   // sends S/2 up one tree and S/2 down the other: S per direction, half the ring's 2(n-1)/n S.
@@ -171,6 +218,19 @@ TEST(PairwiseSchedule, AlltoallSendsSOverNToEveryPeer) {
   }
   EXPECT_DOUBLE_EQ(l.node_out.at(0), kS);
   EXPECT_EQ(s.peer_rounds, 3);  // one send/recv round per peer, n - 1
+}
+
+TEST(PairwiseSchedule, AlltoallOnUnevenNodesSendsEachRanksShareOnce) {
+  // {0, 4 | 8}: n = 3, S/3 to every peer: 0 and 4 swap S/3, each sends S/3 to 8, and 8 sends
+  // S/3 to the rank at its position (0) and to 4 through it: 2S/3 to 0 (rail path), nothing
+  // direct to 4.
+  const auto s = pairwise_schedule(Op::alltoall, kS, shape_of({0, 4, 8}, RankLayout{8}));
+  const auto l = loads(s, 8);
+  EXPECT_DOUBLE_EQ(l.rank_intra_out.at(0), kS / 3);
+  EXPECT_DOUBLE_EQ(l.rank_inter_out.at(0), kS / 3);
+  EXPECT_DOUBLE_EQ(l.rank_inter_out.at(8), 2 * kS / 3);
+  EXPECT_DOUBLE_EQ(l.node_out.at(0), 2 * kS / 3);
+  EXPECT_DOUBLE_EQ(l.node_out.at(1), 2 * kS / 3);
 }
 
 TEST(PairwiseSchedule, SendRecvIsOneFlow) {

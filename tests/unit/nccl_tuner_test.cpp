@@ -153,6 +153,27 @@ TEST(NcclTuner, OverridesForceTheChoiceWhereTheyApply) {
   EXPECT_NE(q.algorithm, "nvls");
 }
 
+TEST(NcclTuner, AGroupWithDifferentRanksPerNodeIsPlannedWithoutNvlsTrees) {
+  // Data-parallel groups of TP 4 x PP 2 on 3 nodes of 8: {0, 4, 8} holds 2 ranks of node 0 and
+  // 1 of node 1. NCCL runs it; the NVLS tree (every node's NVLS group on the same lanes) is
+  // left out, the ring and tree are planned on each node's own ranks.
+  const auto cal = round_nccl_calibration(true);
+  const RankLayout layout{8};
+  for (Op op : {Op::all_reduce, Op::reduce_scatter, Op::all_gather}) {
+    const auto plan = plan_nccl(op, 64e6, {0, 4, 8}, layout, cal, round_rates(), {});
+    EXPECT_NE(plan.algorithm, "nvls_tree") << op_name(op);
+    EXPECT_GT(plan.predicted, 0) << op_name(op);
+    ASSERT_EQ(plan.phases.size(), 1u);
+    Bytes across = 0;
+    for (const auto& f : plan.phases[0].flows) across += f.src / 8 == 0 && f.dst / 8 == 1 ? f.bytes : 0;
+    EXPECT_GT(across, 0) << op_name(op);
+  }
+  // Forcing the NVLS tree falls back, as NCCL does where it cannot run.
+  TunerOverride force;
+  force.algorithm = Algorithm::nvls_tree;
+  EXPECT_NE(plan_nccl(Op::all_reduce, 1e9, {0, 4, 8}, layout, cal, round_rates(), force).algorithm, "nvls_tree");
+}
+
 TEST(NcclTuner, PhaseBytesIncludeEfficiencyAndProtocol) {
   const auto cal = round_nccl_calibration(false);
   TunerOverride force;
