@@ -345,6 +345,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // DDP buffer has one bucket (NeMo's megatron_parallel.py and Megatron's training.py:
   // disable_bucketing for chunk 0 with the flag, as for every later chunk).
   const bool gather_with_optimizer = overlap_param_gather && p.overlap_param_gather_with_optimizer_step && v > 1;
+  // Megatron-core buckets only model chunk 0's gradients: every later chunk's DDP is built with
+  // disable_bucketing ("communication for these model chunks is overlapped with compute anyway":
+  // megatron/training/training.py get_model, core_r0.6 on; NeMo 2's megatron_parallel.py alike),
+  // so its gradients are reduced (and its parameters gathered) as one bucket once the chunk's last
+  // backward is done. Chunk 0 too with overlap_param_gather_with_optimizer_step.
+  auto one_bucket = [&](long chunk) {
+    return (gather_with_optimizer && chunk == 0) || (!deepspeed && overlap && chunk > 0);
+  };
   std::vector<std::vector<int>> shard_calls(static_cast<std::size_t>(pp * tp * replicas));
   // Context parallelism's ring steps by (stage, CP group, tp index), in issue order: a CP group
   // is the cp consecutive data-parallel indices of the rank view (Megatron's tp-cp-dp order).
@@ -419,8 +427,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           filling += layer_params + (l == layers_per_chunk - 1 && vs == virtual_stages - 1 ? head_params : 0) +
                      (l == 0 && vs == 0 ? embedding_params : 0);
           backward_bucket[static_cast<std::size_t>(l)] = pb.params.size();
-          const bool one_bucket = gather_with_optimizer && c == 0;
-          if ((!one_bucket && (p.bucket_elements <= 0 || filling >= p.bucket_elements)) || l == 0) {
+          if ((!one_bucket(c) && (p.bucket_elements <= 0 || filling >= p.bucket_elements)) || l == 0) {
             pb.params.push_back(filling);
             filling = 0;
           }
@@ -1171,9 +1178,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               pending += layer_params;
               // On the first virtual stage the embedding's gradients join the last bucket.
               const bool ends_chunk = l == layers_per_chunk - 1;
-              const bool one_bucket = gather_with_optimizer && slot.chunk == 0;
               if (!(ends_chunk && first) &&
-                  ((!one_bucket && (p.bucket_elements <= 0 || pending >= p.bucket_elements)) || ends_chunk)) {
+                  ((!one_bucket(slot.chunk) && (p.bucket_elements <= 0 || pending >= p.bucket_elements)) || ends_chunk)) {
                 sync_gradients(pending, previous, last_micro_batch);
                 pending = 0;
               }

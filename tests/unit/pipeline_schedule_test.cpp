@@ -833,6 +833,33 @@ TEST(PipelineProgram, InterleavedParameterGathersAreAligned) {
   }
 }
 
+// Megatron-core builds every model chunk after the first with disable_bucketing: its gradients
+// are reduced as one bucket once its last backward is done, chunk 0's bucket by bucket.
+TEST(PipelineProgram, InterleavedChunksAfterTheFirstReduceTheirGradientsAsOneBucket) {
+  ScheduleInputs in = sharded(plan::Sharding::zero1);
+  in.model.layers = 8;  // 2 layers per model chunk on each of the 2 stages
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  in.plan.overlap_grad_reduce = true;  // bucket_elements 0: a bucket per layer, in chunk 0
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& dp = prog.ranks[1].streams[kDataParallel].tasks;  // stage 0, dp 0, tp 1
+  const auto& comp = prog.ranks[1].streams[kCompute];
+  std::vector<const Task*> buckets;
+  for (const auto& t : dp)
+    if (t.name.str().rfind("gradient reduce-scatter bucket", 0) == 0) buckets.push_back(&t);
+  // Chunk 1 (layers 4 and 5) finishes its backward first: one bucket of both layers; then chunk
+  // 0's two buckets (layer 1, then layer 0 with the embedding).
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_DOUBLE_EQ(prog.collectives[buckets[0]->collective].size,
+                   2 * prog.collectives[buckets[1]->collective].size);
+  int chunk_one_last = -1;  // chunk 1's last layer pass of its last micro-batch's backward
+  for (std::size_t i = 0; i < comp.tasks.size(); ++i)
+    if (comp.tasks[i].name.str().rfind("backward mb3 c1 ", 0) == 0) chunk_one_last = static_cast<int>(i);
+  ASSERT_GE(chunk_one_last, 0);
+  EXPECT_TRUE(waits_for(*buckets[0], kCompute, chunk_one_last)) << comp.tasks[static_cast<std::size_t>(chunk_one_last)].name;
+}
+
 // Megatron-core's defer_embedding_wgrad_compute: the first wgrad_deferral_limit micro-batches'
 // output-layer weight gradients leave their backward (and under SP its re-gather) and run on the
 // last stage after its last backward, each after a double-buffered re-gather, before the
