@@ -39,8 +39,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-program::RankFolding timed_folding(const program::Program& prog, bool fold, double& wall_s) {
+program::RankFolding timed_folding(const program::Program& prog, bool fold, int ranks_per_node, double& wall_s) {
   const auto start = std::chrono::steady_clock::now();
+  fold = fold && program::groups_fill_nodes_alike(prog, ranks_per_node);
   auto f = fold ? program::fold_ranks(prog) : program::identity_folding(prog);
   wall_s = seconds_since(start);
   return f;
@@ -1058,7 +1059,7 @@ ExecutionResult execute_program(
     const std::function<collective::CollectivePlan(const program::CollectiveCall&)>& plan,
     const ExecuteOptions& options) {
   double fold_wall_s = 0;
-  auto folding = timed_folding(prog, options.fold, fold_wall_s);
+  auto folding = timed_folding(prog, options.fold, platform.ranks_per_node, fold_wall_s);
   // Shared bodies (program::RankProgram::body) run as they are when each class's representative
   // has tasks of its own; unfolded, or when folding fell back, every rank runs its own copy.
   for (const int r : folding.representative)

@@ -300,4 +300,20 @@ RankFolding fold_ranks(const Program& p) {
   return f;
 }
 
+bool groups_fill_nodes_alike(const Program& p, int ranks_per_node) {
+  std::vector<char> seen;  // by interned group id
+  std::unordered_map<int, int> per_node;
+  for (const auto& call : p.collectives) {
+    const auto id = call.group.id();
+    if (id < seen.size() && seen[id] != 0) continue;
+    if (id >= seen.size()) seen.resize(id + 1, 0);
+    seen[id] = 1;
+    per_node.clear();
+    for (int r : call.group) ++per_node[r / ranks_per_node];
+    for (const auto& [node, count] : per_node)
+      if (count != per_node.begin()->second) return false;
+  }
+  return true;
+}
+
 }  // namespace trainsim::program

@@ -39,4 +39,11 @@ struct RankFolding {
 /// its bodies materialised; every representative it picks otherwise has tasks of its own.
 [[nodiscard]] RankFolding fold_ranks(const Program& p);
 
+/// Whether every collective group of `p` holds the same number of its ranks on each node it
+/// spans (nodes of `ranks_per_node` consecutive ranks). Where one does not (a pipeline stage or
+/// shard group that splits a node), ranks with identical programs still meet the network
+/// differently (a one-rank node's GPU carries all of its group's ring lanes across), so they do
+/// not advance in lockstep and the program is not folded (session 24: 0.01% apart on 3 nodes).
+[[nodiscard]] bool groups_fill_nodes_alike(const Program& p, int ranks_per_node);
+
 }  // namespace trainsim::program

@@ -706,7 +706,7 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   // Folding identical ranks (program/rank_folding.hpp) must not change results on symmetric
   // jobs: tensor x pipeline x data parallel (Megatron Table 1 rows up to 256 GPUs, TP up to 8,
   // and the 39.1B row's two stages shrunk to 8 replicas) and FSDP, with and without activation
-  // offloading, and FSDP across nodes.
+  // offloading, and FSDP across nodes, also where a stage or shard group splits a node.
   json megatron = json::parse(read_text("scenarios/megatron-table1.json"));
   megatron["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
   json points = json::array();
@@ -734,7 +734,12 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   json pipeline = json::parse(read_text("scenarios/p4d-10b-smp-v1-pipeline.json"));
   pipeline["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
   pipeline["training"]["gradient_accumulation"] = 4;
-  pipeline["points"] = json::array({pipeline["points"][1], pipeline["points"][2], pipeline["points"][2]});
+  pipeline["points"] = json::array({pipeline["points"][1], pipeline["points"][2], pipeline["points"][2],
+                                    pipeline["points"][2]});
+  // Three nodes: stage 0 fills node 0 and half of node 1, so each data-parallel group holds two
+  // ranks of one node and one of the next (collective/nccl_algorithms.hpp GroupShape).
+  pipeline["points"][3]["label"] = "TP4 PP2 DP3, ZeRO-1 overlapped, 3 nodes";
+  pipeline["points"][3]["nodes"] = 3;
   pipeline["points"][1]["training"]["sequence_parallel"] = true;
   pipeline["points"][1]["training"]["activation_offloading"] = true;
   // Transformer Engine's TP overlap: the userbuffers ring's steps fold with the TP group.
@@ -748,7 +753,8 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
   json across = json::parse(read_text("scenarios/p4d-llama2-7b-smp.json"));
   across["topology"] = (fs::current_path() / "topologies/p4d.24xlarge.json").string();
   across["points"] = json::array({{{"nodes", 4}, {"label", "shard 32"}, {"training", {{"hybrid_shard_degree", 32}}}},
-                                  {{"nodes", 4}, {"label", "shard 16"}, {"training", {{"hybrid_shard_degree", 16}}}}});
+                                  {{"nodes", 4}, {"label", "shard 16"}, {"training", {{"hybrid_shard_degree", 16}}}},
+                                  {{"nodes", 3}, {"label", "shard 12"}, {"training", {{"hybrid_shard_degree", 12}}}}});
   const std::string fsdp_across = temp_path("fsdp-across-nodes.json");
   std::ofstream(fsdp_across) << across.dump(2);
   for (const std::string& scenario :

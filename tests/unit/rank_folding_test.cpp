@@ -39,6 +39,20 @@ TEST(RankFolding, IdenticalDataParallelRanksFormOneClass) {
   EXPECT_EQ(f.classes_of[0], std::vector<int>{0});
 }
 
+TEST(RankFolding, GroupsThatSplitANodeAreSeen) {
+  // 8 ranks all-reducing: alike on nodes of 4 or 8 (4 + 4, or 8), not on nodes of 3 (3 + 3 + 2)
+  // or 6 (6 + 2). A second call over the even half {0..3} changes nothing where nodes hold 4.
+  Program p = data_parallel(8, 1.0);
+  EXPECT_TRUE(groups_fill_nodes_alike(p, 4));
+  EXPECT_TRUE(groups_fill_nodes_alike(p, 8));
+  EXPECT_FALSE(groups_fill_nodes_alike(p, 3));
+  EXPECT_FALSE(groups_fill_nodes_alike(p, 6));
+  p.collectives.push_back({"half", collective::Op::all_gather, 1e6, std::vector<int>{0, 1, 2, 3}});
+  EXPECT_TRUE(groups_fill_nodes_alike(p, 4));
+  p.collectives.push_back({"split", collective::Op::all_gather, 1e6, std::vector<int>{2, 3, 4}});
+  EXPECT_FALSE(groups_fill_nodes_alike(p, 4));
+}
+
 TEST(RankFolding, DifferentDurationsMakeDifferentClasses) {
   auto p = data_parallel(4, 1.0);
   p.ranks[3].streams[0].tasks[0].duration = 2.0;  // a straggler
