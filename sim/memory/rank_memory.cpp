@@ -282,7 +282,18 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     if (last) unit = std::max(unit, model::head_parameters(s));
     unit /= tp;
     const bool torch_fsdp1 = p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp1 && first && last;
-    if (torch_fsdp1) {
+    if (p.pp > 1) {
+      // FSDP2 inside a pipeline stage (program/pipeline_schedule.hpp): no unit is resharded after
+      // its forward (torchtitan: reshard_after_forward = not pp_enabled), so from the step's
+      // first forward to its last backward the stage's whole parameters are gathered, beside the
+      // gradients accumulated unsharded in the reduce dtype across its micro-batches and the
+      // bf16 gradient of the unit being added in.
+      add("gathered_parameters", params * p.parameter_wire_bytes,
+          "every unit of the stage: " + num(params) + " params x " + num(p.parameter_wire_bytes) + " B");
+      add("gathered_gradients", params * p.gradient_wire_bytes + unit * p.parameter_wire_bytes,
+          num(params) + " params x " + num(p.gradient_wire_bytes) + " B accumulated + 1 unit x " + num(unit) +
+              " params x " + num(p.parameter_wire_bytes) + " B");
+    } else if (torch_fsdp1) {
       // FullyShardedDataParallel (1.13): the root unit, the embedding and head, is not
       // resharded after forward and stays gathered beside the two layers in flight.
       const double layer = model::largest_block_parameters(s) / tp;  // an encoder-decoder's: a decoder block

@@ -163,6 +163,11 @@ Operation autograd_gradient_accumulation_op(double params, double gradient_bytes
   return make_elementwise("autograd grad accumulate", 3.0 * gradient_bytes * params, params);
 }
 
+Operation fsdp2_unsharded_grad_accumulation_op(double params, bool first) {
+  return first ? make_elementwise("fsdp2 grad to fp32", 6.0 * params, 0)
+               : make_elementwise("fsdp2 grad accumulate", 10.0 * params, params);
+}
+
 Operation deepspeed_bf16_grad_accumulation_op(double params) {
   // DeepSpeed v0.6.2 deepspeed/runtime/bf16_optimizer.py update_hp_grads:
   // hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype)): the cast reads the bf16 gradient (2) and

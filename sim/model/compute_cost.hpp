@@ -68,6 +68,11 @@ namespace trainsim::model {
 /// (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad += new_grad), elements of
 /// `gradient_bytes` each.
 [[nodiscard]] Operation autograd_gradient_accumulation_op(double params, double gradient_bytes);
+/// FSDP2's unsharded gradient accumulation without gradient sync (a pipeline stage's micro-batches,
+/// torch/distributed/fsdp/_fully_shard/_fsdp_param.py): the first backward's bf16 gradient cast to
+/// the fp32 reduce dtype (to_accumulated_grad_if_needed: 2 + 4 B per parameter), each later one
+/// added into it (accumulate_unsharded_grad_if_needed, fp32 += bf16: 4 + 2 + 4 B).
+[[nodiscard]] Operation fsdp2_unsharded_grad_accumulation_op(double params, bool first);
 /// DeepSpeed's BF16_Optimizer.update_hp_grads after each micro-batch's backward under its
 /// pipeline engine: each bf16 gradient cast to an fp32 temporary, then added to the fp32 one.
 [[nodiscard]] Operation deepspeed_bf16_grad_accumulation_op(double params);

@@ -156,13 +156,25 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // chunk's first adds each parameter's gradient into its .grad (one kernel per tensor) inside
   // the pass, before its input gradient leaves the stage; .grad has the parameter's dtype.
   const bool autograd_accumulation = p.autograd_gradient_accumulation;
-  auto accumulation = [&](double params) {
-    return model::op_duration(model::autograd_gradient_accumulation_op(params, p.precision.weights), in.device);
+  // FSDP2 inside the stages (the header): every backward's gradients go into the fp32 accumulated
+  // ones, a cast at the first micro-batch, an add at the later ones.
+  const bool fsdp_stages = p.sharding == plan::Sharding::fsdp;
+  auto accumulation = [&](double params, long micro_batch) {
+    const auto op = fsdp_stages ? model::fsdp2_unsharded_grad_accumulation_op(params, micro_batch == 0)
+                                : model::autograd_gradient_accumulation_op(params, p.precision.weights);
+    return model::op_duration(op, in.device);
   };
-  const Seconds layer_accumulation = accumulation(model::parameters_per_layer(s) / static_cast<double>(tp));
+  const double rank_layer_params = model::parameters_per_layer(s) / static_cast<double>(tp);
+  const Seconds layer_accumulation = accumulation(rank_layer_params, 1);
+  const Seconds first_layer_accumulation = accumulation(rank_layer_params, 0);
+  auto layer_accumulation_of = [&](const auto& slot) {
+    return slot.micro_batch == 0 ? first_layer_accumulation : layer_accumulation;
+  };
   const int norm_tensors = s.norm == model::NormKind::rmsnorm ? 1 : 2, linear_tensors = s.bias ? 2 : 1;
   const int layer_accumulation_kernels = 2 * norm_tensors + 4 * linear_tensors;
-  auto accumulates = [&](const auto& slot) { return autograd_accumulation && !slot.forward && slot.micro_batch > 0; };
+  auto accumulates = [&](const auto& slot) {
+    return !slot.forward && (fsdp_stages || (autograd_accumulation && slot.micro_batch > 0));
+  };
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
@@ -337,7 +349,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const bool overlap = p.overlap_grad_reduce || every_micro_batch;
   // Megatron's overlap_param_gather: the distributed optimizer's all-gather moves from after the
   // optimizer to the next step's forward; in a simulated steady-state step it opens the step.
-  const bool overlap_param_gather = p.overlap_param_gather && L.shard > 1;
+  const bool overlap_param_gather = (p.overlap_param_gather || fsdp_stages) && L.shard > 1;
   // overlap_param_gather_with_optimizer_step: model chunk 0 gets an optimizer of its own, stepped
   // first, after which its parameters' all-gather is dispatched (megatron/core/optimizer
   // __init__.py, ChainedOptimizer.step_with_ready_grads), beside the other chunks' step; the next
@@ -712,7 +724,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // Reduces one bucket of `params` gradients once `ready` is done: a reduce-scatter within
         // the shard group (ZeRO-1), an all-reduce of what each rank then holds across replicas.
         auto sync_gradients = [&](double params, TaskRef ready, bool last_micro_batch) {
-          const std::string bucket = overlap ? " bucket " + std::to_string(buckets) : "";
+          const std::string bucket = overlap       ? " bucket " + std::to_string(buckets)
+                                     : fsdp_stages ? " unit " + std::to_string(buckets)
+                                                   : "";
           ++buckets;
           if (shard > 1) {
             // DeepSpeed's BF16_Optimizer all-reduces where ZeRO-1 would reduce-scatter.
@@ -761,7 +775,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // the forward pre-hook of a bucket's first module dispatches it if needed, waits for it
         // and dispatches the next bucket (distributed_data_parallel.py _make_forward_pre_hook,
         // param_and_grad_buffer.py finish_param_sync): one bucket ahead.
-        const bool aligned_gathers = v > 1;
+        const bool aligned_gathers = v > 1 && !fsdp_stages;  // FSDP2: each unit's pre-forward
         std::vector<std::vector<TaskRef>> gathers(static_cast<std::size_t>(v));
         std::vector<std::size_t> waited(static_cast<std::size_t>(v), 0);
         auto gather_up_to = [&](long c, std::size_t bucket, const std::vector<TaskRef>& deps) {
@@ -1079,7 +1093,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // weight gradient also re-gathers the input (see the layers below).
             const bool deferred = deferred_head_wgrad(slot.micro_batch);
             if (sequence_parallel && !deferred) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
-            const Seconds head_accumulation = accumulates(slot) ? accumulation(head_params) : 0;
+            const Seconds head_accumulation = accumulates(slot) ? accumulation(head_params, slot.micro_batch) : 0;
             const int head_accumulation_kernels = accumulates(slot) ? 1 : 0;
             previous = deferred ? compute(names.head, head_b - head_wgrad + head_accumulation,
                                           head_b_kernels - head_wgrad_kernels + head_accumulation_kernels, ready)
@@ -1152,7 +1166,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = ready.front();
               if (accumulates(slot)) {
                 // Megatron 2021's autograd accumulation after the pass (layer_b's ops have none).
-                previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation,
+                previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation_of(slot),
                                    layer_accumulation_kernels, ready);
                 ready = {previous};
               }
@@ -1163,7 +1177,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             } else {
               const bool adds = accumulates(slot);
               previous = compute(names.layers[static_cast<std::size_t>(l)],
-                                 slot.forward ? lf : lb + (adds ? layer_accumulation : 0),
+                                 slot.forward ? lf : lb + (adds ? layer_accumulation_of(slot) : 0),
                                  slot.forward ? lf_kernels : lb_kernels + (adds ? layer_accumulation_kernels : 0), ready);
               ready = {previous};
             }
@@ -1238,7 +1252,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = tensor(names.tp_embedding, collective::Op::all_gather, activation, ready);
               ready = {previous};
             }
-            previous = compute(names.embedding, emb_b + (accumulates(slot) ? accumulation(embedding_params) : 0),
+            previous = compute(names.embedding, emb_b + (accumulates(slot) ? accumulation(embedding_params, slot.micro_batch) : 0),
                                emb_b_kernels + (accumulates(slot) ? 1 : 0), ready);
             ready = {previous};
             if (reduce_now) {
@@ -1344,7 +1358,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             fp16_gradients_pending = false;
             previous = push(kCompute, std::move(before));
           }
-          sync_gradients(params, previous, true);
+          if (fsdp_stages) {
+            // Each unit's post_backward in turn after the stage's last backward (the header): the
+            // chunks' layers in backward order, the embedding with the first stage's layer 0.
+            for (long c = v - 1; c >= 0; --c)
+              for (long l = layers_per_chunk - 1; l >= 0; --l) {
+                const bool ends = c * pp + stage == virtual_stages - 1 && l == layers_per_chunk - 1;
+                const bool starts = c == 0 && stage == 0 && l == 0;
+                sync_gradients(layer_params + (ends ? head_params : 0) + (starts ? embedding_params : 0), previous, true);
+              }
+          } else {
+            sync_gradients(params, previous, true);
+          }
           if (ddp_passes.size() > 1) {
             const TaskRef reduced = synced.stream >= 0 ? synced : previous;
             Task after{ddp_passes[1].name, TaskKind::compute, Phase::gradient_sync,
@@ -1359,6 +1384,20 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         if (ties && !deepspeed) step_deps = {reduce_tied(step_deps)};
         Seconds optimizer_seconds = optimizer_per_param * (params / static_cast<double>(shard));
         int optimizer_kernels = 1;
+        if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach || p.clip_grad_norm) {
+          // torch.nn.utils.clip_grad_norm_ and torch.optim's foreach AdamW over the rank's shard,
+          // as the sharded schedule runs them (torchtitan's train step).
+          const double shard_params = params / static_cast<double>(shard);
+          std::vector<model::Operation> step_ops;
+          if (p.clip_grad_norm) step_ops = model::torch_clip_grad_norm_ops(shard_params);
+          if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach) {
+            for (auto& op : model::torch_foreach_adamw_ops(shard_params)) step_ops.push_back(std::move(op));
+          } else {
+            step_ops.push_back(model::optimizer_step_op(shard_params));
+          }
+          optimizer_seconds = model::ops_duration(step_ops, in.device);
+          optimizer_kernels = static_cast<int>(step_ops.size());
+        }
         bool optimizer_host_sync = false;
         auto scalar_all_reduce = [&](const char* name, TaskRef after) {
           const int call = request({CallRequest::Group::model_parallel, name, collective::Op::all_reduce, 4.0});

@@ -31,8 +31,19 @@
 //    moves the all-gather into the step's first forwards, bucket by bucket (Megatron's
 //    distributed optimizer). A shard group smaller than
 //    dp (hybrid_shard_degree) adds an all-reduce of the shard across the replicas.
-//  - The optimizer is one fused pass, or Megatron 2021's fp16 optimizer: five passes with the inf
-//    flag and the gradient norm all-reduced over the model-parallel group between them.
+//  - FSDP inside the stages, as torchtitan runs it (schedule fsdp with FSDP2): torchtitan's
+//    apply_fsdp sets reshard_after_forward = not pp_enabled, so each stage gathers every unit (a
+//    layer; the embedding with the first) once per step, at its chunk's first forward, one unit
+//    ahead, and keeps it to the end of the step: the gather path above without Megatron's
+//    aligned dispatch. PyTorch's pipelining stage (stage.py backward_maybe_with_nosync) runs
+//    the other micro-batches' backwards without gradient sync and after the last one each unit's
+//    post_backward in turn: one reduce-scatter per unit after the stage's flush, waited for
+//    before the optimizer. Each unit's post-backward hook casts its bf16 gradient into the fp32
+//    accumulated one (first micro-batch, 6 B per parameter) or adds it in (later ones, 10 B):
+//    FSDPParam's to_accumulated_grad_if_needed / accumulate_unsharded_grad_if_needed.
+//  - The optimizer is one fused pass, Megatron 2021's fp16 optimizer (five passes with the inf
+//    flag and the gradient norm all-reduced over the model-parallel group between them), or
+//    torch.optim's foreach AdamW after clip_grad_norm_ (the sharded schedule's ops).
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 

@@ -99,10 +99,6 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (t.tp_comm_overlap && (t.tp == 1 || !t.sequence_parallel))
     o.fail("tp_comm_overlap", "Transformer Engine's TP communication overlap needs tensor_parallel > 1 and sequence_parallel true");
   t.pp = o.positive_integer_or("pipeline_parallel", 1);
-  if (t.pp > 1 && t.sharding == Sharding::fsdp)
-    o.fail("pipeline_parallel",
-           "pipeline parallelism with FSDP (FSDP inside each stage, as torchtitan does) is not modelled; "
-           "use schedule zero1 (optimizer states sharded over each stage's data-parallel group) or ddp");
   if (t.pp > 1 && (t.sharding == Sharding::zero2 || t.sharding == Sharding::zero3))
     o.fail("pipeline_parallel",
            "DeepSpeed's pipeline engine rejects ZeRO-2 and ZeRO-3 with pipeline parallelism "
@@ -529,6 +525,22 @@ plan::TrainingPlan read_training(JsonObject o) {
     c.reduce_bucket_size = elements("reduce_bucket_size", c.reduce_bucket_size);
     d.allow("note");
     d.finish();
+  }
+  if (t.pp > 1 && t.sharding == Sharding::fsdp) {
+    // FSDP inside each pipeline stage is modelled as torchtitan runs it (program/pipeline_schedule.hpp):
+    // FSDP2's fully_shard, each stage's units gathered once per step and kept (reshard_after_forward
+    // off under PP), their gradients reduce-scattered after the stage's last backward.
+    if (t.fsdp_implementation != plan::FsdpImplementation::torch_fsdp2)
+      o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled as torchtitan runs it: needs "
+                                  "fsdp_implementation \"torch-fsdp2\"");
+    if (t.cp > 1) o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled without context_parallel");
+    if (t.fsdp_float8_all_gather)
+      o.fail("fsdp_float8_all_gather", "is modelled in the sharded schedule only (schedule fsdp without pipeline_parallel)");
+    if (t.allocator_tensor_requests)
+      o.fail("allocator_tensor_requests", "is modelled in the sharded schedule only (schedule fsdp without pipeline_parallel)");
+    if (t.composer_train_metrics > 0)
+      o.fail("composer_train_metrics", "Composer's metric updates are modelled in the sharded schedule only "
+                                       "(schedule fsdp without pipeline_parallel)");
   }
   o.allow("collectives");  // read_collectives
   o.allow("note");

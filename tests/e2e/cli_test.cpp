@@ -757,8 +757,18 @@ TEST(CliFolding, FoldedRunsMatchEveryRankSimulated) {
                                   {{"nodes", 3}, {"label", "shard 12"}, {"training", {{"hybrid_shard_degree", 12}}}}});
   const std::string fsdp_across = temp_path("fsdp-across-nodes.json");
   std::ofstream(fsdp_across) << across.dump(2);
+  // FSDP2 inside two pipeline stages (torchtitan), on 2 p5 nodes.
+  json titan = json::parse(read_text("scenarios/p5-llama3-8b-torchtitan.json"));
+  titan["topology"] = (fs::current_path() / "topologies/p5.48xlarge.json").string();
+  titan["training"]["checkpoint_policy"] = "full";
+  titan["points"] = json::array({{{"nodes", 2},
+                                  {"label", "PP 2"},
+                                  {"data_parallel_degree", 8},
+                                  {"training", {{"pipeline_parallel", 2}, {"gradient_accumulation", 4}}}}});
+  const std::string fsdp_stages = temp_path("fsdp-inside-stages.json");
+  std::ofstream(fsdp_stages) << titan.dump(2);
   for (const std::string& scenario :
-       {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading, zero1_pipeline, fsdp_across}) {
+       {shrunk, std::string("scenarios/p4d-llama2-7b-smp.json"), offloading, zero1_pipeline, fsdp_across, fsdp_stages}) {
     const auto folded = trainsim("run " + scenario + " --format csv --no-wall-time");
     const auto every_rank = trainsim("run " + scenario + " --format csv --no-wall-time --no-fold");
     ASSERT_EQ(folded.status, 0) << folded.err;

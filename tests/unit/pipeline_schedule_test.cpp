@@ -833,6 +833,54 @@ TEST(PipelineProgram, InterleavedParameterGathersAreAligned) {
   }
 }
 
+// FSDP2 inside the stages (torchtitan): each unit gathered once, at the first forward, one unit
+// ahead; every backward adds its gradients into the fp32 accumulated ones; after the stage's last
+// backward one reduce-scatter per unit, then the optimizer, and no all-gather after it.
+TEST(PipelineProgram, FsdpInsideStagesGathersEachUnitOnceAndReducesItAfterTheFlush) {
+  ScheduleInputs in = sharded(plan::Sharding::fsdp);
+  in.plan.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& r = prog.ranks[1];  // stage 0, dp 0, tp 1
+  const auto& comp = r.streams[kCompute];
+  const auto& dp = r.streams[kDataParallel].tasks;
+  std::vector<std::string> names;
+  for (const auto& t : dp) names.push_back(t.name.str());
+  // Stage 0: two layers (the embedding with layer 0), two gathers and two reduce-scatters; the
+  // tied embedding's all-reduce between the end stages after them.
+  const std::vector<std::string> expected{"parameter all-gather c0 bucket 0", "parameter all-gather c0 bucket 1",
+                                          "gradient reduce-scatter unit 0", "gradient reduce-scatter unit 1",
+                                          "word-embedding all-reduce"};
+  EXPECT_EQ(names, expected);
+  EXPECT_TRUE(waits_for(find_task(comp, "forward mb0 c0 layer 1"), kDataParallel, 1));
+  EXPECT_FALSE(waits_for(find_task(comp, "forward mb1 c0 layer 1"), kDataParallel, 1));
+  const int last_backward = index_of(comp, "embedding backward mb3 c0");
+  EXPECT_TRUE(waits_for(dp[2], kCompute, last_backward));
+  EXPECT_TRUE(waits_for(dp[3], kCompute, last_backward));
+  // The first micro-batch casts (6 B per parameter), the later ones add (10 B).
+  const Program ddp = build_program(sharded(plan::Sharding::zero1));
+  const Seconds plain = find_task(ddp.ranks[1].streams[kCompute], "backward mb0 c0 layer 0").duration;
+  const Seconds cast = find_task(comp, "backward mb0 c0 layer 0").duration;
+  const Seconds add = find_task(comp, "backward mb1 c0 layer 0").duration;
+  const double layer = model::parameters_per_layer(in.model) / 2;  // on one TP rank
+  EXPECT_NEAR(cast - plain, model::op_duration(model::fsdp2_unsharded_grad_accumulation_op(layer, true), in.device), 1e-15);
+  EXPECT_NEAR(add - plain, model::op_duration(model::fsdp2_unsharded_grad_accumulation_op(layer, false), in.device), 1e-15);
+  EXPECT_GT(add, cast);
+  // Interleaved: each chunk's units are gathered at its own first forward (FSDP2's pre-forward),
+  // not all dispatched when the step starts as Megatron's aligned gathers are.
+  in.model.layers = 8;
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 2;
+  const Program interleaved = build_program(in);
+  validate(interleaved);
+  const auto& idp = interleaved.ranks[1].streams[kDataParallel].tasks;
+  ASSERT_GE(idp.size(), 3u);
+  EXPECT_EQ(idp[1].name, "parameter all-gather c0 bucket 1");
+  const int c1 = testing_support::task_named(interleaved.ranks[1].streams[kDataParallel], "parameter all-gather c1 bucket 0");
+  ASSERT_GE(c1, 0);
+  EXPECT_FALSE(idp[static_cast<std::size_t>(c1)].deps.empty());
+}
+
 // Megatron-core builds every model chunk after the first with disable_bucketing: its gradients
 // are reduced as one bucket once its last backward is done, chunk 0's bucket by bucket.
 TEST(PipelineProgram, InterleavedChunksAfterTheFirstReduceTheirGradientsAsOneBucket) {

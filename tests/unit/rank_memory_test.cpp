@@ -121,6 +121,25 @@ TEST(RankMemory, FsdpMixedPrecisionKeepsOnlyShardedFp32State) {
                    (4 + 4 + 8) * P / 4);
 }
 
+TEST(RankMemory, Fsdp2InsidePipelineStagesHoldsTheWholeStageGatheredAndItsFp32Gradients) {
+  // torchtitan's PP: no unit resharded after forward, gradients accumulated unsharded in fp32.
+  plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
+  ASSERT_TRUE(plan::precision_recipe("fsdp_mixed", p.precision));
+  p.fsdp_implementation = plan::FsdpImplementation::torch_fsdp2;
+  p.gradient_wire_bytes = 4;
+  p.pp = 2;  // 4 layers a stage; DP 4
+  p.accumulation = 4;
+  const auto r = stage_memory(inputs(p), 1);
+  const double layer = model::parameters_per_layer(gpt());
+  // The last stage's layers, head and (tied embeddings) its copy of the word embedding.
+  const double stage = 4 * layer + model::head_parameters(gpt()) + 32000.0 * 1024;
+  const double unit = std::max(layer, model::head_parameters(gpt()));
+  EXPECT_DOUBLE_EQ(r.term("gathered_parameters"), 2 * stage);
+  EXPECT_DOUBLE_EQ(r.term("gathered_gradients"), 4 * stage + 2 * unit);
+  EXPECT_DOUBLE_EQ(r.term("master_weights") + r.term("master_gradients") + r.term("optimizer_states"),
+                   (4 + 4 + 8) * stage / 4);
+}
+
 TEST(RankMemory, TorchFsdp1HoldsThePostBackwardCopiesAndTheRootUnit) {
   plan::TrainingPlan p = amp_adam(plan::Sharding::fsdp);
   ASSERT_TRUE(plan::precision_recipe("fsdp_mixed", p.precision));

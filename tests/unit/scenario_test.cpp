@@ -674,7 +674,7 @@ TEST(ShippedScenario, H100ProfileHasFp8SamplesFromItsSecondCalibration) {
   ASSERT_EQ(dev.extra_gemm_calibrations.size(), 2u);
 }
 
-TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReason) {
+TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdp1IsRejectedWithTheReason) {
   json doc = bert_large_nccl_doc();
   doc["training"]["pipeline_parallel"] = 2;
   doc["training"]["schedule"] = "zero3";
@@ -684,11 +684,23 @@ TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdpIsRejectedWithTheReaso
   doc["training"]["schedule"] = "zero2";
   e = error_of(doc, "zero2");
   EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  // FSDP inside the stages is torchtitan's: FSDP2 only.
   doc["training"]["schedule"] = "fsdp";
   doc["training"]["precision"] = "fsdp_mixed";
   e = error_of(doc, "fsdp");
   EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
-  EXPECT_TRUE(contains(e.what(), "not modelled")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "fsdp_implementation \"torch-fsdp2\"")) << e.what();
+  doc["training"]["fsdp_implementation"] = "torch-fsdp1";
+  e = error_of(doc, "fsdp1");
+  EXPECT_EQ(e.json_path(), "/training/pipeline_parallel");
+  doc["training"]["fsdp_implementation"] = "torch-fsdp2";
+  EXPECT_NO_THROW((void)load_scenario(write(doc, temp_file("fsdp2"))));
+  doc["training"]["allocator_tensor_requests"] = true;
+  e = error_of(doc, "fsdp2-requests");
+  EXPECT_EQ(e.json_path(), "/training/allocator_tensor_requests");
+  EXPECT_TRUE(contains(e.what(), "without pipeline_parallel")) << e.what();
+  doc["training"].erase("allocator_tensor_requests");
+  doc["training"].erase("fsdp_implementation");
   // Optimizer-state sharding per stage is what pipelines combine with.
   doc["training"]["schedule"] = "zero1";
   doc["training"]["precision"] = "amp";
