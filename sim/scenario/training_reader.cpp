@@ -534,6 +534,12 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled as torchtitan runs it: needs "
                                   "fsdp_implementation \"torch-fsdp2\"");
     if (t.cp > 1) o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled without context_parallel");
+    if (t.overlap_grad_reduce)
+      o.fail("overlap_grad_reduce", "FSDP inside pipeline stages reduces each unit after the stage's last backward "
+                                    "(PyTorch's pipelining stage): needs overlap_grad_reduce false");
+    if (t.pipeline_engine == plan::PipelineEngine::deepspeed)
+      o.fail("pipeline_engine", "FSDP inside pipeline stages is torchtitan's (PyTorch's pipelining), not DeepSpeed's "
+                                "pipeline engine: leave pipeline_engine \"megatron\", the default");
     if (t.fsdp_float8_all_gather)
       o.fail("fsdp_float8_all_gather", "is modelled in the sharded schedule only (schedule fsdp without pipeline_parallel)");
     if (t.allocator_tensor_requests)

@@ -144,6 +144,22 @@ def sequence_parallel_tp(tp):
     return (f"sequence_parallel_tp{tp}", apply)
 
 
+def fsdp2_pipeline(pp):
+    """torchtitan's FSDP2 inside pipeline stages: the schedule, its runtime and PP at once."""
+    def apply(d):
+        t = training(d)
+        t["schedule"] = "fsdp"
+        t["precision"] = "fsdp_mixed"
+        t["fsdp_implementation"] = "torch-fsdp2"
+        t["pipeline_parallel"] = pp
+        for key in ("fsdp_backward_prefetch", "fsdp_forward_prefetch", "fsdp_limit_all_gathers",
+                    "fsdp_sharding_strategy", "fsdp_pad_copy", "zero3_implementation"):
+            t.pop(key, None)
+        del_point_overrides(d)
+        d["points"][0].pop("data_parallel_degree", None)  # the new PP changes it
+    return (f"fsdp2_pipeline_pp{pp}", apply)
+
+
 def offload(d):
     training(d)["activation_checkpointing"] = True
     training(d)["activation_offloading"] = True
@@ -166,6 +182,7 @@ def valid_mutations():
     m += [set_training("flash_attention", b) for b in (True, False)]
     m += [set_training("sequence_parallel", True)]
     m += [sequence_parallel_tp(k) for k in (2, 4)]
+    m += [fsdp2_pipeline(k) for k in (2, 4)]
     m += [set_training("eager_kernels", True)]
     m += [set_training("context_parallel", k) for k in (2, 4)]
     m += [set_training("linear_precision", "fp8")]

@@ -700,6 +700,11 @@ TEST(ScenarioErrors, PipelineParallelismWithZero2Or3OrFsdp1IsRejectedWithTheReas
   EXPECT_EQ(e.json_path(), "/training/allocator_tensor_requests");
   EXPECT_TRUE(contains(e.what(), "without pipeline_parallel")) << e.what();
   doc["training"].erase("allocator_tensor_requests");
+  doc["training"]["overlap_grad_reduce"] = true;
+  e = error_of(doc, "fsdp2-overlap");
+  EXPECT_EQ(e.json_path(), "/training/overlap_grad_reduce");
+  EXPECT_TRUE(contains(e.what(), "after the stage's last backward")) << e.what();
+  doc["training"].erase("overlap_grad_reduce");
   doc["training"].erase("fsdp_implementation");
   // Optimizer-state sharding per stage is what pipelines combine with.
   doc["training"]["schedule"] = "zero1";
