@@ -1165,7 +1165,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               ready = overlapped_pass(slot.forward ? forward_pieces : backward_pieces, names.overlap, ready);
               previous = ready.front();
               if (accumulates(slot)) {
-                // Megatron 2021's autograd accumulation after the pass (layer_b's ops have none).
+                // Megatron 2021's autograd (or FSDP2's) accumulation after the pass (layer_b's ops have none).
                 previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation_of(slot),
                                    layer_accumulation_kernels, ready);
                 ready = {previous};
