@@ -108,6 +108,17 @@ std::vector<Operation> torch_foreach_adamw_ops(double params) {
   };
 }
 
+std::vector<Operation> torch_step_ops(double params, bool clip, bool foreach) {
+  std::vector<Operation> ops;
+  if (clip) ops = torch_clip_grad_norm_ops(params);
+  if (foreach) {
+    for (auto& op : torch_foreach_adamw_ops(params)) ops.push_back(std::move(op));
+  } else {
+    ops.push_back(optimizer_step_op(params));
+  }
+  return ops;
+}
+
 std::vector<Operation> torch_clip_grad_norm_ops(double params) {
   // torch/nn/utils/clip_grad.py: get_total_norm runs _foreach_norm over the gradients (read 4);
   // clip_grads_with_norm_ multiplies them all by the clamped coefficient (_foreach_mul_: read and

@@ -48,6 +48,9 @@ namespace trainsim::model {
 /// every step whatever the norm. Between the two, a sharded model all-reduces the norm (one
 /// scalar; the schedule's part).
 [[nodiscard]] std::vector<Operation> torch_clip_grad_norm_ops(double params);
+/// A torch training step's passes over `params` parameters: clip_grad_norm_'s where `clip`, then
+/// the foreach AdamW's where `foreach`, else the fused optimizer_step_op.
+[[nodiscard]] std::vector<Operation> torch_step_ops(double params, bool clip, bool foreach);
 /// Megatron-LM 2021's fp16 optimizer step (megatron/optimizer/optimizer.py
 /// Float16OptimizerWithFloat16Params.step with apex FusedAdam) over `params` parameters, as the
 /// memory-bound passes it launches, in order: fp16 -> fp32 gradient copy, unscale and inf check,

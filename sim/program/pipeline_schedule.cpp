@@ -1387,14 +1387,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach || p.clip_grad_norm) {
           // torch.nn.utils.clip_grad_norm_ and torch.optim's foreach AdamW over the rank's shard,
           // as the sharded schedule runs them (torchtitan's train step).
-          const double shard_params = params / static_cast<double>(shard);
-          std::vector<model::Operation> step_ops;
-          if (p.clip_grad_norm) step_ops = model::torch_clip_grad_norm_ops(shard_params);
-          if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach) {
-            for (auto& op : model::torch_foreach_adamw_ops(shard_params)) step_ops.push_back(std::move(op));
-          } else {
-            step_ops.push_back(model::optimizer_step_op(shard_params));
-          }
+          const auto step_ops = model::torch_step_ops(params / static_cast<double>(shard), p.clip_grad_norm,
+                                                      p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach);
           optimizer_seconds = model::ops_duration(step_ops, in.device);
           optimizer_kernels = static_cast<int>(step_ops.size());
         }

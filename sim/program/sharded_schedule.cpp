@@ -375,13 +375,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // all-reduce between clipping's two passes (one scalar over the shard group, tens of
   // microseconds of latency) is left out.
   const double shard_params = total_params / static_cast<double>(shard);
-  std::vector<model::Operation> step_ops;
-  if (p.clip_grad_norm) step_ops = model::torch_clip_grad_norm_ops(shard_params);
-  if (p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach) {
-    for (auto& op : model::torch_foreach_adamw_ops(shard_params)) step_ops.push_back(std::move(op));
-  } else {
-    step_ops.push_back(model::optimizer_step_op(shard_params));
-  }
+  const std::vector<model::Operation> step_ops = model::torch_step_ops(
+      shard_params, p.clip_grad_norm, p.optimizer_implementation == plan::OptimizerImplementation::torch_foreach);
   const Seconds optimizer = model::ops_duration(step_ops, in.device);
   const auto optimizer_memory = model::ops_memory_bound(step_ops, in.device);
   const int optimizer_kernels = static_cast<int>(step_ops.size());
