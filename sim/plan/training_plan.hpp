@@ -402,6 +402,12 @@ struct Layout {
 /// Transformer layers that pipeline stage `stage` of `plan` holds (all its virtual stages).
 [[nodiscard]] long layers_of_stage(const TrainingPlan& plan, long layers, long stage);
 
+/// FSDP2 inside pipeline stages, as torchtitan runs it (program/pipeline_schedule.hpp): the one
+/// FSDP the PTD-P schedule runs.
+[[nodiscard]] inline bool fsdp_inside_pipeline_stages(const TrainingPlan& p) {
+  return p.sharding == Sharding::fsdp && p.pp > 1 && p.fsdp_implementation == FsdpImplementation::torch_fsdp2;
+}
+
 /// Derives the layout of `plan` on `world` ranks; throws std::invalid_argument with a message
 /// naming the degree that does not divide.
 [[nodiscard]] Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node);

@@ -14,11 +14,6 @@ bool parameter_sharded(const plan::TrainingPlan& p) {
   return p.sharding == plan::Sharding::zero3 || p.sharding == plan::Sharding::fsdp;
 }
 
-/// FSDP2 inside pipeline stages (torchtitan): the PTD-P schedule's (pipeline_schedule.hpp).
-bool fsdp_in_stages(const plan::TrainingPlan& p) {
-  return p.sharding == plan::Sharding::fsdp && p.pp > 1 && p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp2;
-}
-
 DataParallelConfig with_memory(const ScheduleInputs& in) {
   DataParallelConfig c = data_parallel_config(in.plan, in.layout);
   c.resident_memory = in.stages.at(0).resident;
@@ -31,7 +26,7 @@ DataParallelConfig with_memory(const ScheduleInputs& in) {
 
 std::string unsupported_plan(const ScheduleInputs& in) {
   const auto& p = in.plan;
-  if (parameter_sharded(p) && !fsdp_in_stages(p)) {
+  if (parameter_sharded(p) && !plan::fsdp_inside_pipeline_stages(p)) {
     // The scenario reader rejects these with the reason (DeepSpeed refuses ZeRO-3 under PP;
     // FSDP inside pipeline stages is modelled as FSDP2's); kept for callers that build plans directly.
     if (p.pp > 1) return "pipeline parallelism with ZeRO-3, or FSDP other than FSDP2, has no time schedule";
@@ -42,7 +37,7 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     return "";
   }
   if (p.tp > 1 || p.pp > 1 || p.cp > 1) {
-    if (fsdp_in_stages(p) && p.cp > 1) return "FSDP inside pipeline stages with context parallelism has no time schedule";
+    if (plan::fsdp_inside_pipeline_stages(p) && p.cp > 1) return "FSDP inside pipeline stages with context parallelism has no time schedule";
     if (p.cp > 1 && p.activation_checkpointing) return "context parallelism with activation recompute has no time schedule";
     if (p.sharding == plan::Sharding::zero2 && p.pp > 1)
       return "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)";
@@ -63,7 +58,7 @@ std::string unsupported_plan(const ScheduleInputs& in) {
 namespace {
 
 Program build_schedule(const ScheduleInputs& in) {
-  if (parameter_sharded(in.plan) && !fsdp_in_stages(in.plan))
+  if (parameter_sharded(in.plan) && !plan::fsdp_inside_pipeline_stages(in.plan))
     return in.plan.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 ? build_deepspeed_zero3(in)
                                                                                      : build_sharded_data_parallel(in);
   // Context parallelism runs in Megatron-core's schedule, with or without TP and PP, and so does

@@ -158,7 +158,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const bool autograd_accumulation = p.autograd_gradient_accumulation;
   // FSDP2 inside the stages (the header): every backward's gradients go into the fp32 accumulated
   // ones, a cast at the first micro-batch, an add at the later ones.
-  const bool fsdp_stages = p.sharding == plan::Sharding::fsdp;
+  const bool fsdp_stages = plan::fsdp_inside_pipeline_stages(p);
   auto accumulation = [&](double params, long micro_batch) {
     const auto op = fsdp_stages ? model::fsdp2_unsharded_grad_accumulation_op(params, micro_batch == 0)
                                 : model::autograd_gradient_accumulation_op(params, p.precision.weights);

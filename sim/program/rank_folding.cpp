@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "collective/nccl_algorithms.hpp"
+
 namespace trainsim::program {
 
 namespace {
@@ -302,16 +304,13 @@ RankFolding fold_ranks(const Program& p) {
 
 bool groups_fill_nodes_alike(const Program& p, int ranks_per_node) {
   std::vector<char> seen;  // by interned group id
-  std::unordered_map<int, int> per_node;
+  const collective::RankLayout layout{ranks_per_node};
   for (const auto& call : p.collectives) {
     const auto id = call.group.id();
     if (id < seen.size() && seen[id] != 0) continue;
     if (id >= seen.size()) seen.resize(id + 1, 0);
     seen[id] = 1;
-    per_node.clear();
-    for (int r : call.group) ++per_node[r / ranks_per_node];
-    for (const auto& [node, count] : per_node)
-      if (count != per_node.begin()->second) return false;
+    if (!collective::shape_of(call.group, layout).even()) return false;
   }
   return true;
 }
