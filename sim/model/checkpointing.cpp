@@ -83,6 +83,13 @@ std::vector<StoredTensor> checkpointed_layer_activations(const TransformerSpec& 
   // The attention kernel's outputs: O and the per-row log-sum-exp its backward reads.
   out.push_back({"attention_output", kBf16 * t * static_cast<double>(s.hidden) / static_cast<double>(shape.tp)});
   out.push_back({"softmax_logsumexp", kFp32 * b * heads * static_cast<double>(s.seq_len)});
+  if (shape.tp > 1 && shape.sequence_parallel) {
+    // The policy also saves the row-parallel linears' reduce-scatter outputs (the sequence shard
+    // each block adds to its residual); their all-gathers are recomputed.
+    const double shard = kBf16 * t * static_cast<double>(s.hidden) / static_cast<double>(shape.tp);
+    out.push_back({"attention_reduce_scatter_output", shard});
+    out.push_back({"mlp_reduce_scatter_output", shard});
+  }
   return out;
 }
 

@@ -14,7 +14,10 @@
 //    gate (w1), up (w3) and down (w2) for SwiGLU, or in and out for a GELU MLP. So Llama saves
 //    q, v, gate and down and recomputes k, the output projection and up, plus the norms,
 //    activations and residual adds. The attention kernel must be fused (SDPA's flash kernel is
-//    what the policy saves).
+//    what the policy saves). Under tensor parallelism with sequence-parallel norms (torchtitan's
+//    DTensor plan) the policy saves the reduce-scatter outputs too and recomputes the
+//    all-gathers; without sequence parallelism the all-reduces are recomputed (not saved). On
+//    one TP rank the matmuls are its column / row slices.
 //  - selective_attention: Megatron-LM's selective recomputation (Korthikanti et al. 2022,
 //    section 5; `--recompute-granularity selective`, 2022's `--checkpoint-granularity selective`:
 //    megatron/model/transformer.py ParallelAttention wraps CoreAttention in

@@ -119,15 +119,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const auto layer_f = model::layer_forward_ops(s, shape);
   const auto layer_b = model::layer_backward_ops(s, shape);
   const Seconds lf = ops_duration(layer_f, in.device);
-  // Full recompute re-runs the layer's forward inside its backward task; Megatron's selective
-  // recomputation re-runs only the core attention, as a task of its own before each backward.
-  const bool full_recompute =
-      p.activation_checkpointing && p.checkpoint_policy != plan::CheckpointPolicy::selective_attention;
+  // Full recompute re-runs the layer's forward inside its backward task. A selective policy
+  // re-runs a part of it as a task of its own before each backward: Megatron's selective
+  // recomputation the core attention, torchtitan's op policy what it did not save.
+  const bool full_recompute = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::full;
   const bool attention_recompute =
       p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_attention;
-  const auto recomputed = attention_recompute
-                              ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_attention)
-                              : std::vector<model::Operation>{};
+  const bool op_recompute = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+  const bool partial_recompute = attention_recompute || op_recompute;
+  const auto recomputed =
+      attention_recompute ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_attention)
+      : op_recompute      ? model::recomputed_forward_ops(s, shape, model::Checkpointing::selective_op)
+                          : std::vector<model::Operation>{};
   const Seconds lr = ops_duration(recomputed, in.device);
   const int lr_kernels = model::ops_kernels(recomputed);
   const Seconds lb = ops_duration(layer_b, in.device) + (full_recompute ? lf : 0);
@@ -475,7 +478,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         const std::string layer = tag + " layer " + std::to_string(l);
         names.layers.emplace_back((slot.forward ? "forward" : "backward") + layer);
         if (offload) names.copies.emplace_back((slot.forward ? "offload input" : "fetch input") + layer);
-        if (attention_recompute && !slot.forward) names.recomputes.emplace_back("recompute core attention" + layer);
+        if (partial_recompute && !slot.forward)
+          names.recomputes.emplace_back((attention_recompute ? "recompute core attention" : "recompute unsaved ops") + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
       if (tp_overlap || sp_pieces)
@@ -712,7 +716,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         };
         // Room for every slot's layers, the embedding and head passes of the end stages and the
         // step's tail, so the stream is never copied while it grows.
-        comp.reserve(order.size() * static_cast<std::size_t>((attention_recompute ? 2 : 1) * layers_per_chunk + 2) + 16);
+        comp.reserve(order.size() * static_cast<std::size_t>((partial_recompute ? 2 : 1) * layers_per_chunk + 2) + 16);
         // The call at this rank's place in its shard group's (or replica group's) sequence.
         auto group_call = [&](bool across_replicas, const std::string& name, collective::Op op, Bytes size) {
           using G = CallRequest::Group;
@@ -1119,7 +1123,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // fabric than the 168-336 MB of the calls summed), and each pays its latency. They
             // follow the layer's compute here, which changes nothing on the critical path: in
             // Megatron every one of them blocks the compute after it.
-            const int tp_calls_per_pass = 2 * (full_recompute && !slot.forward ? 2 : 1);
+            // torchtitan's op policy saves no all-reduce output: its recompute runs them again.
+            // Under sequence parallelism it saves the reduce-scatters' outputs and re-gathers,
+            // which the backward's re-gather below stands for.
+            const bool recomputes_tp_calls = full_recompute || (op_recompute && !sequence_parallel);
+            const int tp_calls_per_pass = 2 * (recomputes_tp_calls && !slot.forward ? 2 : 1);
             if (sequence_parallel && !tp_overlap && !sp_pieces) {
               // Megatron-SP around a whole pass (with context parallelism, whose ring cuts the
               // pass at its attention, or a layer without Megatron's four linears; otherwise
@@ -1154,10 +1162,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               ready.push_back(push(kCopy, std::move(fetch)));
             }
             if (gathers_here) await_parameters(slot.chunk, l, ready);
-            if (attention_recompute && !slot.forward) {
+            if (partial_recompute && !slot.forward) {
               // In Megatron autograd re-runs the checkpointed core attention when the backward
               // reaches it (after the MLP's and the output projection's gradients); on the one
               // compute stream only the sum matters, and it needs no collective of its own.
+              // PyTorch's selective checkpointing re-runs the block's unsaved ops when its
+              // backward starts.
               previous = compute(names.recomputes[static_cast<std::size_t>(l)], lr, lr_kernels, ready);
               ready = {previous};
             }

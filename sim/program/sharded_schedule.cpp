@@ -55,6 +55,12 @@ struct Unit {
   /// the backward's are its recomputed forward's, the backward proper in the last. Empty: none,
   /// or no host dispatch modelled (the cut would change nothing).
   std::vector<SyncedRun> forward_runs{}, backward_runs{};
+  /// Under checkpointing, the forward the backward runs again first (the whole forward, or what
+  /// a selective policy did not save): its share of `backward`, kernels, memory-bound part and
+  /// runs. A tensor-parallel unit runs it as a task of its own.
+  Seconds recompute = 0, recompute_memory = 0;
+  int recompute_kernels = 0;
+  std::vector<SyncedRun> recompute_runs{};
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -88,17 +94,17 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
     const auto layer_f = model::layer_forward_ops(b, shape);
     const Seconds lf = ops_duration(layer_f, dev);
     const auto layer_b = model::layer_backward_ops(b, shape);
-    Seconds lb = ops_duration(layer_b, dev);
     const int lfk = model::ops_kernels(layer_f);
-    int lbk = model::ops_kernels(layer_b);
-    if (p.activation_checkpointing) {
-      const bool selective = p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
-      const auto recomputed =
-          selective ? model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op) : layer_f;
-      lb += selective ? ops_duration(recomputed, dev) : lf;
-      lbk += model::ops_kernels(recomputed);
-    }
     const auto lfm = model::ops_memory_bound(layer_f, dev);
+    const auto recomputed =
+        !p.activation_checkpointing ? std::vector<model::Operation>{}
+        : p.checkpoint_policy == plan::CheckpointPolicy::selective_op
+            ? model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op)
+            : layer_f;
+    const Seconds lr = ops_duration(recomputed, dev), lrm = model::ops_memory_bound(recomputed, dev);
+    const int lrk = model::ops_kernels(recomputed);
+    const Seconds lb = ops_duration(layer_b, dev) + lr;
+    const int lbk = model::ops_kernels(layer_b) + lrk;
     auto runs_of = [&](const std::vector<model::Operation>& ops) {
       std::vector<SyncedRun> runs;
       const auto split = model::split_at_host_syncs(ops);
@@ -108,23 +114,15 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
       return runs;
     };
     const auto forward_runs = runs_of(layer_f);
-    std::vector<SyncedRun> backward_runs;
-    if (p.activation_checkpointing) {
-      backward_runs = runs_of(p.checkpoint_policy == plan::CheckpointPolicy::selective_op
-                                  ? model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op)
-                                  : layer_f);
-      if (!backward_runs.empty()) {
-        auto& last = backward_runs.back();
-        last.duration += ops_duration(layer_b, dev);
-        last.kernels += model::ops_kernels(layer_b);
-        last.memory += model::ops_memory_bound(layer_b, dev);
-      }
+    const auto recompute_runs = runs_of(recomputed);
+    std::vector<SyncedRun> backward_runs = recompute_runs;
+    if (!backward_runs.empty()) {
+      auto& last = backward_runs.back();
+      last.duration += ops_duration(layer_b, dev);
+      last.kernels += model::ops_kernels(layer_b);
+      last.memory += model::ops_memory_bound(layer_b, dev);
     }
-    auto lbm = model::ops_memory_bound(layer_b, dev);
-    if (p.activation_checkpointing)
-      lbm += p.checkpoint_policy == plan::CheckpointPolicy::selective_op
-                 ? model::ops_memory_bound(model::recomputed_forward_ops(b, shape, model::Checkpointing::selective_op), dev)
-                 : lfm;
+    const auto lbm = model::ops_memory_bound(layer_b, dev) + lrm;
     for (long l = 0; l < g.count; ++l) {
       units.push_back({(g.name == "layer" ? "layer " : g.name + " layer ") + std::to_string(l),
                        model::parameters_per_layer(b) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
@@ -132,6 +130,10 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
       units.back().backward_memory = lbm;
       units.back().forward_runs = forward_runs;
       units.back().backward_runs = backward_runs;
+      units.back().recompute = lr;
+      units.back().recompute_memory = lrm;
+      units.back().recompute_kernels = lrk;
+      units.back().recompute_runs = recompute_runs;
     }
   }
   if (p.fsdp_float8_all_gather)
@@ -201,6 +203,11 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // reduce-scatters then queue on the gather stream in the order the host issues them.
   const int reduce_stream = torch_fsdp ? kGather : kReduce;
   const bool sequence_parallel = p.sequence_parallel && p.tp > 1;
+  // torchtitan's op policy saves the reduce-scatter outputs (model/checkpointing.hpp): its
+  // recompute runs the all-gathers again, not the reduce-scatters. Without sequence parallelism
+  // the all-reduces are not saved and run again.
+  const bool recompute_keeps_scatters = sequence_parallel && p.activation_checkpointing &&
+                                        p.checkpoint_policy == plan::CheckpointPolicy::selective_op;
   const double tokens_bytes =
       2.0 * static_cast<double>(p.micro_batch * in.model.seq_len * in.model.hidden);  // bf16
   // The sequence-parallel all-gathers move FP8 where the linears cast before gathering
@@ -286,10 +293,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
       name.recompute = "recompute " + unit.name + tag;
       name.offload = "offload input " + unit.name + tag;
       name.fetch = "fetch input " + unit.name + tag;
-      for (std::size_t r = 1; r < unit.forward_runs.size(); ++r) {
+      for (std::size_t r = 1; r < unit.forward_runs.size(); ++r)
         name.forward_runs.emplace_back(name.forward.str() + " to sync " + std::to_string(r));
+      for (std::size_t r = 1; r < unit.recompute_runs.size(); ++r)
         name.recompute_runs.emplace_back(name.recompute.str() + " to sync " + std::to_string(r));
-      }
       for (std::size_t r = 1; r < unit.backward_runs.size(); ++r)
         name.backward_runs.emplace_back(name.backward.str() + " to sync " + std::to_string(r));
       if (unit.fp8_weights > 0) {
@@ -343,18 +350,20 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         };
         const PassNames fwd = pass_names(""), bwd = pass_names(" (backward)"), rec = pass_names(" (recompute)");
         for (long d = 0; d < L.dp; ++d) {
-          auto tensor_calls = [&](const PassNames& pn, std::vector<int>& after, std::vector<int>& before) {
+          auto tensor_calls = [&](const PassNames& pn, std::vector<int>& after, std::vector<int>& before,
+                                  bool reduces) {
             for (int region = 0; region < 2; ++region) {
               if (sequence_parallel)
                 before.push_back(add_call(pn.gather, collective::Op::all_gather, sequence_gather_bytes, tensor_group(d)));
-              after.push_back(add_call(pn.reduce,
-                                       sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
-                                       tokens_bytes, tensor_group(d)));
+              if (reduces)
+                after.push_back(add_call(pn.reduce,
+                                         sequence_parallel ? collective::Op::reduce_scatter : collective::Op::all_reduce,
+                                         tokens_bytes, tensor_group(d)));
             }
           };
-          tensor_calls(fwd, c.tensor_fwd, c.gather_fwd_sp);
-          tensor_calls(bwd, c.tensor_bwd, c.gather_bwd_sp);
-          if (p.activation_checkpointing) tensor_calls(rec, c.tensor_recompute, c.gather_recompute_sp);
+          tensor_calls(fwd, c.tensor_fwd, c.gather_fwd_sp, true);
+          tensor_calls(bwd, c.tensor_bwd, c.gather_bwd_sp, true);
+          if (p.activation_checkpointing) tensor_calls(rec, c.tensor_recompute, c.gather_recompute_sp, !recompute_keeps_scatters);
         }
       }
     }
@@ -713,18 +722,19 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           const bool recompute_apart = p.activation_checkpointing && units[u].tensor_parallel;
           if (recompute_apart) {
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
-                   units[u].forward, -1, {}};
-            set_memory_bound(r, units[u].forward_memory);
+                   units[u].recompute, -1, {}};
+            set_memory_bound(r, units[u].recompute_memory);
             r.workspace = mem.workspace;
-            r.kernels = units[u].forward_kernels;
-            ready = {synced_pass(r, units[u].forward_runs, name[u].recompute_runs, ready, of_rank(c[u].tensor_recompute),
+            r.kernels = units[u].recompute_kernels;
+            ready = {synced_pass(r, units[u].recompute_runs, name[u].recompute_runs, ready,
+                                 recompute_keeps_scatters ? kNoCalls : of_rank(c[u].tensor_recompute),
                                  sp_gather(c[u].gather_recompute_sp))};
           }
-          const Seconds dur = units[u].backward - (recompute_apart ? units[u].forward : 0);
+          const Seconds dur = units[u].backward - (recompute_apart ? units[u].recompute : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
-          set_memory_bound(b, units[u].backward_memory - (recompute_apart ? units[u].forward_memory : 0));
+          set_memory_bound(b, units[u].backward_memory - (recompute_apart ? units[u].recompute_memory : 0));
           b.workspace = mem.workspace;
-          b.kernels = units[u].backward_kernels - (recompute_apart ? units[u].forward_kernels : 0);
+          b.kernels = units[u].backward_kernels - (recompute_apart ? units[u].recompute_kernels : 0);
           if (per_tensor) {
             const auto bp = backward_pass(u);
             b.workspace = pass_allocations[bp].workspace;

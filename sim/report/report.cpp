@@ -22,11 +22,20 @@ const char* status_of(const scenario::PointResult& r) {
   return "simulated";
 }
 
+const scenario::PointResult* scaling_base(const std::vector<scenario::PointResult>& results) {
+  for (const auto& r : results)
+    if (std::string(status_of(r)) == "simulated") return &r;
+  return results.empty() ? nullptr : &results.front();
+}
+
 std::vector<Row> make_rows(const std::vector<scenario::PointResult>& results) {
   std::vector<Row> rows;
   if (results.empty()) return rows;
   const auto& base = results.front();
-  const double base_pa = base.samples_per_s / base.accelerators;
+  // Simulated scaling is against the first point that ran: an OOM or unscheduled first point
+  // has no throughput to scale from.
+  const auto& sim_base = *scaling_base(results);
+  const double base_pa = std::string(status_of(sim_base)) == "simulated" ? sim_base.samples_per_s / sim_base.accelerators : 0;
   const double base_ref_pa =
       base.point.reference_samples_per_s ? *base.point.reference_samples_per_s / base.accelerators : 0;
   for (const auto& r : results) {
@@ -191,6 +200,9 @@ void write_table(std::ostream& os, const scenario::Scenario& s,
     if (const auto e = reference_error(row)) errors.push_back(*e);
   }
   if (const auto line = summary_line(summarise_errors(errors)); !line.empty()) os << "\n" << line << "\n";
+  if (const auto* base = scaling_base(results); base != nullptr && base != &results.front())
+    os << (errors.empty() ? "\n" : "") << "scaling: relative to \"" << base->point.label
+       << "\", the first point simulated\n";
   const auto bounded = std::count_if(rows.begin(), rows.end(), [](const Row& row) { return row.tflops_bound.has_value(); });
   if (bounded > 0) {
     const auto met = std::count_if(rows.begin(), rows.end(),

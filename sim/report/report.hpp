@@ -15,7 +15,7 @@ namespace trainsim::report {
 struct Row {
   const scenario::PointResult* result;
   double per_accelerator = 0;
-  double scaling_efficiency = 0;  ///< per-accelerator throughput relative to the first point
+  double scaling_efficiency = 0;  ///< per-accelerator throughput relative to scaling_base's
   double reference_per_accelerator = 0;
   double reference_efficiency = 0;
   double error_pct = 0;  ///< (predicted - reference) / reference
@@ -33,6 +33,10 @@ struct Row {
 
 /// "simulated", "oom" or "not_simulated".
 [[nodiscard]] const char* status_of(const scenario::PointResult& r);
+
+/// The point simulated scaling efficiency is relative to: the first one simulated (the first
+/// point where none was); null for no points.
+[[nodiscard]] const scenario::PointResult* scaling_base(const std::vector<scenario::PointResult>& results);
 
 /// The quantity a row is compared on in the summary line: samples per second where the point has
 /// that reference, else TFLOP/s per accelerator; nothing for a row without either.

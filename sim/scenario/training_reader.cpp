@@ -159,11 +159,13 @@ plan::TrainingPlan read_training(JsonObject o) {
     }
     if (policy == "selective_op") {
       t.checkpoint_policy = plan::CheckpointPolicy::selective_op;
-      // Modelled where torchtitan runs it: FSDP without TP or PP, SDPA's flash kernel.
-      if (t.sharding != Sharding::fsdp && t.sharding != Sharding::zero3)
-        o.fail("checkpoint_policy", "selective_op is modelled in the sharded schedule only (schedule fsdp or zero3)");
-      if (t.tp > 1 || t.pp > 1)
-        o.fail("checkpoint_policy", "selective_op is modelled without tensor_parallel or pipeline_parallel");
+      // torchtitan's policy: its FSDP (with or without TP), and its pipeline stages (the PTD-P
+      // schedule, DDP or FSDP2 inside the stages), with SDPA's flash kernel.
+      if (t.sharding == Sharding::zero2)
+        o.fail("checkpoint_policy", "selective_op is torchtitan's policy: modelled with schedule fsdp, zero3, ddp or zero1");
+      if ((t.sharding == Sharding::none || t.sharding == Sharding::zero1) && t.tp == 1 && t.pp == 1)
+        o.fail("checkpoint_policy", "selective_op with schedule ddp or zero1 is modelled in the PTD-P schedule only "
+                                    "(tensor_parallel or pipeline_parallel > 1)");
       if (!t.flash_attention)
         o.fail("checkpoint_policy", "selective_op saves the fused attention kernel's output: enable flash_attention");
       if (t.activation_offloading)
@@ -279,6 +281,8 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.cp > 1) o.fail("pipeline_engine", "context_parallel is Megatron-core's: modelled with pipeline_engine \"megatron\"");
     if (t.activation_checkpointing && t.checkpoint_policy == plan::CheckpointPolicy::selective_attention)
       o.fail("pipeline_engine", "selective_attention is Megatron's recomputation: modelled with pipeline_engine \"megatron\"");
+    if (t.activation_checkpointing && t.checkpoint_policy == plan::CheckpointPolicy::selective_op)
+      o.fail("pipeline_engine", "selective_op is torchtitan's policy: modelled with pipeline_engine \"megatron\"");
   }
   // Without stages or TP there is nothing to split; allowed so a scenario's shared training
   // object can set it for points that override the degrees.

@@ -106,6 +106,30 @@ TEST(Checkpointing, SelectiveOpRecomputesKOutAndUpButNotAttention) {
   EXPECT_LT(share, 0.40);
 }
 
+TEST(Checkpointing, SelectiveOpUnderSequenceParallelismAlsoSavesTheReduceScatterOutputs) {
+  const TransformerSpec s = llama3_8b();
+  const double t = 8192, h = 4096, hkv = 1024, f = 14336, tp = 4;
+  LayerShape sharded = flash(1);
+  sharded.tp = 4;
+  const auto plain = checkpointed_layer_activations(s, sharded, Checkpointing::selective_op);
+  sharded.sequence_parallel = true;
+  const auto sp = checkpointed_layer_activations(s, sharded, Checkpointing::selective_op);
+  ASSERT_EQ(sp.size(), plain.size() + 2);
+  EXPECT_EQ(sp[sp.size() - 2].name, "attention_reduce_scatter_output");
+  EXPECT_EQ(sp.back().name, "mlp_reduce_scatter_output");
+  EXPECT_DOUBLE_EQ(sp.back().bytes, 2 * t * h / tp);
+  // The saved matmul outputs are the rank's column slices (q, v, gate) and the row-parallel
+  // down projection's partial sum before its reduction.
+  double matmuls = 0;
+  for (const auto& k : plain)
+    if (k.name == "q_output" || k.name == "v_output" || k.name == "ffn_gate_output" || k.name == "ffn_down_output")
+      matmuls += k.bytes;
+  EXPECT_DOUBLE_EQ(matmuls, 2 * t * (h / tp + hkv / tp + f / tp + h));
+  // A quarter of the recomputed matmul FLOPs of one GPU's layer.
+  EXPECT_DOUBLE_EQ(gemm_flops(recomputed_forward_ops(s, sharded, Checkpointing::selective_op)),
+                   gemm_flops(recomputed_forward_ops(s, flash(1), Checkpointing::selective_op)) / tp);
+}
+
 TEST(Checkpointing, SelectiveOpOnAGeluLayerSavesQVAndTheMlpInput) {
   TransformerSpec s{"gpt", 4, 1024, 16, 4096, 50257, 2048, false};
   const auto kept = checkpointed_layer_activations(s, flash(1), Checkpointing::selective_op);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/checkpointing.hpp"
 #include "model/compute_cost.hpp"
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
@@ -1081,6 +1082,48 @@ TEST(PipelineProgram, MegatronLocalDdpFlattensBeforeAndCopiesBackAfterTheGradien
   // Traffic twice the copy's: 8 against 4 bytes per fp16 gradient (same launch cost).
   EXPECT_GT(comp.tasks[static_cast<std::size_t>(flatten)].duration,
             comp.tasks[static_cast<std::size_t>(copy)].duration);
+}
+
+// torchtitan's op policy in pipeline stages: each layer's backward is preceded by the forward's
+// unsaved ops; the backward is the plain one. Without sequence parallelism the recompute runs the
+// pass's two all-reduces again (the policy saves no all-reduce output); with it the reduce-scatter
+// outputs are saved and the backward's re-gather stands for the recomputed all-gathers.
+TEST(PipelineProgram, SelectiveOpRecomputesTheUnsavedOpsBeforeEachBackward) {
+  for (const bool sp : {false, true}) {
+    ScheduleInputs none = testing_support::tiny_tp2_pp2_dp2();
+    none.plan.flash_attention = true;
+    none.plan.sequence_parallel = sp;
+    ScheduleInputs selective = none;
+    selective.plan.activation_checkpointing = true;
+    selective.plan.checkpoint_policy = plan::CheckpointPolicy::selective_op;
+    const Program ps = build_program(selective), pn = build_program(none);
+    validate(ps);
+    const model::LayerShape shape{1, 2, sp, true};
+    const auto ops = model::recomputed_forward_ops(selective.model, shape, model::Checkpointing::selective_op);
+    const Seconds recompute = model::ops_duration(ops, selective.device);
+    for (int rank : {1, 5}) {
+      const auto& comp = ps.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+      const auto& plain = pn.ranks[static_cast<std::size_t>(rank)].streams[kCompute];
+      long recomputes = 0;
+      for (const auto& t : comp.tasks) recomputes += t.name.str().rfind("recompute unsaved ops", 0) == 0 ? 1 : 0;
+      EXPECT_EQ(recomputes, selective.plan.accumulation * 2) << sp;
+      if (!sp) {
+        const std::string tag = " mb1 c0 layer 1";
+        const int bwd = index_of(comp, "backward" + tag);
+        const Task& before = comp.tasks[static_cast<std::size_t>(bwd - 1)];
+        EXPECT_EQ(before.name.str(), "recompute unsaved ops" + tag) << rank;
+        EXPECT_DOUBLE_EQ(before.duration, recompute);
+        EXPECT_EQ(before.kernels, model::ops_kernels(ops));
+        EXPECT_TRUE(waits_for(comp.tasks[static_cast<std::size_t>(bwd)], kCompute, bwd - 1));
+        EXPECT_DOUBLE_EQ(comp.tasks[static_cast<std::size_t>(bwd)].duration, find_task(plain, "backward" + tag).duration);
+      }
+      // TP calls: two more per layer backward without SP, none with it.
+      const auto& tensor = ps.ranks[static_cast<std::size_t>(rank)].streams[kTensor].tasks;
+      const auto& plain_tensor = pn.ranks[static_cast<std::size_t>(rank)].streams[kTensor].tasks;
+      EXPECT_EQ(tensor.size(), plain_tensor.size() + (sp ? 0 : 2 * 2 * static_cast<std::size_t>(selective.plan.accumulation)))
+          << sp << " rank " << rank;
+    }
+  }
 }
 
 // Megatron's selective recomputation: each layer's backward is preceded by the core attention's

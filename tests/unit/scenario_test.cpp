@@ -1239,7 +1239,8 @@ TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchti
   const std::vector<Case> cases = {
       {"activation_checkpointing", false, "enable activation_checkpointing"},
       {"flash_attention", false, "enable flash_attention"},
-      {"schedule", "zero1", "sharded schedule only"},
+      {"schedule", "zero1", "PTD-P schedule only"},
+      {"schedule", "zero2", "torchtitan's policy"},
       {"checkpoint_policy", "every_other_layer", "checkpoint_policy"},
   };
   for (const auto& c : cases) {
@@ -1250,6 +1251,23 @@ TEST(ScenarioErrors, CheckpointPolicyNeedsCheckpointingAndIsModelledWhereTorchti
     EXPECT_EQ(e.json_path(), "/training/checkpoint_policy") << c.key << ": " << e.what();
     EXPECT_TRUE(contains(e.what(), c.expected)) << e.what();
   }
+}
+
+TEST(Scenario, SelectiveOpIsModelledWithTensorAndPipelineParallelism) {
+  const std::string file = "scenarios/p5-llama3-70b-torchtitan-pp.json";
+  json doc = read_json_file(file);
+  doc["topology"] = absolute("topologies/p5.48xlarge.json");
+  doc["training"]["checkpoint_policy"] = "selective_op";
+  const Scenario s = load_scenario(write(doc, temp_file("tt-pp-selective")));
+  for (const auto& p : s.points) EXPECT_EQ(p.training.checkpoint_policy, plan::CheckpointPolicy::selective_op) << p.label;
+  // Not DeepSpeed's pipeline engine: its checkpointing has no op policy.
+  json bloom = read_json_file("scenarios/bloom-176b-jean-zay.json");
+  bloom["topology"] = absolute("topologies/jean-zay-a100-80g-opa.json");
+  bloom["training"]["flash_attention"] = true;
+  bloom["training"]["checkpoint_policy"] = "selective_op";
+  const ConfigError e = error_of(bloom, "deepspeed");
+  EXPECT_EQ(e.json_path(), "/training/pipeline_engine");
+  EXPECT_TRUE(contains(e.what(), "selective_op is torchtitan's policy")) << e.what();
 }
 
 TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSchedule) {

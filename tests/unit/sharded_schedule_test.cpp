@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/compute_cost.hpp"
+#include "model/checkpointing.hpp"
 #include "model/composer_metrics.hpp"
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
@@ -656,6 +657,46 @@ TEST(ShardedSchedule, SequenceParallelismReplacesEachTpAllReduceByAllGatherAndRe
     const auto& gather = fp8.collectives[find_task(fp8_tensor, std::string(pass) + " all-gather").collective];
     const auto& scatter = fp8.collectives[find_task(fp8_tensor, std::string(pass) + " reduce-scatter").collective];
     EXPECT_DOUBLE_EQ(gather.size, scatter.size / 2) << pass;
+  }
+}
+
+// torchtitan's op policy with TP: the recompute is a task of its own holding what the policy did
+// not save; under sequence parallelism it gathers the sequence again (the reduce-scatter outputs
+// are saved), without it it all-reduces again (all-reduce outputs are not saved).
+TEST(ShardedSchedule, SelectiveOpRecomputeUnderTensorParallelismRunsOnlyTheUnsavedCollectives) {
+  for (const bool sp : {true, false}) {
+    ScheduleInputs in = inputs(4, 2, 2);
+    in.plan.flash_attention = true;
+    in.plan.sequence_parallel = sp;
+    in.plan.activation_checkpointing = true;
+    ScheduleInputs full = in;
+    in.plan.checkpoint_policy = plan::CheckpointPolicy::selective_op;
+    const Program prog = build_program(in), whole = build_program(full);
+    validate(prog);
+    const auto& comp = prog.ranks[0].streams[0];
+    const auto& tensor = prog.ranks[0].streams[3].tasks;
+    const model::LayerShape shape{in.plan.micro_batch, 2, sp, true};
+    const auto ops = model::recomputed_forward_ops(in.model, shape, model::Checkpointing::selective_op);
+    const Task& r = find_task(comp, "recompute layer 0 mb0");
+    EXPECT_DOUBLE_EQ(r.duration, model::ops_duration(ops, in.device)) << sp;
+    EXPECT_EQ(r.kernels, model::ops_kernels(ops)) << sp;
+    EXPECT_LT(r.duration, find_task(whole.ranks[0].streams[0], "recompute layer 0 mb0").duration) << sp;
+    // The backward proper is the same as under full recompute.
+    EXPECT_DOUBLE_EQ(find_task(comp, "backward layer 0 mb0").duration,
+                     find_task(whole.ranks[0].streams[0], "backward layer 0 mb0").duration);
+    auto named = [&](const std::vector<Task>& tasks, const std::string& name) {
+      return std::count_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name.str() == name; });
+    };
+    const auto& full_tensor = whole.ranks[0].streams[3].tasks;
+    if (sp) {
+      EXPECT_EQ(named(tensor, "recompute layer 0 mb0 all-gather"), 2);
+      EXPECT_EQ(named(tensor, "recompute layer 0 mb0 reduce-scatter"), 0);
+      EXPECT_EQ(named(full_tensor, "recompute layer 0 mb0 reduce-scatter"), 2);
+      EXPECT_EQ(tensor.size() + 2 * 2, full_tensor.size());  // two layers' saved reduce-scatters
+    } else {
+      EXPECT_EQ(named(tensor, "recompute layer 0 mb0 all-reduce"), 2);
+      EXPECT_EQ(tensor.size(), full_tensor.size());
+    }
   }
 }
 
