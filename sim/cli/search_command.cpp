@@ -14,7 +14,8 @@ const char* const kSearchUsage =
     "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
     "                [--tp LIST] [--cp LIST] [--pp LIST] [--pipeline-schedule LIST]\n"
     "                [--virtual-stages LIST] [--micro-batch LIST]\n"
-    "                [--checkpointing LIST] [--offloading LIST] [--sequence-parallel LIST]\n"
+    "                [--checkpointing LIST] [--checkpoint-policy LIST] [--offloading LIST]\n"
+    "                [--sequence-parallel LIST]\n"
     "                [--shard LIST] [--top K] [--jobs N]"
     " [--format table|json|csv]\n"
     "  which layout of a point trains fastest: every combination of the axes at the point's\n"
@@ -40,6 +41,8 @@ const char* const kSearchUsage =
     "           pipelines it); only at PP > 1\n"
     "  --shard  hybrid_shard_degree values of a sharded schedule; `full` shards over all DP ranks\n"
     "  --checkpointing  on,off (default both)\n"
+    "  --checkpoint-policy  full,selective_op,selective_attention: what checkpointed layers\n"
+    "           keep, each tried where checkpointing is on (default: the point's own)\n"
     "  --offloading  on,off: activation offloading of the checkpointed layer inputs to host\n"
     "           memory, with checkpointing only (default: the point's own)\n"
     "  --sequence-parallel  on,off: Megatron's sequence parallelism at TP > 1 (default: the\n"
@@ -134,6 +137,13 @@ int search_command(const std::vector<std::string>& args) {
         options.space.shard.push_back(v == "full" ? 0 : positive(a, v));
     } else if (a == "--checkpointing") {
       options.space.checkpointing = on_off(a, cursor.value(a));
+    } else if (a == "--checkpoint-policy") {
+      for (const auto& v : split(cursor.value(a))) {
+        const auto& names = search::checkpoint_policy_names();
+        if (std::find(names.begin(), names.end(), v) == names.end())
+          throw UsageError("--checkpoint-policy expects full, selective_op and/or selective_attention, not \"" + v + "\"");
+        options.space.checkpoint_policy.push_back(v);
+      }
     } else if (a == "--offloading") {
       options.space.offloading = on_off(a, cursor.value(a));
     } else if (a == "--sequence-parallel") {

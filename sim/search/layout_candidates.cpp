@@ -80,6 +80,11 @@ const std::vector<std::string>& pipeline_schedule_names() {
   return names;
 }
 
+const std::vector<std::string>& checkpoint_policy_names() {
+  static const std::vector<std::string> names{"full", "selective_op", "selective_attention"};
+  return names;
+}
+
 const char* schedule_label(const std::string& schedule) {
   if (schedule == "zero1") return "ZeRO-1";
   if (schedule == "zero2") return "ZeRO-2";
@@ -94,6 +99,7 @@ std::string Candidate::label() const {
                   (cp > 1 ? ", CP " + std::to_string(cp) : "") + ", PP " + std::to_string(pp) +
                   ", DP " + std::to_string(dp) + ", micro-batch " + std::to_string(micro_batch) +
                   " x " + std::to_string(accumulation) + (checkpointing ? ", checkpointing" : "") +
+                  (checkpointing && policy_searched ? " " + checkpoint_policy : "") +
                   (offloading ? ", offloading" : "") +
                   (sequence_parallel ? ", sequence parallel" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
@@ -147,6 +153,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   given.micro_batch = sorted_unique(given.micro_batch);
   given.shard = sorted_unique(given.shard);
   given.checkpointing = sorted_unique(given.checkpointing);
+  given.checkpoint_policy = in_order_of(checkpoint_policy_names(), given.checkpoint_policy);
   given.offloading = sorted_unique(given.offloading);
   given.sequence_parallel = sorted_unique(given.sequence_parallel);
   return given;
@@ -154,29 +161,34 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
 
 namespace {
 
-/// The on/off choices of a layout.
+/// The on/off choices of a layout, and what checkpointing keeps.
 struct Switches {
   bool checkpointing = false, offloading = false, sequence_parallel = false;
+  std::string policy = "full";
   bool operator==(const Switches& o) const {
     return checkpointing == o.checkpointing && offloading == o.offloading &&
-           sequence_parallel == o.sequence_parallel;
+           sequence_parallel == o.sequence_parallel && (!checkpointing || policy == o.policy);
   }
 };
 
-/// Checkpointing, then offloading (only of checkpointed inputs), then sequence parallelism (only
-/// over TP > 1), in the axes' order; the point's own where an axis is empty.
+/// Checkpointing (each policy), then offloading (only of fully checkpointed inputs), then
+/// sequence parallelism (only over TP > 1), in the axes' order; the point's own where an axis
+/// is empty.
 std::vector<Switches> switch_combinations(const SearchSpace& space, const PointShape& shape,
                                           long tp) {
   auto axis = [](const std::vector<bool>& given, bool own) {
     return given.empty() ? std::vector<bool>{own} : given;
   };
+  const std::vector<std::string> policies =
+      space.checkpoint_policy.empty() ? std::vector<std::string>{shape.checkpoint_policy} : space.checkpoint_policy;
   std::vector<Switches> out;
   for (const bool ckpt : axis(space.checkpointing, shape.checkpointing))
-    for (const bool offload :
-         ckpt ? axis(space.offloading, shape.offloading) : std::vector<bool>{false})
-      for (const bool sp : tp > 1 ? axis(space.sequence_parallel, shape.sequence_parallel)
-                                  : std::vector<bool>{false})
-        out.push_back({ckpt, offload, sp});
+    for (const auto& policy : ckpt ? policies : std::vector<std::string>{shape.checkpoint_policy})
+      for (const bool offload :
+           ckpt && policy == "full" ? axis(space.offloading, shape.offloading) : std::vector<bool>{false})
+        for (const bool sp : tp > 1 ? axis(space.sequence_parallel, shape.sequence_parallel)
+                                    : std::vector<bool>{false})
+          out.push_back({ckpt, offload, sp, policy});
   return out;
 }
 
@@ -216,7 +228,7 @@ void add_variants(const Candidate& base, const std::vector<long>& micro, long pe
                   const ScheduleAxes& axes, const std::vector<Switches>& switches,
                   const SearchSpace& space, const PointShape& shape, Enumeration& e) {
   const bool own_gpipe = shape.gpipe && shape.pp > 1 && shape.virtual_stages == 1;
-  const Switches own{shape.checkpointing, shape.offloading, shape.sequence_parallel};
+  const Switches own{shape.checkpointing, shape.offloading, shape.sequence_parallel, shape.checkpoint_policy};
   for (const auto& variant : pipeline_variants(base.pp, axes.chunks, axes.pipelines))
     for (const long mb : micro) {
       Candidate c = base;
@@ -244,6 +256,8 @@ void add_variants(const Candidate& base, const std::vector<long>& micro, long pe
             continue;
           }
           k.checkpointing = on.checkpointing;
+          k.checkpoint_policy = on.policy;
+          k.policy_searched = !space.checkpoint_policy.empty();
           k.offloading = on.offloading;
           k.sequence_parallel = on.sequence_parallel;
           // A shard group as large as the data-parallel group is full sharding.
@@ -404,7 +418,10 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
       training["pipeline_schedule"] = "1f1b";
     for (const char* key : interleaved_only) training.erase(key);
   }
-  if (!c.checkpointing) training.erase("checkpoint_policy");
+  if (!c.checkpointing)
+    training.erase("checkpoint_policy");
+  else if (c.policy_searched)
+    training["checkpoint_policy"] = c.checkpoint_policy;
   if (c.offloading)
     training["activation_offloading"] = true;
   else

@@ -31,6 +31,9 @@ struct SearchSpace {
   std::vector<long> virtual_stages;
   std::vector<long> micro_batch;  ///< empty: every power of two that divides the replica's batch
   std::vector<bool> checkpointing;
+  /// What checkpointed layers keep (training.checkpoint_policy: full, selective_op,
+  /// selective_attention), tried wherever checkpointing is on; empty: the point's own
+  std::vector<std::string> checkpoint_policy;
   /// Megatron's sequence parallelism (norms and dropout split over TP), only at TP > 1; empty:
   /// the point's own
   std::vector<bool> sequence_parallel;
@@ -54,11 +57,15 @@ struct PointShape {
   bool interleavable = false;
   long shard = 0;  ///< the point's shard group; 0 when it shards over its whole data-parallel group
   bool checkpointing = false;
+  std::string checkpoint_policy = "full";  ///< the point's own (full where it does not checkpoint)
   bool sequence_parallel = false;
   bool offloading = false;
   bool fsdp = false;  ///< PyTorch FSDP / SMP v2, whose hybrid_shard_degree is a layout choice
   std::string schedule = "ddp";  ///< the point's training.schedule
 };
+
+/// The checkpoint policies --checkpoint-policy names, in the order a search tries them.
+[[nodiscard]] const std::vector<std::string>& checkpoint_policy_names();
 
 /// The pipeline schedules --pipeline-schedule names (interleaving is --virtual-stages'), in the
 /// order a search tries them.
@@ -78,6 +85,10 @@ struct Candidate {
   long virtual_stages = 1;
   bool gpipe = false;  ///< GPipe instead of 1F1B (only at PP > 1 without virtual stages)
   bool checkpointing = false;
+  /// What checkpointed layers keep; the label and the scenario name it only where the search
+  /// tried policies (policy_searched), otherwise it is the point's own
+  std::string checkpoint_policy = "full";
+  bool policy_searched = false;
   bool sequence_parallel = false;
   bool offloading = false;
   bool is_original = false;  ///< the point's own configuration
@@ -107,8 +118,9 @@ struct Enumeration {
 
 /// Every combination of `space` at the point's global batch, in a fixed order (schedule in
 /// schedule_names() order, then TP, CP, PP, virtual stages, pipeline schedule, micro-batch,
-/// checkpointing, offloading, sequence parallelism, shard, each ascending; virtual stages only at
-/// PP > 1, GPipe only at PP > 1 without virtual stages, offloading only with checkpointing,
+/// checkpointing (and its policies), offloading, sequence parallelism, shard, each ascending;
+/// virtual stages only at PP > 1, GPipe only at PP > 1 without virtual stages, offloading only
+/// with full checkpointing,
 /// sequence parallelism only at TP > 1, shard groups only for a sharded schedule).
 /// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide
 /// the replica's share of the global batch, are skipped with the reason.

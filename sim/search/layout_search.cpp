@@ -114,6 +114,11 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
                          p.training.pipeline == plan::PipelineSchedule::interleaved);
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
+  if (p.training.activation_checkpointing)
+    shape.checkpoint_policy = p.training.checkpoint_policy == plan::CheckpointPolicy::selective_op ? "selective_op"
+                              : p.training.checkpoint_policy == plan::CheckpointPolicy::selective_attention
+                                  ? "selective_attention"
+                                  : "full";
   shape.sequence_parallel = p.training.sequence_parallel;
   shape.offloading = p.training.activation_offloading;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;

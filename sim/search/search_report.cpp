@@ -16,6 +16,15 @@ using text::pad;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 /// As `run` prints it: the peak the simulation followed where there is one, else the model's.
+/// The checkpointing column: yes / no, or the policy where the search tried policies.
+std::string checkpointing_text(const Candidate& c) {
+  if (!c.checkpointing) return "no";
+  if (!c.policy_searched) return "yes";
+  if (c.checkpoint_policy == "selective_op") return "selective op";
+  if (c.checkpoint_policy == "selective_attention") return "selective attn";
+  return c.checkpoint_policy;
+}
+
 std::string memory_text(const Trial& t) {
   if (t.memory.ranks.empty()) return "-";
   const double peak =
@@ -107,7 +116,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       if (gpipe) os << pad(c.pp == 1 ? "-" : pipeline_schedule_of(c), 10);
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
-         << pad(std::to_string(c.accumulation), 14) << pad(c.checkpointing ? "yes" : "no", 15);
+         << pad(std::to_string(c.accumulation), 14) << pad(checkpointing_text(c), 15);
       if (offloading) os << pad(c.offloading ? "yes" : "no", 12);
       if (shard) os << pad(c.shard > 0 ? std::to_string(c.shard) : "-", 7);
       os << pad(memory_text(t), 14) << pad(fmt("%.2f", t.result->samples_per_s), 13)
@@ -201,6 +210,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["micro_batch"] = c.micro_batch;
   j["gradient_accumulation"] = c.accumulation;
   j["activation_checkpointing"] = c.checkpointing;
+  j["checkpoint_policy"] = c.checkpointing ? nlohmann::ordered_json(c.checkpoint_policy) : nlohmann::ordered_json(nullptr);
   j["activation_offloading"] = c.offloading;
   j["sequence_parallel"] = c.sequence_parallel;
   j["hybrid_shard_degree"] =
@@ -274,7 +284,7 @@ void write_search_json(std::ostream& os, const SearchResult& r) {
 std::string search_csv_header() {
   return "rank,schedule,tensor_parallel,context_parallel,pipeline_parallel,pipeline_schedule,"
          "virtual_stages,data_parallel,micro_batch,"
-         "gradient_accumulation,activation_checkpointing,activation_offloading,sequence_parallel,"
+         "gradient_accumulation,activation_checkpointing,checkpoint_policy,activation_offloading,sequence_parallel,"
          "hybrid_shard_degree,"
          "original,outcome,"
          "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
@@ -295,7 +305,7 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
     os << prefix << rank << "," << c.schedule << "," << c.tp << "," << c.cp << "," << c.pp << ","
        << pipeline_schedule_of(c) << "," << c.virtual_stages << "," << c.dp << "," << c.micro_batch
        << "," << c.accumulation << "," << (c.checkpointing ? "true" : "false") << ","
-       << (c.offloading ? "true" : "false") << "," << (c.sequence_parallel ? "true" : "false")
+       << (c.checkpointing ? c.checkpoint_policy : "") << "," << (c.offloading ? "true" : "false") << "," << (c.sequence_parallel ? "true" : "false")
        << "," << (c.shard > 0 ? std::to_string(c.shard) : "") << ","
        << (c.is_original ? "true" : "false") << "," << outcome_name(t.outcome) << ","
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.worst_peak / kGiB)) << ","

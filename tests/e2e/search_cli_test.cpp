@@ -95,10 +95,10 @@ TEST(CliSearch, OutputIsByteIdenticalRunToRunWithParallelJobs) {
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // The source's own micro-batch (4) is the largest that fits 40 GB; 8 is out of memory.
-  // (TP, CP, PP, pipeline schedule, chunks, DP, micro-batch, accumulation, checkpointing, offloading,
-  // SP, shard, original, outcome)
-  EXPECT_NE(a.out.find(",1,1,1,,1,8,4,16,true,false,false,,true,simulated"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find(",1,1,1,,1,8,8,8,true,false,false,,false,oom"), std::string::npos) << a.out;
+  // (TP, CP, PP, pipeline schedule, chunks, DP, micro-batch, accumulation, checkpointing, its
+  // policy, offloading, SP, shard, original, outcome)
+  EXPECT_NE(a.out.find(",1,1,1,,1,8,4,16,true,full,false,false,,true,simulated"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find(",1,1,1,,1,8,8,8,true,full,false,false,,false,oom"), std::string::npos) << a.out;
 }
 
 TEST(CliSearch, SeveralNodeCountsGiveTheFastestLayoutAtEachAndWhyNoneWhereNone) {
@@ -225,6 +225,40 @@ TEST(CliSearch, SequenceParallelismIsAnAxisAtTensorParallelDegrees) {
   }
 }
 
+TEST(CliSearch, CheckpointPoliciesAreAnAxisWhereCheckpointingIsOn) {
+  // Figure 17's 145.6B at batch 64 on TP 8 x PP 16: Megatron's selective recomputation keeps all
+  // but the core attention's s x s tensors, so it needs more memory than full recompute and
+  // recomputes less.
+  const auto r = trainsim("search " + kFigure17 +
+                          " --point 'recompute batch 64' --tp 8 --pp 16 --virtual-stages 1 --micro-batch 1 --sequence-parallel on"
+                          " --checkpointing on --checkpoint-policy full,selective_attention --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<std::string, json> by_policy;
+  for (const auto* list : {&j["ranked"], &j["not_ranked"]})
+    for (const auto& t : *list) by_policy[t["checkpoint_policy"].get<std::string>()] = t;
+  ASSERT_EQ(by_policy.size(), 2u) << r.out;
+  const auto& full = by_policy["full"];
+  const auto& selective = by_policy["selective_attention"];
+  EXPECT_GT(selective["memory_peak_bytes"].get<double>(), full["memory_peak_bytes"].get<double>());
+  ASSERT_EQ(full["outcome"], "simulated") << full;
+  ASSERT_EQ(selective["outcome"], "simulated") << selective;
+  EXPECT_GT(selective["samples_per_s"].get<double>(), full["samples_per_s"].get<double>());
+  EXPECT_NE(selective["label"].get<std::string>().find("checkpointing selective_attention"), std::string::npos)
+      << selective["label"];
+  const auto csv = trainsim("search " + kFigure17 +
+                            " --point 'recompute batch 64' --tp 8 --pp 16 --virtual-stages 1 --micro-batch 1"
+                            " --sequence-parallel on --checkpointing on --checkpoint-policy selective_attention --format csv");
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_NE(csv.out.find(",activation_checkpointing,checkpoint_policy,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",true,selective_attention,"), std::string::npos) << csv.out;
+  const auto bad = trainsim("search " + kFigure17 + " --checkpoint-policy some");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--checkpoint-policy expects full, selective_op and/or selective_attention, not \"some\""),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(CliSearch, ContextParallelismSplitsEachSequencesActivations) {
   // NeMo's Llama 3 8B at sequence 8,192 on one DGX H100 (its table row runs CP 2): each rank of a
   // CP group keeps 1/CP of every sequence's activations, and recompute with CP is not modelled
@@ -244,10 +278,11 @@ TEST(CliSearch, ContextParallelismSplitsEachSequencesActivations) {
         EXPECT_EQ(t["outcome"], "simulated") << t.dump();
       }
       if (t["activation_checkpointing"].get<bool>()) {
-        if (t["context_parallel"].get<long>() > 1)
+        if (t["context_parallel"].get<long>() > 1) {
           EXPECT_NE(t["reason"].get<std::string>().find("with activation_checkpointing is not modelled"),
                     std::string::npos)
               << t.dump();
+        }
       } else {
         peak[t["context_parallel"].get<long>()] = t["memory_peak_bytes"].get<double>();
       }

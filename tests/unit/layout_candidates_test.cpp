@@ -453,6 +453,43 @@ TEST(LayoutCandidates, OffloadingIsTriedOnlyWithCheckpointing) {
   EXPECT_EQ(complete_space({}, s, 6).offloading, (std::vector<bool>{true}));
 }
 
+TEST(LayoutCandidates, CheckpointPoliciesAreTriedWhereCheckpointingIsOnAndOffloadingOnlyWithFull) {
+  PointShape s = pipelined();  // full checkpointing, no offloading
+  s.tp = 1;
+  s.pp = 1;
+  SearchSpace space = space_of({1}, {1}, {2}, {false, true});
+  space.offloading = {false, true};
+  space.checkpoint_policy = {"selective_op", "full"};
+  space = complete_space(space, s, 6);
+  EXPECT_EQ(space.checkpoint_policy, (std::vector<std::string>{"full", "selective_op"}));  // the names' order
+  const auto e = enumerate_layouts(space, s);
+  // Off once; full with and without offloading; selective_op without.
+  ASSERT_EQ(e.candidates.size(), 4u);
+  EXPECT_FALSE(e.candidates[0].checkpointing);
+  EXPECT_EQ(e.candidates[1].checkpoint_policy, "full");
+  EXPECT_TRUE(e.candidates[1].is_original);
+  EXPECT_TRUE(e.candidates[2].offloading);
+  EXPECT_EQ(e.candidates[3].checkpoint_policy, "selective_op");
+  EXPECT_FALSE(e.candidates[3].offloading);
+  EXPECT_FALSE(e.candidates[3].is_original);
+  EXPECT_EQ(e.candidates[3].label(), "TP 1, PP 1, DP 16, micro-batch 2 x 1, checkpointing selective_op");
+  const json doc = json::parse(R"({"training": {"schedule": "fsdp", "activation_checkpointing": true,
+      "flash_attention": true}, "points": [{"label": "x"}]})");
+  EXPECT_EQ(candidate_document(doc, 0, e.candidates[3])["training"]["checkpoint_policy"], "selective_op");
+  EXPECT_EQ(candidate_document(doc, 0, e.candidates[1])["training"]["checkpoint_policy"], "full");
+  EXPECT_FALSE(candidate_document(doc, 0, e.candidates[0])["training"].contains("checkpoint_policy"));
+  // Without the axis each layout keeps the point's own policy, which its document already says.
+  s.checkpoint_policy = "selective_op";
+  space.checkpoint_policy.clear();
+  space.offloading.clear();
+  const auto own = enumerate_layouts(space, s);
+  ASSERT_EQ(own.candidates.size(), 2u);
+  EXPECT_EQ(own.candidates[1].checkpoint_policy, "selective_op");
+  EXPECT_TRUE(own.candidates[1].is_original);
+  EXPECT_EQ(own.candidates[1].label(), "TP 1, PP 1, DP 16, micro-batch 2 x 1, checkpointing");
+  EXPECT_FALSE(candidate_document(doc, 0, own.candidates[1])["training"].contains("checkpoint_policy"));
+}
+
 TEST(LayoutCandidates, GpipeIsTriedOnlyOnPipelinesWithoutVirtualStages) {
   PointShape s = pipelined();
   s.interleavable = true;
