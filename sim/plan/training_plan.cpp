@@ -1,5 +1,6 @@
 #include "plan/training_plan.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -17,11 +18,21 @@ double optimizer_state_bytes(Optimizer o, double element_bytes) {
 long layers_of_stage(const TrainingPlan& plan, long layers, long stage) {
   const long pp = plan.pp;
   if (plan.partition == PipelinePartition::uniform) return layers / pp + (stage < layers % pp ? 1 : 0);
-  // Balance layers + 2 units (embedding, tied head), then take the ends' embedding units out.
+  long n = 0;
+  for (long c = 0; c < std::max(1L, plan.virtual_stages); ++c) n += layers_of_chunk(plan, layers, stage, c);
+  return n;
+}
+
+long layers_of_chunk(const TrainingPlan& plan, long layers, long stage, long chunk) {
+  const long v = std::max(1L, plan.virtual_stages);
+  if (plan.partition == PipelinePartition::uniform) return layers_of_stage(plan, layers, stage) / v;
+  // Balance layers + 2 units (embedding, head) over the virtual stages, then take the ends'
+  // units out.
+  const long slots = plan.pp * v, vs = chunk * plan.pp + stage;
   const long units = layers + 2;
-  long n = units / pp + (stage < units % pp ? 1 : 0);
-  if (stage == 0) --n;
-  if (stage == pp - 1) --n;
+  long n = units / slots + (vs < units % slots ? 1 : 0);
+  if (vs == 0) --n;
+  if (vs == slots - 1) --n;
   return n;
 }
 

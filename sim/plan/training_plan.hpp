@@ -402,6 +402,12 @@ struct Layout {
 /// Transformer layers that pipeline stage `stage` of `plan` holds (all its virtual stages).
 [[nodiscard]] long layers_of_stage(const TrainingPlan& plan, long layers, long stage);
 
+/// Transformer layers of model chunk `chunk` of stage `stage` (virtual stage chunk x pp + stage).
+/// Uniform: layers / (pp x v). transformer_and_embedding: layers + 2 units over the virtual
+/// stages, the first and the last giving one up for the embedding and the head (with one layer
+/// per chunk those two hold none: the zero-bubble paper's interleaved runs).
+[[nodiscard]] long layers_of_chunk(const TrainingPlan& plan, long layers, long stage, long chunk);
+
 /// FSDP2 inside pipeline stages, as torchtitan runs it (program/pipeline_schedule.hpp): the one
 /// FSDP the PTD-P schedule runs.
 [[nodiscard]] inline bool fsdp_inside_pipeline_stages(const TrainingPlan& p) {

@@ -43,8 +43,9 @@ std::string unsupported_plan(const ScheduleInputs& in) {
       return "pipeline parallelism with ZeRO-2 has no time schedule (DeepSpeed rejects it; use zero1)";
     if (p.partition == plan::PipelinePartition::uniform && in.model.layers % (p.pp * p.virtual_stages) != 0)
       return "the layers do not divide evenly over pipeline x virtual stages";
-    if (p.partition != plan::PipelinePartition::uniform && p.virtual_stages > 1)
-      return "only the uniform pipeline partition has virtual stages";
+    if (p.partition != plan::PipelinePartition::uniform && p.virtual_stages > 1 &&
+        (in.model.layers + 2) % (p.pp * p.virtual_stages) != 0)
+      return "the embedding-and-head partition under interleaving needs layers + 2 divisible by pipeline x virtual stages";
     for (long stage = 0; stage < p.pp; ++stage)
       if (plan::layers_of_stage(p, in.model.layers, stage) < 1)
         return "a pipeline stage would hold no transformer layer";

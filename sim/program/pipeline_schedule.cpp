@@ -109,8 +109,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const long virtual_stages = pp * v;
   TRAINSIM_CHECK(p.partition != plan::PipelinePartition::uniform || s.layers % virtual_stages == 0,
                  "layers must divide over the virtual stages");
-  TRAINSIM_CHECK(p.partition == plan::PipelinePartition::uniform || v == 1,
-                 "a non-uniform partition has no virtual stages");
+  TRAINSIM_CHECK(p.partition == plan::PipelinePartition::uniform || v == 1 || (s.layers + 2) % virtual_stages == 0,
+                 "the embedding-and-head partition under interleaving needs layers + 2 divisible by the virtual stages");
   if (p.pipeline == plan::PipelineSchedule::interleaved && v > 1)
     TRAINSIM_CHECK(m % pp == 0, "interleaving needs micro-batches a multiple of the stages");
   const model::LayerShape shape{p.micro_batch, tp, p.sequence_parallel, p.flash_attention,
@@ -407,14 +407,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const bool amax_all_reduce = amax_reduction && (p.fp8_amax_tp_only ? tp : tp * L.dp) > 1;
   std::vector<std::vector<int>> amax_calls(static_cast<std::size_t>(pp * L.dp));
   for (long stage = 0; stage < pp; ++stage) {
-    // Uniform: layers / (pp x v) per chunk; other partitions have one chunk per stage.
-    const long layers_per_chunk = plan::layers_of_stage(p, s.layers, stage) / v;
-    double stage_params = layer_params * static_cast<double>(layers_per_chunk * v);
+    // Layers of each chunk (plan::layers_of_chunk); names are made for the most any chunk holds.
+    const long stage_layers = plan::layers_of_stage(p, s.layers, stage);
+    auto chunk_layers = [&](long c) { return plan::layers_of_chunk(p, s.layers, stage, c); };
+    long layers_per_chunk = 0;
+    for (long c = 0; c < v; ++c) layers_per_chunk = std::max(layers_per_chunk, chunk_layers(c));
+    double stage_params = layer_params * static_cast<double>(stage_layers);
     if (stage == 0) stage_params += embedding_params;
     if (stage == pp - 1) stage_params += head_params;
     // Each pass over the stage's gradients runs one kernel per parameter tensor: a GPT layer has
     // 12 (two norms' weight and bias, four linears' weight and bias), an end stage one more table.
-    const int stage_tensors = 12 * static_cast<int>(layers_per_chunk * v) + (stage == 0 || stage == pp - 1 ? 1 : 0);
+    const int stage_tensors = 12 * static_cast<int>(stage_layers) + (stage == 0 || stage == pp - 1 ? 1 : 0);
     const Seconds accumulate_seconds =
         hp_grad_accumulation ? model::op_duration(model::deepspeed_bf16_grad_accumulation_op(stage_params), in.device) : 0;
     // What every rank of the stage shares: its slots and their task names.
@@ -436,10 +439,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       for (long c = 0; c < v; ++c) {
         const long vs = c * pp + stage;
         auto& pb = param_buckets[static_cast<std::size_t>(c)];
-        std::vector<std::size_t> backward_bucket(static_cast<std::size_t>(layers_per_chunk));
+        const long n = chunk_layers(c);
+        std::vector<std::size_t> backward_bucket(static_cast<std::size_t>(n));
         double filling = 0;
-        for (long l = layers_per_chunk - 1; l >= 0; --l) {
-          filling += layer_params + (l == layers_per_chunk - 1 && vs == virtual_stages - 1 ? head_params : 0) +
+        for (long l = n - 1; l >= 0; --l) {
+          filling += layer_params + (l == n - 1 && vs == virtual_stages - 1 ? head_params : 0) +
                      (l == 0 && vs == 0 ? embedding_params : 0);
           backward_bucket[static_cast<std::size_t>(l)] = pb.params.size();
           if ((!one_bucket(c) && (p.bucket_elements <= 0 || filling >= p.bucket_elements)) || l == 0) {
@@ -448,7 +452,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
         }
         std::reverse(pb.params.begin(), pb.params.end());
-        for (long l = 0; l < layers_per_chunk; ++l)
+        for (long l = 0; l < n; ++l)
           pb.of_layer.push_back(pb.params.size() - 1 - backward_bucket[static_cast<std::size_t>(l)]);
       }
     // The first forward slot of each chunk (micro-batch 0), where the gathers are waited for.
@@ -1115,7 +1119,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // The chunk's layers, each followed by its TP all-reduce (with sequence parallelism:
           // preceded by an all-gather and followed by a reduce-scatter).
           std::vector<TaskRef> offloaded;  // this slot's copies to host, by layer
-          for (long l = 0; l < layers_per_chunk; ++l) {
+          const long slot_layers = chunk_layers(slot.chunk);
+          for (long l = 0; l < slot_layers; ++l) {
             // A layer pass all-reduces twice, after attention and after the MLP (Megatron's
             // mappings.py: one torch.distributed.all_reduce per region, each of b x s x h);
             // backward with recompute also redoes the forward's two. Each is its own call of its
@@ -1201,7 +1206,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             if (reduce_now) {
               pending += layer_params;
               // On the first virtual stage the embedding's gradients join the last bucket.
-              const bool ends_chunk = l == layers_per_chunk - 1;
+              const bool ends_chunk = l == slot_layers - 1;
               if (!(ends_chunk && first) &&
                   ((!one_bucket(slot.chunk) && (p.bucket_elements <= 0 || pending >= p.bucket_elements)) || ends_chunk)) {
                 sync_gradients(pending, previous, last_micro_batch);
@@ -1217,10 +1222,15 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 ready = {previous};
               }
           }
+          if (reduce_now && slot_layers == 0 && !first && pending > 0) {
+            // A chunk with no layer (the head's alone): its gradients are one bucket.
+            sync_gradients(pending, previous, last_micro_batch);
+            pending = 0;
+          }
           if (amax_reduction) {
             // The chunk's fp8_autocast exits (forward) or its first FP8 module's backward ends:
             // reduce_and_update_fp8_tensors on the compute stream's path.
-            const long rank_layers = layers_per_chunk * v;
+            const long rank_layers = stage_layers;
             const auto concat = model::te_amax_concat_op(rank_layers, slot.forward);
             previous = compute(names.amax_concat, model::op_duration(concat, in.device), concat.kernels, ready);
             if (amax_all_reduce) {
@@ -1372,8 +1382,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // Each unit's post_backward in turn after the stage's last backward (the header): the
             // chunks' layers in backward order, the embedding with the first stage's layer 0.
             for (long c = v - 1; c >= 0; --c)
-              for (long l = layers_per_chunk - 1; l >= 0; --l) {
-                const bool ends = c * pp + stage == virtual_stages - 1 && l == layers_per_chunk - 1;
+              for (long l = chunk_layers(c) - 1; l >= 0; --l) {
+                const bool ends = c * pp + stage == virtual_stages - 1 && l == chunk_layers(c) - 1;
                 const bool starts = c == 0 && stage == 0 && l == 0;
                 sync_gradients(layer_params + (ends ? head_params : 0) + (starts ? embedding_params : 0), previous, true);
               }
@@ -1470,7 +1480,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         }
         if (gather_with_optimizer) {
           // Chunk 0's optimizer first, then its all-gather beside the other chunks' optimizer.
-          const double chunk0 = layer_params * static_cast<double>(layers_per_chunk) + (stage == 0 ? embedding_params : 0);
+          const double chunk0 = layer_params * static_cast<double>(chunk_layers(0)) + (stage == 0 ? embedding_params : 0);
           Task first_step{"optimizer step (shard) c0", TaskKind::compute, Phase::optimizer,
                           optimizer_seconds * chunk0 / params, -1, step_deps};
           first_step.kernels = optimizer_kernels;

@@ -115,8 +115,12 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (o.choice_or("pipeline_partition", {"uniform", "transformer_and_embedding"}, "uniform") ==
       "transformer_and_embedding") {
     if (t.pp < 2) o.fail("pipeline_partition", "a partition of pipeline stages needs pipeline_parallel > 1");
-    if (t.virtual_stages > 1)
-      o.fail("pipeline_partition", "transformer_and_embedding (DeepSpeed's pipeline) has no virtual stages");
+    // Under interleaving the first and last virtual stages give up a layer (the zero-bubble
+    // paper's Megatron-LM, ed85b11c megatron/model/transformer.py: is_pipeline_first_stage /
+    // is_pipeline_last_stage hold num_layers - 1); modelled without FSDP inside the stages and
+    // without overlap_param_gather, whose buckets follow a chunk's layers.
+    if (t.virtual_stages > 1 && t.sharding == Sharding::fsdp)
+      o.fail("pipeline_partition", "transformer_and_embedding with virtual stages is not modelled with FSDP inside the stages");
     t.partition = plan::PipelinePartition::transformer_and_embedding;
   }
   const std::string precision = o.choice("precision", {"amp", "fp32", "fsdp_mixed", "bf16_fp32_grads"});
@@ -262,6 +266,8 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("overlap_param_gather", "overlaps the distributed optimizer's parameter all-gather: needs schedule zero1");
     if (!t.overlap_grad_reduce)
       o.fail("overlap_param_gather", "needs overlap_grad_reduce true (Megatron asserts both)");
+    if (t.partition != plan::PipelinePartition::uniform && t.virtual_stages > 1)
+      o.fail("overlap_param_gather", "is modelled on the uniform partition under interleaving (pipeline_partition \"uniform\")");
   }
   if (o.choice_or("zero1_gradient_collective", {"reduce_scatter", "all_reduce"}, "reduce_scatter") == "all_reduce") {
     if (t.sharding != Sharding::zero1 || t.pp < 2)

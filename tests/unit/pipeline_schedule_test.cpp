@@ -334,6 +334,51 @@ TEST(PipelineProgram, InterleavedChunksReduceWhenTheirOwnLastBackwardEnds) {
   EXPECT_EQ(prog.collectives[dp.tasks[2].collective].group, (std::vector<int>{0, 4}));
 }
 
+// The zero-bubble paper's interleaved runs (pipeline_partition transformer_and_embedding with
+// virtual stages): layers + 2 units over the virtual stages, the first chunk of stage 0 holding
+// only the embedding and the last chunk of the last stage only the head.
+TEST(PipelineProgram, EmbeddingAndHeadPartitionUnderInterleavingLeavesTheEndChunksWithoutLayers) {
+  ScheduleInputs in = sharded(plan::Sharding::none);  // 4 layers, PP 2
+  in.plan.pipeline = plan::PipelineSchedule::interleaved;
+  in.plan.virtual_stages = 3;  // (4 + 2) / (2 x 3) = 1 unit per chunk
+  in.plan.partition = plan::PipelinePartition::transformer_and_embedding;
+  in.plan.overlap_grad_reduce = true;
+  ASSERT_TRUE(unsupported_plan(in).empty()) << unsupported_plan(in);
+  EXPECT_EQ(plan::layers_of_chunk(in.plan, 4, 0, 0), 0);
+  EXPECT_EQ(plan::layers_of_chunk(in.plan, 4, 1, 2), 0);
+  EXPECT_EQ(plan::layers_of_stage(in.plan, 4, 0), 2);
+  EXPECT_EQ(plan::layers_of_stage(in.plan, 4, 1), 2);
+  const Program prog = build_program(in);
+  validate(prog);
+  const auto& first = prog.ranks[0].streams[kCompute];
+  auto has = [](const Stream& st, const std::string& name) {
+    return std::any_of(st.tasks.begin(), st.tasks.end(), [&](const Task& t) { return t.name.str() == name; });
+  };
+  EXPECT_TRUE(has(first, "embedding forward mb0 c0"));
+  EXPECT_FALSE(has(first, "forward mb0 c0 layer 0"));
+  EXPECT_TRUE(has(first, "forward mb0 c1 layer 0"));
+  EXPECT_TRUE(has(first, "forward mb0 c2 layer 0"));
+  const RankProgram* last_stage = nullptr;
+  for (const auto& r : prog.ranks)
+    if (has(r.streams[kCompute], "head forward mb0 c2")) last_stage = &r;
+  ASSERT_NE(last_stage, nullptr);
+  const auto& comp = last_stage->streams[kCompute];
+  EXPECT_FALSE(has(comp, "forward mb0 c2 layer 0"));
+  EXPECT_TRUE(has(comp, "forward mb0 c0 layer 0"));
+  EXPECT_TRUE(has(comp, "forward mb0 c1 layer 0"));
+  EXPECT_FALSE(has(comp, "forward mb0 c1 layer 1"));
+  // The head-only chunk still reduces its gradients, once its last backward is done: an
+  // all-reduce per chunk, then the tied embedding's.
+  const auto& dp = last_stage->streams[kDataParallel].tasks;
+  ASSERT_EQ(dp.size(), 4u);
+  // (after the head's input-gradient all-reduce over TP, the pass's last task)
+  EXPECT_TRUE(waits_for(dp[0], kTensor, index_of(last_stage->streams[kTensor], "tp head all-reduce mb3 c2")));
+  EXPECT_DOUBLE_EQ(prog.collectives[dp[0].collective].size, 2.0 * 100 * 64 / 2);  // the tied table's copy, TP 2
+  // Layers must fill the chunks evenly, as the paper's padded layer count does.
+  in.model.layers = 5;
+  EXPECT_NE(unsupported_plan(in).find("layers + 2 divisible"), std::string::npos);
+}
+
 TEST(PipelineProgram, Zero1WithAShardGroupAllReducesTheShardAcrossReplicas) {
   // 16 ranks: TP 2 x PP 2 x DP 4, optimizer states sharded over groups of 2.
   const Program prog = build_program(sharded(plan::Sharding::zero1, 16, 2));

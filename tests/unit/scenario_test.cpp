@@ -1270,6 +1270,37 @@ TEST(Scenario, SelectiveOpIsModelledWithTensorAndPipelineParallelism) {
   EXPECT_TRUE(contains(e.what(), "selective_op is torchtitan's policy")) << e.what();
 }
 
+TEST(Scenario, TheEmbeddingAndHeadPartitionTakesVirtualStages) {
+  const std::string file = "scenarios/zero-bubble-a100.json";
+  const Scenario s = load_scenario(file);
+  const auto& interleaved = s.points.at(3);  // 1.5B 1F1B-I 24 micro-batches
+  EXPECT_EQ(interleaved.training.partition, plan::PipelinePartition::transformer_and_embedding);
+  EXPECT_EQ(interleaved.training.virtual_stages, 3);
+  auto variant = [&](const json& training) {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/dgx-a100-80g-ib.json");
+    doc["training"].update(training);
+    doc["points"] = json::array({doc["points"][3]});
+    return doc;
+  };
+  // Not with overlap_param_gather, whose buckets follow a chunk's layers, nor with FSDP.
+  const ConfigError gather = error_of(variant({{"schedule", "zero1"},
+                                               {"gradient_buffers", "megatron-core-distributed-optimizer"},
+                                               {"overlap_grad_reduce", true},
+                                               {"overlap_param_gather", true},
+                                               {"pipeline_schedule", "interleaved"},
+                                               {"virtual_stages", 3}}),
+                                      "gather");
+  EXPECT_EQ(gather.json_path(), "/training/overlap_param_gather");
+  json fsdp = variant({{"schedule", "fsdp"}, {"precision", "fsdp_mixed"}, {"fsdp_implementation", "torch-fsdp2"},
+                       {"pipeline_schedule", "interleaved"}, {"virtual_stages", 3}});
+  for (const char* key : {"gradient_buffers", "optimizer_implementation", "parameter_dtype", "gradient_dtype"})
+    fsdp["training"].erase(key);
+  const ConfigError e = error_of(fsdp, "fsdp");
+  EXPECT_EQ(e.json_path(), "/training/pipeline_partition");
+  EXPECT_TRUE(contains(e.what(), "not modelled with FSDP")) << e.what();
+}
+
 TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSchedule) {
   const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
   const Scenario s = load_scenario(file);
