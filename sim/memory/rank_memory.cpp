@@ -88,7 +88,10 @@ double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
   if (p.pp == 1) return 1;
   switch (p.pipeline) {
     case plan::PipelineSchedule::gpipe: return m;
-    case plan::PipelineSchedule::one_f_one_b: return std::min(m, static_cast<double>(p.pp - stage));
+    // ZB-H1 keeps 1F1B's micro-batches in flight (its design, Qi et al. 2024 section 3.1); what a
+    // deferred weight gradient keeps (its linears' inputs and output gradients) is not counted.
+    case plan::PipelineSchedule::one_f_one_b:
+    case plan::PipelineSchedule::zero_bubble_h1: return std::min(m, static_cast<double>(p.pp - stage));
     case plan::PipelineSchedule::interleaved: {
       // Megatron's warm-up: (pp - stage - 1) * 2 + (v - 1) * pp chunk forwards, plus the one in
       // the steady state; each chunk is 1/v of the stage's layers.
@@ -129,7 +132,8 @@ bool forward_after_first_backward(const plan::TrainingPlan& p, long stage) {
   if (p.pp == 1) return p.accumulation > 1;
   switch (p.pipeline) {
     case plan::PipelineSchedule::gpipe: return false;
-    case plan::PipelineSchedule::one_f_one_b: return p.accumulation > p.pp - stage;
+    case plan::PipelineSchedule::one_f_one_b:
+    case plan::PipelineSchedule::zero_bubble_h1: return p.accumulation > p.pp - stage;
     case plan::PipelineSchedule::interleaved: {
       // Megatron runs every forward first when the micro-batches are as many as the stages.
       if (p.accumulation == p.pp) return false;

@@ -33,7 +33,10 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 /// Adam's two moments 2 x, momentum 1 x, plain SGD none.
 [[nodiscard]] double optimizer_state_bytes(Optimizer o, double element_bytes = 4);
 
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+/// zero_bubble_h1: ZB-H1 (Qi et al., ICLR 2024), 1F1B with each backward split into its input
+/// gradient (B, on the critical path) and its weight gradient (W), the W of a stage's first
+/// backwards deferred into the cool-down's bubble (program/pipeline_schedule.hpp).
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zero_bubble_h1 };
 /// Whose code runs a pipeline stage's schedule: Megatron-LM's forward_backward_pipelining (its
 /// batched exchanges, program/pipeline_exchanges.hpp) or DeepSpeed's PipelineEngine running its
 /// TrainSchedule one blocking instruction at a time (BLOOM's Megatron-DeepSpeed).

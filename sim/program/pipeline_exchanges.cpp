@@ -23,10 +23,21 @@ public:
   /// The next slot of pipeline_order, which must be a forward (backward) where Megatron's loop
   /// runs one: the two descriptions of the schedule are checked against each other.
   void compute(bool forward) {
-    TRAINSIM_CHECK(next_ < order_.size() && order_[next_].forward == forward,
+    TRAINSIM_CHECK(next_ < order_.size() && order_[next_].forward == forward &&
+                       order_[next_].part != PipelineSlot::Part::weight,
                    "pipeline_order disagrees with Megatron's loop at stage " + std::to_string(stage_));
     (forward ? last_forward_ : last_backward_) = next_;
     steps_.push_back({true, next_++, {}});
+  }
+  /// The next slot, a deferred weight gradient (ZB-H1's WeightGradStore.pop): no exchange.
+  void weight() {
+    TRAINSIM_CHECK(next_ < order_.size() && order_[next_].part == PipelineSlot::Part::weight,
+                   "pipeline_order disagrees with the zero-bubble loop at stage " + std::to_string(stage_));
+    steps_.push_back({true, next_++, {}});
+  }
+  /// Whether the next slot is a deferred weight gradient.
+  [[nodiscard]] bool weight_next() const {
+    return next_ < order_.size() && order_[next_].part == PipelineSlot::Part::weight;
   }
   /// The output of the last forward (to the next virtual stage) or the input gradient of the
   /// last backward (to the previous one).
@@ -80,6 +91,12 @@ std::vector<PipelineStep> non_interleaved(plan::PipelineSchedule schedule, long 
     for (long b = 0; b < m; ++b) cool_down_backward();
     return st.finish();
   }
+  // ZB-H1 (pipeline_order): 1F1B's exchanges, a queued weight gradient run after a send where
+  // the order has one (WeightGradStore.pop), the rest after the last backward (pop_all).
+  const bool zero_bubble = schedule == plan::PipelineSchedule::zero_bubble_h1;
+  auto pop_weight = [&] {
+    if (zero_bubble && st.weight_next()) st.weight();
+  };
   const long warmup = std::min(pp - stage - 1, m), remaining = m - warmup;
   for (long i = 0; i < warmup; ++i) warm_up_forward();
   if (remaining > 0 && !first) st.exchange({recv_prev});
@@ -93,8 +110,13 @@ std::vector<PipelineStep> non_interleaved(plan::PipelineSchedule schedule, long 
       else
         st.exchange({st.sent_backward(), recv_prev});  // send_backward_recv_forward
     }
+    if (i == remaining - 1) pop_weight();
   }
-  for (long i = 0; i < warmup; ++i) cool_down_backward();
+  for (long i = 0; i < warmup; ++i) {
+    cool_down_backward();
+    pop_weight();
+  }
+  while (zero_bubble && st.weight_next()) st.weight();
   return st.finish();
 }
 

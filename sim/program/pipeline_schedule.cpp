@@ -64,6 +64,34 @@ std::vector<PipelineSlot> pipeline_order(plan::PipelineSchedule schedule, long p
     for (long b = 0; b < m; ++b) order.push_back({b, 0, false});
     return order;
   }
+  if (schedule == plan::PipelineSchedule::zero_bubble_h1) {
+    // The quick ZB-H1 of 95212f70 (the header): the first stage never splits.
+    using Part = PipelineSlot::Part;
+    const long warmup = std::min(pp - stage - 1, m), remaining = m - warmup;
+    const bool splits = stage > 0;
+    std::vector<long> queued;  // micro-batches whose W waits, oldest first (WeightGradStore's queue)
+    std::size_t next_w = 0;
+    auto pop = [&] {
+      if (next_w < queued.size()) order.push_back({queued[next_w++], 0, false, Part::weight});
+    };
+    for (long b = 0; b < warmup; ++b) order.push_back({b, 0, true});
+    for (long i = 0; i < remaining; ++i) {
+      order.push_back({warmup + i, 0, true});
+      const bool last_iteration = i == remaining - 1;
+      const bool split = splits && (i < stage || last_iteration);
+      order.push_back({i, 0, false, split ? Part::input : Part::whole});
+      if (split) queued.push_back(i);
+      if (last_iteration && splits && i >= stage) pop();
+    }
+    for (long i = 0; i < warmup; ++i) {
+      const long b = remaining + i;
+      order.push_back({b, 0, false, splits ? Part::input : Part::whole});
+      if (splits) queued.push_back(b);
+      if (splits && remaining + i >= stage) pop();
+    }
+    while (next_w < queued.size()) pop();
+    return order;
+  }
   if (schedule == plan::PipelineSchedule::one_f_one_b || chunks == 1) {
     const long warmup = std::min(pp - stage - 1, m);
     for (long b = 0; b < warmup; ++b) order.push_back({b, 0, true});
@@ -151,7 +179,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       head_wgrad = model::op_duration(op, in.device);
       head_wgrad_kernels = op.kernels;
     }
-  TRAINSIM_CHECK(!defer_head_wgrad || head_wgrad_kernels > 0, "the head's backward has the output layer's weight gradient");
+  TRAINSIM_CHECK(!(defer_head_wgrad || p.pipeline == plan::PipelineSchedule::zero_bubble_h1) || head_wgrad_kernels > 0,
+                 "the head's backward has the output layer's weight gradient");
   auto deferred_head_wgrad = [&](long micro_batch) {
     return defer_head_wgrad && (p.wgrad_deferral_limit == 0 || micro_batch < p.wgrad_deferral_limit);
   };
@@ -181,6 +210,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
+  // ZB-H1's split of a layer's backward (the header): W is its weight-gradient GEMMs (backward_of
+  // names them <linear>_wgrad and gives them the bias gradients), B the rest.
+  const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1;
+  std::vector<model::Operation> layer_w;
+  for (const auto& op : layer_b)
+    if (op.name.size() > 6 && op.name.compare(op.name.size() - 6, 6, "_wgrad") == 0) layer_w.push_back(op);
+  const Seconds lw = ops_duration(layer_w, in.device);
+  const int lw_kernels = model::ops_kernels(layer_w);
+  TRAINSIM_CHECK(!zero_bubble || !layer_w.empty(), "ZB-H1 needs the layer's weight-gradient GEMMs");
+  using Part = PipelineSlot::Part;
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
   const double activation_elements = static_cast<double>(p.micro_batch * s.seq_len * s.hidden);
@@ -480,7 +519,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       auto& names = slot_names.emplace_back();
       for (long l = 0; l < layers_per_chunk; ++l) {
         const std::string layer = tag + " layer " + std::to_string(l);
-        names.layers.emplace_back((slot.forward ? "forward" : "backward") + layer);
+        names.layers.emplace_back((slot.forward                   ? "forward"
+                                   : slot.part == Part::weight ? "weight gradient"
+                                                               : "backward") +
+                                  layer);
         if (offload) names.copies.emplace_back((slot.forward ? "offload input" : "fetch input") + layer);
         if (partial_recompute && !slot.forward)
           names.recomputes.emplace_back((attention_recompute ? "recompute core attention" : "recompute unsaved ops") + layer);
@@ -524,7 +566,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         names.tp_embedding = op + tag;
       }
       if (vs == virtual_stages - 1) {
-        names.head = "head " + pass + tag;
+        names.head = (slot.part == Part::weight ? "head weight gradient" : "head " + pass) + tag;
         names.tp_head = (slot.forward ? "tp head all-gather"
                          : sequence_parallel ? "tp head reduce-scatter" : "tp head all-reduce") + tag;
         if (sequence_parallel && !slot.forward) names.tp_head_regather = "tp head re-gather" + tag;
@@ -935,6 +977,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           auto tensor = [&](InternedName name, collective::Op op, Bytes size, TaskDeps deps, int repeat = 1) {
             return push(kTensor, {name, TaskKind::collective, phase, 0, tp_call(name, op, size, repeat), std::move(deps)});
           };
+          if (slot.part == Part::weight) {
+            // A deferred W (ZB-H1): the chunk's layers' weight-gradient GEMMs, then on the last
+            // stage the output layer's; no collective, no exchange.
+            for (long l = 0; l < chunk_layers(slot.chunk); ++l) {
+              previous = compute(names.layers[static_cast<std::size_t>(l)], lw, lw_kernels, ready);
+              ready = {previous};
+            }
+            if (last) previous = compute(names.head, head_wgrad, head_wgrad_kernels, ready);
+            cursor = {previous};
+            continue;
+          }
           // Context parallelism: a pass's attention as ring steps (context_parallel.hpp), named in
           // push order from `labels`; returns what the pass's successor waits for, its last
           // compute task first. Step i's transfer leaves once step i - 1's has arrived (backward:
@@ -1099,7 +1152,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // parallel_lm_logits' copy_to_tensor_model_parallel_region; megatron/core: the
             // column-parallel output layer), reduce-scattered under sequence parallelism, whose
             // weight gradient also re-gathers the input (see the layers below).
-            const bool deferred = deferred_head_wgrad(slot.micro_batch);
+            // ZB-H1's B leaves the output layer's weight gradient to its W, as the deferral does.
+            const bool deferred = deferred_head_wgrad(slot.micro_batch) || slot.part == Part::input;
             if (sequence_parallel && !deferred) tensor(names.tp_head_regather, collective::Op::all_gather, activation, ready);
             const Seconds head_accumulation = accumulates(slot) ? accumulation(head_params, slot.micro_batch) : 0;
             const int head_accumulation_kernels = accumulates(slot) ? 1 : 0;
@@ -1191,9 +1245,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = ready.front();
             } else {
               const bool adds = accumulates(slot);
+              const bool input_only = slot.part == Part::input;
               previous = compute(names.layers[static_cast<std::size_t>(l)],
-                                 slot.forward ? lf : lb + (adds ? layer_accumulation_of(slot) : 0),
-                                 slot.forward ? lf_kernels : lb_kernels + (adds ? layer_accumulation_kernels : 0), ready);
+                                 slot.forward ? lf : lb - (input_only ? lw : 0) + (adds ? layer_accumulation_of(slot) : 0),
+                                 slot.forward ? lf_kernels
+                                              : lb_kernels - (input_only ? lw_kernels : 0) +
+                                                    (adds ? layer_accumulation_kernels : 0),
+                                 ready);
               ready = {previous};
             }
             if (offload && slot.forward) {

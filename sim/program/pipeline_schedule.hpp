@@ -41,9 +41,22 @@
 //    before the optimizer. Each unit's post-backward hook casts its bf16 gradient into the fp32
 //    accumulated one (first micro-batch, 6 B per parameter) or adds it in (later ones, 10 B):
 //    FSDPParam's to_accumulated_grad_if_needed / accumulate_unsharded_grad_if_needed.
+//  - ZB-H1 (pipeline_schedule "zb-h1"; Qi et al., "Zero Bubble (Almost) Pipeline Parallelism",
+//    ICLR 2024), as the paper's Megatron-LM runs it (sail-sg/zero-bubble-pipeline-parallelism
+//    95212f70: schedules.py with weight_grad_store.py): 1F1B's order and exchanges, but on every
+//    stage but the first the backwards of the first `stage` steady-state iterations, the last
+//    one's and the cool-down's compute only the input gradients (B) and queue their weight
+//    gradients (W); one queued W runs after the last steady iteration's send (from iteration
+//    `stage` on) and after each cool-down backward's send (from the one where
+//    remaining + i >= stage), the rest after the last backward. So the W fill the cool-down's
+//    bubble, which shrinks to (pp - 1)(T_F + T_B - T_W) (the paper's ZB-H1), with 1F1B's
+//    micro-batches in flight. A layer's W is its _wgrad GEMMs (and the bias gradients with
+//    them), the last stage's also the output layer's.
 //  - The optimizer is one fused pass, Megatron 2021's fp16 optimizer (five passes with the inf
 //    flag and the gradient norm all-reduced over the model-parallel group between them), or
 //    torch.optim's foreach AdamW after clip_grad_norm_ (the sharded schedule's ops).
+#include <cstdint>
+
 #include "program/program.hpp"
 #include "program/schedule_inputs.hpp"
 
@@ -51,9 +64,13 @@ namespace trainsim::program {
 
 /// One compute slot of a stage: a micro-batch's forward or backward through one model chunk.
 struct PipelineSlot {
+  /// What of a backward the slot runs: all of it, its input gradients only (B: what the previous
+  /// stage waits for), or the weight gradients B left (W). Forwards are whole.
+  enum class Part : std::uint8_t { whole, input, weight };
   long micro_batch = 0;
   long chunk = 0;  ///< model chunk on this stage (0 unless interleaved)
   bool forward = true;
+  Part part = Part::whole;
 };
 
 /// The order in which stage `stage` runs its slots; plain data, testable alone.

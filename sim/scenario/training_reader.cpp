@@ -105,10 +105,11 @@ plan::TrainingPlan read_training(JsonObject o) {
            "(deepspeed/runtime/pipe/engine.py: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"; "
            "both reduce-scatter gradients at every micro-batch, ZeRO-3 also gathers parameters, and a pipeline "
            "runs many micro-batches per step); use schedule zero1 or ddp");
-  const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b");
-  t.pipeline = ps == "gpipe"  ? plan::PipelineSchedule::gpipe
-               : ps == "1f1b" ? plan::PipelineSchedule::one_f_one_b
-                              : plan::PipelineSchedule::interleaved;
+  const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}, "1f1b");
+  t.pipeline = ps == "gpipe"   ? plan::PipelineSchedule::gpipe
+               : ps == "1f1b"  ? plan::PipelineSchedule::one_f_one_b
+               : ps == "zb-h1" ? plan::PipelineSchedule::zero_bubble_h1
+                               : plan::PipelineSchedule::interleaved;
   t.virtual_stages = o.positive_integer_or("virtual_stages", 1);
   if (t.virtual_stages > 1 && t.pipeline != plan::PipelineSchedule::interleaved)
     o.fail("virtual_stages", "virtual stages need pipeline_schedule \"interleaved\"");
@@ -557,6 +558,23 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.composer_train_metrics > 0)
       o.fail("composer_train_metrics", "Composer's metric updates are modelled in the sharded schedule only "
                                        "(schedule fsdp without pipeline_parallel)");
+  }
+  if (t.pipeline == plan::PipelineSchedule::zero_bubble_h1) {
+    // ZB-H1 as the paper's Megatron-LM runs it (sail-sg/zero-bubble-pipeline-parallelism 95212f70,
+    // schedules.py and weight_grad_store.py): plain layer passes, whose weight-gradient GEMMs a
+    // stage may defer; the gradients are reduced after the flush.
+    auto unsupported = [&](const char* key, const char* what) {
+      o.fail(key, std::string("pipeline_schedule \"zb-h1\" is modelled without ") + what);
+    };
+    if (t.overlap_grad_reduce) unsupported("overlap_grad_reduce", "overlap_grad_reduce (the gradients are reduced after the flush)");
+    if (t.sequence_parallel && t.tp > 1) unsupported("sequence_parallel", "sequence parallelism (the paper's first implementation has none)");
+    if (t.cp > 1) unsupported("context_parallel", "context parallelism");
+    if (t.megatron_step_syncs) unsupported("megatron_step_syncs", "Megatron-LM 2021's step synchronisations");
+    if (t.sharding == Sharding::fsdp) unsupported("schedule", "FSDP inside the stages");
+    if (t.activation_offloading) unsupported("activation_offloading", "activation offloading");
+    if (t.defer_embedding_wgrad_compute) unsupported("defer_embedding_wgrad_compute", "a deferred output-layer weight gradient of its own");
+    if (t.autograd_gradient_accumulation) unsupported("gradient_accumulation_add", "Megatron 2021's autograd accumulation");
+    if (t.linear_precision == plan::LinearPrecision::fp8) unsupported("linear_precision", "FP8 linears (Transformer Engine's amax reduction per pass)");
   }
   o.allow("collectives");  // read_collectives
   o.allow("note");

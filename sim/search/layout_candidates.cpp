@@ -76,7 +76,7 @@ const std::vector<std::string>& schedule_names() {
 }
 
 const std::vector<std::string>& pipeline_schedule_names() {
-  static const std::vector<std::string> names{"gpipe", "1f1b"};
+  static const std::vector<std::string> names{"gpipe", "1f1b", "zb-h1"};
   return names;
 }
 
@@ -103,7 +103,8 @@ std::string Candidate::label() const {
                   (offloading ? ", offloading" : "") +
                   (sequence_parallel ? ", sequence parallel" : "");
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
-  if (gpipe) s += ", GPipe";
+  if (pipeline == "gpipe") s += ", GPipe";
+  if (pipeline == "zb-h1") s += ", ZB-H1";
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
 }
@@ -125,7 +126,7 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
         shape.pp > 1 ? divisors_up_to(world / given.cp.front(), layers) : std::vector<long>{};
     given.pp.push_back(shape.pp);
   }
-  if (given.pipeline_schedule.empty()) given.pipeline_schedule = {shape.gpipe ? "gpipe" : "1f1b"};
+  if (given.pipeline_schedule.empty()) given.pipeline_schedule = {shape.pipeline};
   given.pipeline_schedule = in_order_of(pipeline_schedule_names(), given.pipeline_schedule);
   if (given.virtual_stages.empty()) {
     // Whether to interleave, and with the point's own chunks: more chunks shrink the bubble and
@@ -192,23 +193,24 @@ std::vector<Switches> switch_combinations(const SearchSpace& space, const PointS
   return out;
 }
 
-/// How a pipeline of `pp` stages runs: its model chunks per stage and whether GPipe. Neither
-/// means anything without a pipeline (PP 1 takes the first chunk value, 1F1B), and GPipe has no
-/// virtual stages (a plain pipeline runs each schedule of the axis).
+/// How a pipeline of `pp` stages runs: its model chunks per stage and, without virtual stages,
+/// its schedule. Neither means anything without a pipeline (PP 1 takes the first chunk value,
+/// 1F1B), and GPipe and ZB-H1 have no virtual stages (a plain pipeline runs each schedule of the
+/// axis).
 struct PipelineVariant {
   long virtual_stages = 1;
-  bool gpipe = false;
+  std::string pipeline = "1f1b";
 };
 
 std::vector<PipelineVariant> pipeline_variants(long pp, const std::vector<long>& chunks,
                                                const std::vector<std::string>& schedules) {
-  if (pp == 1) return {{1, false}};
+  if (pp == 1) return {{1, "1f1b"}};
   std::vector<PipelineVariant> out;
   for (const long v : chunks) {
     if (v > 1)
-      out.push_back({v, false});
+      out.push_back({v, "1f1b"});
     else
-      for (const auto& s : schedules) out.push_back({1, s == "gpipe"});
+      for (const auto& s : schedules) out.push_back({1, s});
   }
   return out;
 }
@@ -227,13 +229,13 @@ struct ScheduleAxes {
 void add_variants(const Candidate& base, const std::vector<long>& micro, long per_replica,
                   const ScheduleAxes& axes, const std::vector<Switches>& switches,
                   const SearchSpace& space, const PointShape& shape, Enumeration& e) {
-  const bool own_gpipe = shape.gpipe && shape.pp > 1 && shape.virtual_stages == 1;
+  const std::string own_pipeline = shape.pp > 1 && shape.virtual_stages == 1 ? shape.pipeline : "1f1b";
   const Switches own{shape.checkpointing, shape.offloading, shape.sequence_parallel, shape.checkpoint_policy};
   for (const auto& variant : pipeline_variants(base.pp, axes.chunks, axes.pipelines))
     for (const long mb : micro) {
       Candidate c = base;
       c.virtual_stages = variant.virtual_stages;
-      c.gpipe = variant.gpipe;
+      c.pipeline = variant.pipeline;
       c.micro_batch = mb;
       if (per_replica % mb != 0) {
         e.skipped.push_back({c, "micro-batch " + std::to_string(mb) +
@@ -264,7 +266,7 @@ void add_variants(const Candidate& base, const std::vector<long>& micro, long pe
           const long group = shard == k.dp ? 0 : shard;
           k.is_original = k.schedule == shape.schedule && k.tp == shape.tp &&
                           k.cp == shape.context_parallel && k.pp == shape.pp &&
-                          k.virtual_stages == shape.virtual_stages && k.gpipe == own_gpipe &&
+                          k.virtual_stages == shape.virtual_stages && k.pipeline == own_pipeline &&
                           mb == shape.micro_batch && on == own && group == shape.shard;
           e.candidates.push_back(k);
         }
@@ -329,7 +331,7 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
   axes.chunks =
       space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
   axes.pipelines = space.pipeline_schedule.empty()
-                       ? std::vector<std::string>{shape.gpipe ? "gpipe" : "1f1b"}
+                       ? std::vector<std::string>{shape.pipeline}
                        : space.pipeline_schedule;
   for (const auto& schedule : schedules) {
     if (schedule == "ddp" && !has_full) {
@@ -412,10 +414,7 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
     training["virtual_stages"] = c.virtual_stages;
   } else {
     training.erase("virtual_stages");
-    if (c.gpipe)
-      training["pipeline_schedule"] = "gpipe";
-    else if (training.contains("pipeline_schedule"))
-      training["pipeline_schedule"] = "1f1b";
+    if (c.pipeline != "1f1b" || training.contains("pipeline_schedule")) training["pipeline_schedule"] = c.pipeline;
     for (const char* key : interleaved_only) training.erase(key);
   }
   if (!c.checkpointing)

@@ -24,7 +24,8 @@ struct SearchSpace {
   std::vector<long> cp;
   std::vector<long> pp;
   /// Schedules of a pipeline without virtual stages: "gpipe" (every micro-batch's forward, then
-  /// every backward: all their activations held) and "1f1b"; empty: the point's own
+  /// every backward: all their activations held), "1f1b" and "zb-h1" (1F1B with weight gradients
+  /// deferred into the cool-down); empty: the point's own
   std::vector<std::string> pipeline_schedule;
   /// Model chunks per pipeline stage: 1 runs the point's non-interleaved schedule (1F1B if it
   /// interleaves), more Megatron's interleaved 1F1B; only tried where PP > 1.
@@ -51,7 +52,8 @@ struct PointShape {
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
   long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
-  bool gpipe = false;       ///< the point's pipeline runs GPipe
+  /// The point's pipeline schedule without virtual stages: "1f1b", "gpipe" or "zb-h1"
+  std::string pipeline = "1f1b";
   /// Megatron-LM's pipeline (its modules, or already interleaved) on a uniform partition: SMP
   /// v1's and DeepSpeed's have no virtual stages
   bool interleavable = false;
@@ -83,7 +85,9 @@ struct Candidate {
   bool schedule_searched = false;
   long tp = 1, cp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
   long virtual_stages = 1;
-  bool gpipe = false;  ///< GPipe instead of 1F1B (only at PP > 1 without virtual stages)
+  /// The schedule of a pipeline without virtual stages ("1f1b", "gpipe", "zb-h1"; others only at
+  /// PP > 1 without virtual stages)
+  std::string pipeline = "1f1b";
   bool checkpointing = false;
   /// What checkpointed layers keep; the label and the scenario name it only where the search
   /// tried policies (policy_searched), otherwise it is the point's own
@@ -119,7 +123,7 @@ struct Enumeration {
 /// Every combination of `space` at the point's global batch, in a fixed order (schedule in
 /// schedule_names() order, then TP, CP, PP, virtual stages, pipeline schedule, micro-batch,
 /// checkpointing (and its policies), offloading, sequence parallelism, shard, each ascending;
-/// virtual stages only at PP > 1, GPipe only at PP > 1 without virtual stages, offloading only
+/// virtual stages only at PP > 1, GPipe and ZB-H1 only at PP > 1 without virtual stages, offloading only
 /// with full checkpointing,
 /// sequence parallelism only at TP > 1, shard groups only for a sharded schedule).
 /// Combinations whose degrees do not divide the accelerators, or whose micro-batch does not divide

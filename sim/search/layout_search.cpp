@@ -104,7 +104,9 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.pp = p.training.pp;
   shape.virtual_stages =
       p.training.pipeline == plan::PipelineSchedule::interleaved ? p.training.virtual_stages : 1;
-  shape.gpipe = p.training.pipeline == plan::PipelineSchedule::gpipe;
+  shape.pipeline = p.training.pipeline == plan::PipelineSchedule::gpipe            ? "gpipe"
+                   : p.training.pipeline == plan::PipelineSchedule::zero_bubble_h1 ? "zb-h1"
+                                                                                   : "1f1b";
   // Interleaving is Megatron-LM's (and Megatron-core's): offered to points that run Megatron's
   // modules or already interleave, not to other pipelines the schedule also models (SMP v1's,
   // DeepSpeed's), which have no virtual stages; --virtual-stages asks for it anyway.

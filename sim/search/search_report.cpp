@@ -35,7 +35,7 @@ std::string memory_text(const Trial& t) {
 /// As training.pipeline_schedule says it (empty without a pipeline).
 std::string pipeline_schedule_of(const Candidate& c) {
   if (c.pp == 1) return "";
-  return c.virtual_stages > 1 ? "interleaved" : c.gpipe ? "gpipe" : "1f1b";
+  return c.virtual_stages > 1 ? "interleaved" : c.pipeline;
 }
 
 nlohmann::ordered_json pipeline_schedule_json(const Candidate& c) {
@@ -97,7 +97,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       any_candidate(r, [](const Candidate& c) { return c.sequence_parallel; });
   const bool offloading = any_candidate(r, [](const Candidate& c) { return c.offloading; });
   const bool context = any_candidate(r, [](const Candidate& c) { return c.cp > 1; });
-  const bool gpipe = any_candidate(r, [](const Candidate& c) { return c.gpipe; });
+  const bool gpipe = any_candidate(r, [](const Candidate& c) { return c.pp > 1 && c.pipeline != "1f1b"; });
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
        << (context ? "  CP" : "") << "  PP" << (gpipe ? "  pipeline" : "")

@@ -321,6 +321,22 @@ TEST(CliSearch, GpipeHoldsEveryMicroBatchsActivationsWhere1F1BHoldsAStagesWorth)
   EXPECT_NE(table.out.find("   2   4     gpipe     4"), std::string::npos) << table.out;
 }
 
+TEST(CliSearch, ZeroBubbleH1IsAPipelineScheduleOfTheSameMemoryAndLessBubble) {
+  // The zero-bubble paper's 6.2B on 8 A100s: ZB-H1 keeps 1F1B's micro-batches in flight and
+  // moves weight gradients into the cool-down, so the same layout fits alike and runs faster.
+  const auto r = trainsim("search scenarios/zero-bubble-a100.json --point '6.2B 1F1B 24 micro-batches' --tp 1"
+                          " --pp 8 --virtual-stages 1 --micro-batch 3 --pipeline-schedule 1f1b,zb-h1"
+                          " --checkpointing off --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["ranked"].size(), 2u) << r.out;
+  EXPECT_EQ(j["ranked"][0]["pipeline_schedule"], "zb-h1");
+  EXPECT_EQ(j["ranked"][1]["pipeline_schedule"], "1f1b");
+  EXPECT_TRUE(j["ranked"][1]["original"].get<bool>());
+  EXPECT_GT(j["ranked"][0]["samples_per_s"].get<double>(), 1.05 * j["ranked"][1]["samples_per_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["ranked"][0]["memory_peak_bytes"].get<double>(), j["ranked"][1]["memory_peak_bytes"].get<double>());
+}
+
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   const auto unknown = trainsim("search " + kFigure17 + " --point 'no such point'");
   EXPECT_EQ(unknown.status, 2);
@@ -337,7 +353,7 @@ TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   EXPECT_NE(sp.err.find("--sequence-parallel expects on and/or off, not \"yes\""), std::string::npos) << sp.err;
   const auto pipeline = trainsim("search " + kFigure17 + " --pipeline-schedule interleaved");
   EXPECT_EQ(pipeline.status, 2);
-  EXPECT_NE(pipeline.err.find("--pipeline-schedule expects gpipe and/or 1f1b, not \"interleaved\""
+  EXPECT_NE(pipeline.err.find("--pipeline-schedule expects gpipe, 1f1b and/or zb-h1, not \"interleaved\""
                               " (interleaving: --virtual-stages)"),
             std::string::npos)
       << pipeline.err;

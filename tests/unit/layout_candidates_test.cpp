@@ -266,10 +266,12 @@ TEST(LayoutCandidates, OneChunkOfAnInterleavedPointRunsPlain1F1BWithoutInterleav
   json gpipe = doc;
   gpipe["training"] = {{"pipeline_schedule", "gpipe"}};
   c.virtual_stages = 1;
-  c.gpipe = true;
+  c.pipeline = "gpipe";
   EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "gpipe");
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["pipeline_schedule"], "gpipe");
-  c.gpipe = false;
+  c.pipeline = "zb-h1";
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["pipeline_schedule"], "zb-h1");
+  c.pipeline = "1f1b";
   EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "1f1b");
 }
 
@@ -495,29 +497,31 @@ TEST(LayoutCandidates, GpipeIsTriedOnlyOnPipelinesWithoutVirtualStages) {
   s.interleavable = true;
   SearchSpace space = space_of({4}, {1, 2}, {2}, {true});
   space.virtual_stages = {1, 2};
-  space.pipeline_schedule = {"1f1b", "gpipe"};
+  space.pipeline_schedule = {"zb-h1", "1f1b", "gpipe"};
   const auto completed = complete_space(space, s, 6);
-  EXPECT_EQ(completed.pipeline_schedule, (std::vector<std::string>{"gpipe", "1f1b"}));
+  EXPECT_EQ(completed.pipeline_schedule, (std::vector<std::string>{"gpipe", "1f1b", "zb-h1"}));
   const auto e = enumerate_layouts(completed, s);
-  // PP 1 once (no pipeline to schedule), PP 2 as GPipe, 1F1B and interleaved x 2.
-  ASSERT_EQ(e.candidates.size(), 4u);
+  // PP 1 once (no pipeline to schedule), PP 2 as GPipe, 1F1B, ZB-H1 and interleaved x 2.
+  ASSERT_EQ(e.candidates.size(), 5u);
   EXPECT_EQ(e.candidates[0].pp, 1);
-  EXPECT_FALSE(e.candidates[0].gpipe);
-  EXPECT_TRUE(e.candidates[1].gpipe);
+  EXPECT_EQ(e.candidates[0].pipeline, "1f1b");
+  EXPECT_EQ(e.candidates[1].pipeline, "gpipe");
   EXPECT_EQ(e.candidates[1].label(), "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing, GPipe");
   EXPECT_FALSE(e.candidates[1].is_original);
-  EXPECT_FALSE(e.candidates[2].gpipe);
+  EXPECT_EQ(e.candidates[2].pipeline, "1f1b");
   EXPECT_TRUE(e.candidates[2].is_original);  // the point runs 1F1B
-  EXPECT_EQ(e.candidates[3].virtual_stages, 2);
-  EXPECT_FALSE(e.candidates[3].gpipe);
+  EXPECT_EQ(e.candidates[3].pipeline, "zb-h1");
+  EXPECT_EQ(e.candidates[3].label(), "TP 4, PP 2, DP 2, micro-batch 2 x 8, checkpointing, ZB-H1");
+  EXPECT_EQ(e.candidates[4].virtual_stages, 2);
+  EXPECT_EQ(e.candidates[4].pipeline, "1f1b");
   // A GPipe point's own schedule is the default, and its layout is the GPipe one.
-  s.gpipe = true;
+  s.pipeline = "gpipe";
   EXPECT_EQ(complete_space({}, s, 6).pipeline_schedule, (std::vector<std::string>{"gpipe"}));
   space.pipeline_schedule = {"gpipe", "1f1b"};
   space.virtual_stages = {1};
   const auto own = enumerate_layouts(space, s);
   ASSERT_EQ(own.candidates.size(), 3u);
-  EXPECT_TRUE(own.candidates[1].gpipe);
+  EXPECT_EQ(own.candidates[1].pipeline, "gpipe");
   EXPECT_TRUE(own.candidates[1].is_original);
   EXPECT_FALSE(own.candidates[2].is_original);
 }

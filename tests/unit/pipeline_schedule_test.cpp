@@ -8,6 +8,7 @@
 #include "model/device_profile.hpp"
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
+#include "program/pipeline_exchanges.hpp"
 #include "program/pipeline_schedule.hpp"
 #include "support/pipeline_fixture.hpp"
 #include "support/program_lookup.hpp"
@@ -35,6 +36,67 @@ std::string text(const std::vector<PipelineSlot>& order) {
   for (const auto& o : order)
     s += (o.forward ? "F" : "B") + std::to_string(o.micro_batch) + (o.chunk ? "c" + std::to_string(o.chunk) : "") + " ";
   return s;
+}
+
+/// F: forward; B: whole backward; b: input gradients only; W: deferred weight gradients.
+std::string zb_text(const std::vector<PipelineSlot>& order) {
+  std::string s;
+  for (const auto& o : order)
+    s += (o.forward                                   ? "F"
+          : o.part == PipelineSlot::Part::input       ? "b"
+          : o.part == PipelineSlot::Part::weight      ? "W"
+                                                      : "B") +
+         std::to_string(o.micro_batch) + " ";
+  return s;
+}
+
+TEST(PipelineOrder, ZeroBubbleH1DefersTheFirstStageIndexWeightGradientsIntoTheCoolDown) {
+  // 4 stages, 6 micro-batches, the quick ZB-H1 of the paper's repository (95212f70): stage r
+  // splits the backwards of its first r steady iterations, its last one and its cool-down's,
+  // and runs a queued W after the last steady send and after each cool-down send from
+  // remaining + i >= r on, the rest at the end. Stage 0 runs 1F1B.
+  using plan::PipelineSchedule;
+  EXPECT_EQ(zb_text(pipeline_order(PipelineSchedule::zero_bubble_h1, 4, 0, 6, 1)),
+            zb_text(pipeline_order(PipelineSchedule::one_f_one_b, 4, 0, 6, 1)));
+  EXPECT_EQ(zb_text(pipeline_order(PipelineSchedule::zero_bubble_h1, 4, 1, 6, 1)),
+            "F0 F1 F2 b0 F3 B1 F4 B2 F5 b3 W0 b4 W3 b5 W4 W5 ");
+  EXPECT_EQ(zb_text(pipeline_order(PipelineSchedule::zero_bubble_h1, 4, 3, 6, 1)),
+            "F0 b0 F1 b1 F2 b2 F3 B3 F4 B4 F5 b5 W0 W1 W2 W5 ");
+  // Every micro-batch's weight gradients once, after its B, on every stage and size.
+  for (long pp : {2, 4, 8})
+    for (long m : {pp, pp + 1, 3 * pp})
+      for (long stage = 0; stage < pp; ++stage) {
+        const auto order = pipeline_order(PipelineSchedule::zero_bubble_h1, pp, stage, m, 1);
+        std::vector<int> whole(static_cast<std::size_t>(m), 0), input(static_cast<std::size_t>(m), 0),
+            weight(static_cast<std::size_t>(m), 0);
+        for (const auto& o : order) {
+          if (o.forward) continue;
+          const auto b = static_cast<std::size_t>(o.micro_batch);
+          if (o.part == PipelineSlot::Part::weight) {
+            EXPECT_EQ(input[b], 1) << "W before its B: pp " << pp << " m " << m << " stage " << stage;
+            ++weight[b];
+          } else {
+            ++(o.part == PipelineSlot::Part::input ? input : whole)[b];
+          }
+        }
+        for (std::size_t b = 0; b < static_cast<std::size_t>(m); ++b)
+          EXPECT_EQ(whole[b] + input[b], 1) << pp << " " << m << " " << stage << " mb " << b;
+        EXPECT_EQ(input, weight) << pp << " " << m << " " << stage;
+        // The exchanges are 1F1B's (pipeline_exchanges checks the loop against this order).
+      }
+  for (long pp : {2, 4, 8})
+    for (long m : {pp, 3 * pp}) {
+      const auto zb = pipeline_exchanges(PipelineSchedule::zero_bubble_h1, pp, m, 1);
+      const auto plain = pipeline_exchanges(PipelineSchedule::one_f_one_b, pp, m, 1);
+      for (long stage = 0; stage < pp; ++stage) {
+        std::vector<std::vector<PipelineTransfer>> a, b;
+        for (const auto& st : zb[static_cast<std::size_t>(stage)])
+          if (!st.compute) a.push_back(st.transfers);
+        for (const auto& st : plain[static_cast<std::size_t>(stage)])
+          if (!st.compute) b.push_back(st.transfers);
+        EXPECT_EQ(a, b) << "pp " << pp << " m " << m << " stage " << stage;
+      }
+    }
 }
 
 TEST(PipelineOrder, GpipeRunsEveryForwardFirst) {
@@ -1169,6 +1231,45 @@ TEST(PipelineProgram, SelectiveOpRecomputesTheUnsavedOpsBeforeEachBackward) {
           << sp << " rank " << rank;
     }
   }
+}
+
+// ZB-H1: a split backward is the layer's backward less its weight-gradient GEMMs, and its W runs
+// those GEMMs alone later; each stage computes what 1F1B computes, in another order.
+TEST(PipelineProgram, ZeroBubbleH1SplitsBackwardsIntoInputAndWeightGradients) {
+  ScheduleInputs plain = testing_support::tiny_tp2_pp2_dp2();  // TP 2, PP 2, 4 micro-batches
+  ScheduleInputs zb = plain;
+  zb.plan.pipeline = plan::PipelineSchedule::zero_bubble_h1;
+  const Program pz = build_program(zb), pp = build_program(plain);
+  validate(pz);
+  const model::LayerShape shape{1, 2, false, false};
+  std::vector<model::Operation> wgrad;
+  for (const auto& op : model::layer_backward_ops(zb.model, shape))
+    if (op.name.size() > 6 && op.name.substr(op.name.size() - 6) == "_wgrad") wgrad.push_back(op);
+  ASSERT_FALSE(wgrad.empty());
+  const Seconds w = model::ops_duration(wgrad, zb.device);
+  auto total = [](const Stream& st) {
+    Seconds sum = 0;
+    for (const auto& t : st.tasks) sum += t.duration;
+    return sum;
+  };
+  // Stage 0 runs 1F1B; stage 1 (rank 4) splits: b0 (i < stage), b3 (the last iteration), W0, W3.
+  EXPECT_EQ(pz.ranks[0].streams[kCompute].tasks.size(), pp.ranks[0].streams[kCompute].tasks.size());
+  const auto& comp = pz.ranks[4].streams[kCompute];
+  const auto& whole = pp.ranks[4].streams[kCompute];
+  for (const std::string tag : {" mb0 c0 layer 1", " mb3 c0 layer 0"}) {
+    EXPECT_NEAR(find_task(comp, "backward" + tag).duration, find_task(whole, "backward" + tag).duration - w, 1e-12) << tag;
+    EXPECT_DOUBLE_EQ(find_task(comp, "weight gradient" + tag).duration, w) << tag;
+  }
+  EXPECT_DOUBLE_EQ(find_task(comp, "backward mb1 c0 layer 0").duration, find_task(whole, "backward mb1 c0 layer 0").duration);
+  EXPECT_LT(index_of(comp, "backward mb3 c0 layer 0"), index_of(comp, "weight gradient mb0 c0 layer 0"));
+  EXPECT_LT(index_of(comp, "weight gradient mb0 c0 layer 0"), index_of(comp, "weight gradient mb3 c0 layer 0"));
+  // The last stage's W also holds the output layer's weight gradient, its B not.
+  EXPECT_GT(find_task(comp, "head weight gradient mb0 c0").duration, 0);
+  EXPECT_NEAR(find_task(comp, "head backward mb0 c0").duration + find_task(comp, "head weight gradient mb0 c0").duration,
+              find_task(whole, "head backward mb0 c0").duration, 1e-12);
+  EXPECT_NEAR(total(comp), total(whole), 1e-9 * total(whole));
+  // No collective and no exchange of its own.
+  EXPECT_EQ(pz.ranks[4].streams[kTensor].tasks.size(), pp.ranks[4].streams[kTensor].tasks.size());
 }
 
 // Megatron's selective recomputation: each layer's backward is preceded by the core attention's

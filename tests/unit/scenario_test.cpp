@@ -1301,6 +1301,32 @@ TEST(Scenario, TheEmbeddingAndHeadPartitionTakesVirtualStages) {
   EXPECT_TRUE(contains(e.what(), "not modelled with FSDP")) << e.what();
 }
 
+TEST(ScenarioErrors, ZeroBubbleH1IsModelledInPlainLayerPassesWithGradientsReducedAfterTheFlush) {
+  const std::string file = "scenarios/zero-bubble-a100.json";
+  const Scenario s = load_scenario(file);
+  long zb = 0;
+  for (const auto& p : s.points) zb += p.training.pipeline == plan::PipelineSchedule::zero_bubble_h1 ? 1 : 0;
+  EXPECT_EQ(zb, 12);
+  struct Case {
+    json training;
+    const char* path;
+  };
+  const std::vector<Case> cases = {
+      {{{"overlap_grad_reduce", true}}, "/training/overlap_grad_reduce"},
+      {{{"tensor_parallel", 2}, {"sequence_parallel", true}}, "/training/sequence_parallel"},
+      {{{"activation_checkpointing", true}, {"activation_offloading", true}}, "/training/activation_offloading"},
+  };
+  for (const auto& c : cases) {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/dgx-a100-80g-ib.json");
+    doc["training"]["pipeline_schedule"] = "zb-h1";
+    doc["training"].update(c.training);
+    const ConfigError e = error_of(doc, "zb");
+    EXPECT_EQ(e.json_path(), c.path) << e.what();
+    EXPECT_TRUE(contains(e.what(), "\"zb-h1\" is modelled without")) << e.what();
+  }
+}
+
 TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSchedule) {
   const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
   const Scenario s = load_scenario(file);
