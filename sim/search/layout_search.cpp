@@ -109,9 +109,9 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
                                                                                    : "1f1b";
   // Interleaving is Megatron-LM's (and Megatron-core's): offered to points that run Megatron's
   // modules or already interleave, not to other pipelines the schedule also models (SMP v1's,
-  // DeepSpeed's), which have no virtual stages; --virtual-stages asks for it anyway.
+  // DeepSpeed's), which have no virtual stages; --virtual-stages asks for it anyway. Either
+  // partition interleaves (the embedding-and-head one where layers + 2 fill the chunks).
   shape.interleavable = p.training.pipeline_engine == plan::PipelineEngine::megatron &&
-                        p.training.partition == plan::PipelinePartition::uniform &&
                         (p.training.module_kernels == plan::ModuleKernels::megatron ||
                          p.training.pipeline == plan::PipelineSchedule::interleaved);
   shape.micro_batch = p.training.micro_batch;

@@ -100,7 +100,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
   const bool gpipe = any_candidate(r, [](const Candidate& c) { return c.pp > 1 && c.pipeline != "1f1b"; });
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
-       << (context ? "  CP" : "") << "  PP" << (gpipe ? "  pipeline" : "")
+       << (context ? "  CP" : "") << "  PP" << (gpipe ? "     pipeline" : "")
        << (interleaved ? "  chunks" : "") << "    DP  micro-batch  accumulation  checkpointing"
        << (offloading ? "  offloading" : "") << (shard ? "  shard" : "")
        << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
@@ -113,7 +113,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       if (sequence_parallel) os << pad(c.sequence_parallel ? "yes" : "no", 4);
       if (context) os << pad(std::to_string(c.cp), 4);
       os << pad(std::to_string(c.pp), 4);
-      if (gpipe) os << pad(c.pp == 1 ? "-" : pipeline_schedule_of(c), 10);
+      if (gpipe) os << pad(c.pp == 1 ? "-" : pipeline_schedule_of(c), 13);  // "interleaved" fits
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
       os << pad(std::to_string(c.dp), 6) << pad(std::to_string(c.micro_batch), 13)
          << pad(std::to_string(c.accumulation), 14) << pad(checkpointing_text(c), 15);

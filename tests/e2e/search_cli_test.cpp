@@ -317,8 +317,8 @@ TEST(CliSearch, GpipeHoldsEveryMicroBatchsActivationsWhere1F1BHoldsAStagesWorth)
   const auto table = trainsim("search scenarios/p4d-10b-smp-v1-pipeline.json --tp 2 --pp 4 --micro-batch 1"
                               " --pipeline-schedule gpipe,1f1b --checkpointing on");
   ASSERT_EQ(table.status, 0) << table.err;
-  EXPECT_NE(table.out.find("  PP  pipeline    DP"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("   2   4     gpipe     4"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  PP     pipeline    DP"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("   2   4        gpipe     4"), std::string::npos) << table.out;
 }
 
 TEST(CliSearch, ZeroBubbleH1IsAPipelineScheduleOfTheSameMemoryAndLessBubble) {
