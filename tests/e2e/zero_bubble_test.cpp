@@ -26,14 +26,16 @@ std::map<std::string, json> run_points(const std::vector<std::string>& labels) {
   json kept = json::array();
   for (const auto& label : labels) {
     const auto& points = doc.at("points");
-    const auto it = std::find_if(points.begin(), points.end(), [&](const json& p) { return p.at("label") == label; });
+    const auto it = std::find_if(points.begin(), points.end(),
+                                 [&](const json& p) { return p.at("label") == label; });
     EXPECT_NE(it, points.end()) << "no point \"" << label << "\"";
     if (it != points.end()) kept.push_back(*it);
   }
   doc["points"] = kept;
   const std::string file = ts::test_temp_path(".json");
   std::ofstream(file) << doc.dump(2);
-  const auto r = ts::run_shell(ts::trainsim_bin() + " run '" + file + "' --format json --no-wall-time");
+  const auto r =
+      ts::run_shell(ts::trainsim_bin() + " run '" + file + "' --format json --no-wall-time");
   EXPECT_EQ(r.status, 0) << r.err;
   std::map<std::string, json> by_label;
   if (r.status != 0) return by_label;
@@ -52,9 +54,11 @@ double peak(const std::map<std::string, json>& p, const std::string& label) {
 
 TEST(ZeroBubble, ZbH1BeatsOneFOneBAtTheSameMemoryAndEveryScheduleGainsFromMoreMicroBatches) {
   const std::vector<std::string> labels = {
-      "1.5B 1F1B 24 micro-batches",  "1.5B 1F1B 64 micro-batches",   "1.5B 1F1B-I 24 micro-batches",
-      "1.5B 1F1B-I 64 micro-batches", "1.5B ZB-H1 24 micro-batches", "1.5B ZB-H1 64 micro-batches",
-      "28.3B 1F1B 96 micro-batches", "28.3B 1F1B-I 96 micro-batches", "28.3B ZB-H1 96 micro-batches"};
+      "1.5B 1F1B 24 micro-batches",   "1.5B 1F1B 64 micro-batches",
+      "1.5B 1F1B-I 24 micro-batches", "1.5B 1F1B-I 64 micro-batches",
+      "1.5B ZB-H1 24 micro-batches",  "1.5B ZB-H1 64 micro-batches",
+      "28.3B 1F1B 96 micro-batches",  "28.3B 1F1B-I 96 micro-batches",
+      "28.3B ZB-H1 96 micro-batches"};
   const auto p = run_points(labels);
   ASSERT_EQ(p.size(), labels.size());
   for (const std::string model : {"1.5B", "28.3B"}) {
@@ -69,7 +73,8 @@ TEST(ZeroBubble, ZbH1BeatsOneFOneBAtTheSameMemoryAndEveryScheduleGainsFromMoreMi
   // "The throughput of 1F1B, 1F1B-I and ZB-1p show a strong positive correlation with the
   // number of microbatches", the bubble's share falling; ZB-H1's gain over 1F1B shrinks with it.
   for (const std::string schedule : {"1F1B", "1F1B-I", "ZB-H1"})
-    EXPECT_GT(rate(p, "1.5B " + schedule + " 64 micro-batches"), 1.02 * rate(p, "1.5B " + schedule + " 24 micro-batches"))
+    EXPECT_GT(rate(p, "1.5B " + schedule + " 64 micro-batches"),
+              1.02 * rate(p, "1.5B " + schedule + " 24 micro-batches"))
         << schedule;
   EXPECT_GT(rate(p, "1.5B ZB-H1 24 micro-batches") / rate(p, "1.5B 1F1B 24 micro-batches"),
             rate(p, "1.5B ZB-H1 64 micro-batches") / rate(p, "1.5B 1F1B 64 micro-batches"));
