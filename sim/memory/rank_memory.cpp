@@ -116,6 +116,15 @@ double head_micro_batches_in_flight(const plan::TrainingPlan& p) {
   return static_cast<double>(std::max(1L, last_chunk));
 }
 
+double queued_weight_gradients(const plan::TrainingPlan& p, long stage) {
+  if (p.pipeline != plan::PipelineSchedule::zero_bubble_h1 || p.pp == 1 || stage == 0) return 0;
+  // pipeline_order: the first `stage` steady iterations queue their W, popped only from the last
+  // iteration on; before iteration i's backward the stage holds pp - stage micro-batches in
+  // flight and min(i, stage) queued.
+  const long warmup = std::min(p.pp - stage - 1, p.accumulation), remaining = p.accumulation - warmup;
+  return static_cast<double>(std::min(stage, std::max(0L, remaining - 1)));
+}
+
 double deferred_head_micro_batches(const plan::TrainingPlan& p) {
   if (!p.defer_embedding_wgrad_compute || p.pp == 1) return 0;
   return static_cast<double>(p.wgrad_deferral_limit == 0 ? p.accumulation
@@ -477,6 +486,15 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   std::string activations_how = num(in_flight) + " micro-batch(es) x (" + how + " + " + bytes(ends) + " embedding)";
   if (last) activations_how += " + " + num(head_in_flight) + " x " + bytes(head) + " head";
   add("activations", in_flight * (per_micro_batch + ends) + head_in_flight * head, activations_how);
+  if (const double queued = queued_weight_gradients(p, stage); queued > 0) {
+    // What B leaves for each queued W (model::weight_gradient_inputs_bytes), beside the
+    // micro-batches in flight.
+    const Bytes layer_w = model::weight_gradient_inputs_bytes(s, shape);
+    const Bytes head_w = last ? model::head_weight_gradient_inputs_bytes(s, shape) : 0.0;
+    add("queued_weight_gradients", queued * (static_cast<double>(layers) * layer_w + head_w),
+        num(queued) + " micro-batch(es)' deferred weight gradients (ZB-H1) x (" + std::to_string(layers) + " layers x " +
+            bytes(layer_w) + (last ? " + head " + bytes(head_w) : std::string()) + "): linear inputs and output gradients");
+  }
   if (last && deferred_head_micro_batches(p) > 0) {
     // Megatron-core's defer_embedding_wgrad_compute (core_r0.10.0, 7ee599a, tensor_parallel/
     // layers.py): the output layer's forward appends its input (the sequence-parallel shard,

@@ -93,6 +93,11 @@ struct MemoryInputs {
 /// Micro-batches whose output-layer input and logits gradient the last stage keeps for the flush
 /// under Megatron-core's defer_embedding_wgrad_compute (wgrad_deferral_limit, 0: all); 0 without.
 [[nodiscard]] double deferred_head_micro_batches(const plan::TrainingPlan& plan);
+
+/// ZB-H1: the micro-batches whose weight gradients stage `stage` holds queued while its
+/// micro-batches in flight peak (the steady state: one per iteration before `stage`, none on
+/// stage 0); 0 for other schedules.
+[[nodiscard]] double queued_weight_gradients(const plan::TrainingPlan& plan, long stage);
 /// Whether Megatron-LM 2021's gradient copies follow the step instead of staying resident: its
 /// local DDP on fp16 gradients without the contiguous buffer (6985e58's default flags) with its
 /// Float16Optimizer, under the PTD-P schedule, which allocates them along its timeline (the

@@ -724,6 +724,23 @@ Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape) {
          (shape.sequence_parallel ? static_cast<double>(shape.tp) : 1.0);
 }
 
+Bytes weight_gradient_inputs_bytes(const TransformerSpec& s, const LayerShape& shape) {
+  const double t = static_cast<double>(shape.micro_batch * s.seq_len), tp = static_cast<double>(shape.tp);
+  const double h = static_cast<double>(s.hidden), f = static_cast<double>(s.ffn_hidden);
+  const double hkv = static_cast<double>(kv_heads_of(s)) * h / static_cast<double>(s.heads);
+  const double up = gated(s.mlp) ? 2.0 : 1.0;  // gate and up share their input
+  // Inputs: the norms' outputs (QKV, MLP in), the attention context, the MLP's activation;
+  // output gradients: QKV, the attention projection, the MLP's in and out.
+  const double inputs = h + h / tp + h + f / tp;
+  const double output_gradients = (h + 2.0 * hkv) / tp + h + up * f / tp + h;
+  return 2.0 * t * (inputs + output_gradients);
+}
+
+Bytes head_weight_gradient_inputs_bytes(const TransformerSpec& s, const LayerShape& shape) {
+  const double t = static_cast<double>(shape.micro_batch * s.seq_len);
+  return 2.0 * t * (static_cast<double>(s.hidden) + static_cast<double>(s.vocab) / static_cast<double>(shape.tp));
+}
+
 double model_flops_per_sequence(const TransformerSpec& s) {
   if (is_encoder_decoder(s)) {
     // The blocks' forward, backward twice the forward, and the output projection on the

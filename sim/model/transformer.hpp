@@ -179,6 +179,12 @@ struct StoredTensor {
 /// split by TP only under sequence parallelism): what
 /// activation checkpointing keeps per layer and activation offloading moves to host memory.
 [[nodiscard]] Bytes layer_input_bytes(const TransformerSpec& s, const LayerShape& shape);
+/// What a layer's deferred weight-gradient GEMMs keep after its backward has computed the input
+/// gradients (ZB-H1's W, program/pipeline_schedule.hpp): each linear's input and output gradient
+/// on one TP rank, 16-bit, the QKV projections' shared input once. A GPT layer at TP 1: 32 b s h.
+[[nodiscard]] Bytes weight_gradient_inputs_bytes(const TransformerSpec& s, const LayerShape& shape);
+/// The same for the output layer: its input and the logits' gradient (vocabulary / TP).
+[[nodiscard]] Bytes head_weight_gradient_inputs_bytes(const TransformerSpec& s, const LayerShape& shape);
 
 /// Training FLOPs per sequence the way papers count them (6 x params x tokens + attention),
 /// for reporting model FLOP/s; not used for timing.

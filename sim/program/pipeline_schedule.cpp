@@ -985,6 +985,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               ready = {previous};
             }
             if (last) previous = compute(names.head, head_wgrad, head_wgrad_kernels, ready);
+            comp.back().release = mem.queued_weight_gradients_per_micro_batch;
             cursor = {previous};
             continue;
           }
@@ -1344,6 +1345,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             comp[slot_start].alloc = stored;
           else
             comp.back().release = stored;
+          // A split backward (ZB-H1) leaves its W's inputs and output gradients; the W frees them.
+          if (slot.part == Part::input) comp.back().alloc += mem.queued_weight_gradients_per_micro_batch;
           // Megatron 2021's fp16 .grad: made during the stage's first backward as its activations
           // are freed; counted whole from the slot after it (memory/rank_memory.cpp).
           if (fp16_gradients_pending) {

@@ -21,6 +21,9 @@ struct StageMemory {
   /// defer_embedding_wgrad_compute, last stage: one deferred micro-batch's output-layer input and
   /// logits gradient, allocated by its head backward and freed by its deferred weight-gradient GEMM.
   Bytes deferred_head_wgrad_per_micro_batch = 0;
+  /// ZB-H1: what a split backward leaves for its queued weight gradients (the linears' inputs
+  /// and output gradients), allocated by the backward and freed by its W.
+  Bytes queued_weight_gradients_per_micro_batch = 0;
   /// DeepSpeed's BF16_Optimizer: the bf16 copy of the fp32 gradients its data-parallel
   /// all-reduce runs on (memory/rank_memory.hpp gradient_reduce_copy), held during that call.
   Bytes gradient_reduce_copy = 0;

@@ -71,12 +71,15 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     const Bytes deferred_bytes = r.term("deferred_head_wgrad");
     if (deferred_bytes > 0) m.deferred_head_wgrad_per_micro_batch = deferred_bytes / deferred;
     m.gradient_reduce_copy = r.term("gradient_reduce_copy");
+    const Bytes queued_bytes = r.term("queued_weight_gradients");
+    if (queued_bytes > 0)
+      m.queued_weight_gradients_per_micro_batch = queued_bytes / memory::queued_weight_gradients(p.training, stage);
     if (memory::megatron_step_gradients(p.training)) {
       m.step_fp16_gradients = r.term("gradients");
       m.step_gradient_copy = r.term("communication_buffers");
       m.step_fp32_gradients = r.term("master_gradients");
     }
-    m.resident = r.sum_of_terms() - r.term("activations") - m.workspace - deferred_bytes - m.gradient_reduce_copy -
+    m.resident = r.sum_of_terms() - r.term("activations") - queued_bytes - m.workspace - deferred_bytes - m.gradient_reduce_copy -
                  m.step_fp16_gradients - m.step_gradient_copy - m.step_fp32_gradients;
     m.gathered = r.term("gathered_parameters") + r.term("gathered_gradients");
     in.stages.push_back(m);

@@ -321,9 +321,9 @@ TEST(CliSearch, GpipeHoldsEveryMicroBatchsActivationsWhere1F1BHoldsAStagesWorth)
   EXPECT_NE(table.out.find("   2   4        gpipe     4"), std::string::npos) << table.out;
 }
 
-TEST(CliSearch, ZeroBubbleH1IsAPipelineScheduleOfTheSameMemoryAndLessBubble) {
+TEST(CliSearch, ZeroBubbleH1IsAPipelineScheduleOfAboutTheSameMemoryAndLessBubble) {
   // The zero-bubble paper's 6.2B on 8 A100s: ZB-H1 keeps 1F1B's micro-batches in flight and
-  // moves weight gradients into the cool-down, so the same layout fits alike and runs faster.
+  // moves weight gradients into the cool-down, so the same layout fits about alike and runs faster.
   const auto r = trainsim("search scenarios/zero-bubble-a100.json --point '6.2B 1F1B 24 micro-batches' --tp 1"
                           " --pp 8 --virtual-stages 1 --micro-batch 3 --pipeline-schedule 1f1b,zb-h1"
                           " --checkpointing off --format json --jobs 2");
@@ -334,7 +334,9 @@ TEST(CliSearch, ZeroBubbleH1IsAPipelineScheduleOfTheSameMemoryAndLessBubble) {
   EXPECT_EQ(j["ranked"][1]["pipeline_schedule"], "1f1b");
   EXPECT_TRUE(j["ranked"][1]["original"].get<bool>());
   EXPECT_GT(j["ranked"][0]["samples_per_s"].get<double>(), 1.05 * j["ranked"][1]["samples_per_s"].get<double>());
-  EXPECT_DOUBLE_EQ(j["ranked"][0]["memory_peak_bytes"].get<double>(), j["ranked"][1]["memory_peak_bytes"].get<double>());
+  // The W it queues keeps a few per cent more than 1F1B's peak.
+  EXPECT_GT(j["ranked"][0]["memory_peak_bytes"].get<double>(), j["ranked"][1]["memory_peak_bytes"].get<double>());
+  EXPECT_LT(j["ranked"][0]["memory_peak_bytes"].get<double>(), 1.1 * j["ranked"][1]["memory_peak_bytes"].get<double>());
 }
 
 TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {

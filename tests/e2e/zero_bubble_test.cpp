@@ -52,7 +52,7 @@ double peak(const std::map<std::string, json>& p, const std::string& label) {
   return p.at(label).at("memory").at("peak_bytes").get<double>();
 }
 
-TEST(ZeroBubble, ZbH1BeatsOneFOneBAtTheSameMemoryAndEveryScheduleGainsFromMoreMicroBatches) {
+TEST(ZeroBubble, ZbH1BeatsOneFOneBAtAboutItsMemoryAndEveryScheduleGainsFromMoreMicroBatches) {
   const std::vector<std::string> labels = {
       "1.5B 1F1B 24 micro-batches",   "1.5B 1F1B 64 micro-batches",
       "1.5B 1F1B-I 24 micro-batches", "1.5B 1F1B-I 64 micro-batches",
@@ -65,7 +65,10 @@ TEST(ZeroBubble, ZbH1BeatsOneFOneBAtTheSameMemoryAndEveryScheduleGainsFromMoreMi
     const std::string m = model == "1.5B" ? " 24 micro-batches" : " 96 micro-batches";
     // "ZB-1p ... has a peak memory cost similar to the 1F1B baseline" and outperforms it.
     EXPECT_GT(rate(p, model + " ZB-H1" + m), 1.05 * rate(p, model + " 1F1B" + m)) << model;
-    EXPECT_DOUBLE_EQ(peak(p, model + " ZB-H1" + m), peak(p, model + " 1F1B" + m)) << model;
+    // Its queued weight gradients keep 1-3 GB more than 1F1B (Tables 4 and 6: 32 against 30 GB,
+    // 44 against 43).
+    EXPECT_GT(peak(p, model + " ZB-H1" + m), peak(p, model + " 1F1B" + m)) << model;
+    EXPECT_LT(peak(p, model + " ZB-H1" + m), 1.1 * peak(p, model + " 1F1B" + m)) << model;
     // Interleaving shrinks the bubble at the cost of memory (Table 4: 40 against 30 GB).
     EXPECT_GT(rate(p, model + " 1F1B-I" + m), rate(p, model + " 1F1B" + m)) << model;
     EXPECT_GT(peak(p, model + " 1F1B-I" + m), 1.1 * peak(p, model + " 1F1B" + m)) << model;

@@ -130,6 +130,19 @@ TEST(Checkpointing, SelectiveOpUnderSequenceParallelismAlsoSavesTheReduceScatter
                    gemm_flops(recomputed_forward_ops(s, flash(1), Checkpointing::selective_op)) / tp);
 }
 
+TEST(WeightGradientInputs, AGptLayerKeepsThirtyTwoBytesPerTokenAndHiddenUnit) {
+  // Inputs 7 b s h (QKV's, the context, the MLP's, the GELU output of 4h), output gradients
+  // 9 b s h (QKV 3h, projection h, MLP in 4h, out h), 2 B each.
+  const TransformerSpec gpt{"gpt", 4, 1024, 16, 4096, 50257, 2048, false};
+  const double t = 2 * 2048.0, h = 1024;
+  EXPECT_DOUBLE_EQ(weight_gradient_inputs_bytes(gpt, flash(2)), 32 * t * h);
+  EXPECT_DOUBLE_EQ(head_weight_gradient_inputs_bytes(gpt, flash(2)), 2 * t * (h + 50257));
+  LayerShape tp2 = flash(2);
+  tp2.tp = 2;
+  // Row-parallel inputs and column-parallel output gradients split; the rest whole.
+  EXPECT_DOUBLE_EQ(weight_gradient_inputs_bytes(gpt, tp2), 2 * t * (h + h / 2 + h + 2 * h + 3 * h / 2 + h + 2 * h + h));
+}
+
 TEST(Checkpointing, SelectiveOpOnAGeluLayerSavesQVAndTheMlpInput) {
   TransformerSpec s{"gpt", 4, 1024, 16, 4096, 50257, 2048, false};
   const auto kept = checkpointed_layer_activations(s, flash(1), Checkpointing::selective_op);

@@ -1268,6 +1268,19 @@ TEST(PipelineProgram, ZeroBubbleH1SplitsBackwardsIntoInputAndWeightGradients) {
   EXPECT_NEAR(find_task(comp, "head backward mb0 c0").duration + find_task(comp, "head weight gradient mb0 c0").duration,
               find_task(whole, "head backward mb0 c0").duration, 1e-12);
   EXPECT_NEAR(total(comp), total(whole), 1e-9 * total(whole));
+  // Memory: a split backward allocates what its W keeps, which the W frees.
+  ScheduleInputs held = zb;
+  for (auto& st : held.stages) st.queued_weight_gradients_per_micro_batch = 7;
+  const Program ph = build_program(held);
+  validate(ph);
+  const auto& hc = ph.ranks[4].streams[kCompute];
+  Bytes allocated = 0, released = 0;
+  for (const auto& t : hc.tasks) {
+    if (t.name.str().rfind("backward", 0) == 0) allocated += t.alloc;
+    if (t.name.str().rfind("head weight gradient", 0) == 0) released += t.release;
+  }
+  EXPECT_DOUBLE_EQ(allocated, 2 * 7.0);  // b0 and b3
+  EXPECT_DOUBLE_EQ(released, 2 * 7.0);   // W0 and W3 (the head's W ends each)
   // No collective and no exchange of its own.
   EXPECT_EQ(pz.ranks[4].streams[kTensor].tasks.size(), pp.ranks[4].streams[kTensor].tasks.size());
 }

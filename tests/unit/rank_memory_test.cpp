@@ -648,6 +648,29 @@ TEST(Activations, OffloadingLeavesTwoLayerInputsOnDevice) {
   EXPECT_DOUBLE_EQ(r.term("activations"), 2 * (2.0 * 512 * 2 * 1024) + head + emb);
 }
 
+TEST(Pipeline, ZeroBubbleH1KeepsOneFOneBsInFlightAndQueuesStageManyWeightGradients) {
+  plan::TrainingPlan p;
+  p.pp = 4;
+  p.accumulation = 8;
+  p.pipeline = plan::PipelineSchedule::zero_bubble_h1;
+  for (long stage = 0; stage < 4; ++stage) {
+    EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, stage), 4.0 - static_cast<double>(stage));
+    EXPECT_DOUBLE_EQ(queued_weight_gradients(p, stage), static_cast<double>(stage));  // stage 0 never splits
+  }
+  p.accumulation = 4;  // stage 3: 4 steady iterations, 3 queued before the last
+  EXPECT_DOUBLE_EQ(queued_weight_gradients(p, 3), 3);
+  EXPECT_DOUBLE_EQ(queued_weight_gradients(p, 1), 1);  // warm-up 2, 2 steady iterations
+  p.pipeline = plan::PipelineSchedule::one_f_one_b;
+  EXPECT_DOUBLE_EQ(queued_weight_gradients(p, 3), 0);
+  // The term: a stage's layers' deferred-W tensors per queued micro-batch.
+  p.pipeline = plan::PipelineSchedule::zero_bubble_h1;
+  p.accumulation = 8;
+  p.micro_batch = 2;
+  const auto r = stage_memory(inputs(p), 2);
+  const double layers = static_cast<double>(plan::layers_of_stage(p, gpt().layers, 2));
+  EXPECT_DOUBLE_EQ(r.term("queued_weight_gradients"), 2 * layers * model::weight_gradient_inputs_bytes(gpt(), {2}));
+}
+
 TEST(Pipeline, MicroBatchesInFlightFollowTheSchedule) {
   plan::TrainingPlan p;
   p.pp = 4;
