@@ -468,6 +468,12 @@ Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape
   return op;
 }
 
+bool is_weight_gradient(const Operation& op) {
+  static const std::string suffix = "_wgrad";
+  return op.kind == OpKind::gemm && op.batch == 1 && op.name.size() > suffix.size() &&
+         op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::vector<Operation> backward_of(const std::vector<Operation>& forward) {
   std::vector<Operation> ops;
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {

@@ -157,6 +157,10 @@ struct LayerShape {
 [[nodiscard]] Operation make_fused_attention(const TransformerSpec& s, const LayerShape& shape);
 /// Backward of a list of forward ops (the rule layer_backward_ops uses).
 [[nodiscard]] std::vector<Operation> backward_of(const std::vector<Operation>& forward);
+/// Whether a backward op computes a weight's gradient: a linear's `_wgrad` GEMM from
+/// backward_of (a single GEMM). The batched attention matmuls' `_wgrad` are gradients of K and
+/// V, activations the input gradient needs, not weights.
+[[nodiscard]] bool is_weight_gradient(const Operation& op);
 
 /// A tensor the forward pass keeps for the backward pass, on one rank.
 struct StoredTensor {

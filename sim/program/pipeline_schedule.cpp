@@ -210,12 +210,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // Kernels the host issues for each pass (host dispatch).
   const int lf_kernels = model::ops_kernels(layer_f);
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
-  // ZB-H1's split of a layer's backward (the header): W is its weight-gradient GEMMs (backward_of
-  // names them <linear>_wgrad and gives them the bias gradients), B the rest.
+  // ZB-H1's split of a layer's backward (the header): W is its weight-gradient GEMMs (with the
+  // bias gradients backward_of gives them), B the rest.
   const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1;
   std::vector<model::Operation> layer_w;
   for (const auto& op : layer_b)
-    if (op.name.size() > 6 && op.name.compare(op.name.size() - 6, 6, "_wgrad") == 0) layer_w.push_back(op);
+    if (model::is_weight_gradient(op)) layer_w.push_back(op);
   const Seconds lw = ops_duration(layer_w, in.device);
   const int lw_kernels = model::ops_kernels(layer_w);
   TRAINSIM_CHECK(!zero_bubble || !layer_w.empty(), "ZB-H1 needs the layer's weight-gradient GEMMs");

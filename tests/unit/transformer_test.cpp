@@ -26,6 +26,16 @@ Flops gemm_flops(const std::vector<Operation>& ops) {
   return f;
 }
 
+TEST(BackwardOps, OnlyTheLinearsWgradGemmsAreWeightGradients) {
+  // Unfused attention: its batched matmuls' "_wgrad" are the gradients of K and V.
+  const TransformerSpec gpt{"gpt", 2, 256, 4, 1024, 1000, 128, false};
+  std::vector<std::string> weights;
+  for (const auto& op : layer_backward_ops(gpt, LayerShape{2, 1, false, false}))
+    if (is_weight_gradient(op)) weights.push_back(op.name);
+  std::sort(weights.begin(), weights.end());
+  EXPECT_EQ(weights, (std::vector<std::string>{"attn_out_wgrad", "ffn_in_wgrad", "ffn_out_wgrad", "qkv_wgrad"}));
+}
+
 TEST(ParameterCount, BertLarge) {
   const double h = 1024, f = 4096;
   const double per_layer = 4 * h * h + 4 * h     // Q, K, V and output projections with biases
