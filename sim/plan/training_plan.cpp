@@ -66,6 +66,25 @@ const char* sharding_name(Sharding s) {
   return "none";
 }
 
+const char* pipeline_schedule_name(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::gpipe: return "gpipe";
+    case PipelineSchedule::one_f_one_b: return "1f1b";
+    case PipelineSchedule::interleaved: return "interleaved";
+    case PipelineSchedule::zero_bubble_h1: return "zb-h1";
+  }
+  return "1f1b";
+}
+
+const char* checkpoint_policy_name(CheckpointPolicy p) {
+  switch (p) {
+    case CheckpointPolicy::full: return "full";
+    case CheckpointPolicy::selective_op: return "selective_op";
+    case CheckpointPolicy::selective_attention: return "selective_attention";
+  }
+  return "full";
+}
+
 Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node) {
   Layout l;
   l.world = world;

@@ -397,6 +397,10 @@ struct Layout {
 /// gradients and master: 2+4+4). Empty optional for an unknown name.
 [[nodiscard]] bool precision_recipe(const std::string& name, PrecisionRecipe& out);
 [[nodiscard]] const char* sharding_name(Sharding s);
+/// As a scenario's training.pipeline_schedule writes it: gpipe, 1f1b, interleaved, zb-h1.
+[[nodiscard]] const char* pipeline_schedule_name(PipelineSchedule s);
+/// As a scenario's training.checkpoint_policy writes it: full, selective_op, selective_attention.
+[[nodiscard]] const char* checkpoint_policy_name(CheckpointPolicy p);
 /// Bytes per linear-layer parameter of the FP8 weight copies a rank holds: Transformer Engine's
 /// weight_fp8 and weight_t_fp8 buffers, kept across the step (2); torchao's FP8 weight, saved by
 /// each layer's forward for its backward (1).

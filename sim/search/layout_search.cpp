@@ -104,9 +104,10 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.pp = p.training.pp;
   shape.virtual_stages =
       p.training.pipeline == plan::PipelineSchedule::interleaved ? p.training.virtual_stages : 1;
-  shape.pipeline = p.training.pipeline == plan::PipelineSchedule::gpipe            ? "gpipe"
-                   : p.training.pipeline == plan::PipelineSchedule::zero_bubble_h1 ? "zb-h1"
-                                                                                   : "1f1b";
+  // The schedule of the point's pipeline at one chunk per stage (an interleaved one's is 1F1B).
+  shape.pipeline = p.training.pipeline == plan::PipelineSchedule::interleaved
+                       ? "1f1b"
+                       : plan::pipeline_schedule_name(p.training.pipeline);
   // Interleaving is Megatron-LM's (and Megatron-core's): offered to points that run Megatron's
   // modules or already interleave, not to other pipelines the schedule also models (SMP v1's,
   // DeepSpeed's), which have no virtual stages; --virtual-stages asks for it anyway. Either
@@ -116,11 +117,7 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
                          p.training.pipeline == plan::PipelineSchedule::interleaved);
   shape.micro_batch = p.training.micro_batch;
   shape.checkpointing = p.training.activation_checkpointing;
-  if (p.training.activation_checkpointing)
-    shape.checkpoint_policy = p.training.checkpoint_policy == plan::CheckpointPolicy::selective_op ? "selective_op"
-                              : p.training.checkpoint_policy == plan::CheckpointPolicy::selective_attention
-                                  ? "selective_attention"
-                                  : "full";
+  if (p.training.activation_checkpointing) shape.checkpoint_policy = plan::checkpoint_policy_name(p.training.checkpoint_policy);
   shape.sequence_parallel = p.training.sequence_parallel;
   shape.offloading = p.training.activation_offloading;
   shape.shard = p.training.shard_degree == p.layout.dp ? 0 : p.training.shard_degree;

@@ -6,47 +6,20 @@
 // scenarios/. A trend the simulator does not reproduce is in the README's "Not done yet", not here.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "support/cli_runner.hpp"
+#include "support/scenario_points.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
-/// The points of scenarios/<name>.json with these labels, run by the CLI as a user would
-/// (`--format json --no-wall-time`), by label.
+/// The points of scenarios/<name>.json with these labels, by label (support/scenario_points.hpp).
 std::map<std::string, json> run_points(const std::string& name, const std::vector<std::string>& labels) {
-  json doc = json::parse(trainsim::testing_support::read_text_file("scenarios/" + name + ".json"));
-  doc["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
-  json kept = json::array();
-  for (const auto& label : labels) {
-    const auto& points = doc.at("points");
-    const auto it = std::find_if(points.begin(), points.end(), [&](const json& p) { return p.at("label") == label; });
-    EXPECT_NE(it, points.end()) << name << " has no point \"" << label << "\"";
-    if (it != points.end()) kept.push_back(*it);
-  }
-  doc["points"] = kept;
-  const std::string file = trainsim::testing_support::test_temp_path(".json");
-  std::ofstream(file) << doc.dump(2);
-  const auto r = trainsim::testing_support::run_shell(trainsim::testing_support::trainsim_bin() + " run '" + file +
-                                                      "' --format json --no-wall-time");
-  EXPECT_EQ(r.status, 0) << name << ": " << r.err;
-  std::map<std::string, json> by_label;
-  if (r.status != 0) return by_label;
-  const json out = json::parse(r.out);
-  for (const auto& p : out.at("points")) {
-    EXPECT_EQ(p.at("status"), "simulated") << name << " " << p.at("label");
-    by_label[p.at("label").get<std::string>()] = p;
-  }
-  return by_label;
+  return trainsim::testing_support::run_scenario_points(name, labels);
 }
 
 double tflops(const std::map<std::string, json>& points, const std::string& label) {

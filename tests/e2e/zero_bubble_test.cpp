@@ -3,45 +3,21 @@
 // not a number (the golden CSV holds the numbers, validate/ACCURACY.md their errors).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "support/cli_runner.hpp"
+#include "support/scenario_points.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 namespace ts = trainsim::testing_support;
 
-/// The scenario's points with these labels, run by the CLI as a user would, by label.
+/// The scenario's points with these labels, by label (support/scenario_points.hpp).
 std::map<std::string, json> run_points(const std::vector<std::string>& labels) {
-  json doc = json::parse(ts::read_text_file("scenarios/zero-bubble-a100.json"));
-  doc["topology"] = (fs::current_path() / "topologies/dgx-a100-80g-ib.json").string();
-  json kept = json::array();
-  for (const auto& label : labels) {
-    const auto& points = doc.at("points");
-    const auto it = std::find_if(points.begin(), points.end(),
-                                 [&](const json& p) { return p.at("label") == label; });
-    EXPECT_NE(it, points.end()) << "no point \"" << label << "\"";
-    if (it != points.end()) kept.push_back(*it);
-  }
-  doc["points"] = kept;
-  const std::string file = ts::test_temp_path(".json");
-  std::ofstream(file) << doc.dump(2);
-  const auto r =
-      ts::run_shell(ts::trainsim_bin() + " run '" + file + "' --format json --no-wall-time");
-  EXPECT_EQ(r.status, 0) << r.err;
-  std::map<std::string, json> by_label;
-  if (r.status != 0) return by_label;
-  const json out = json::parse(r.out);  // kept: a range-for over a temporary's member would dangle
-  for (const auto& p : out.at("points")) by_label[p.at("label").get<std::string>()] = p;
-  return by_label;
+  return ts::run_scenario_points("zero-bubble-a100", labels);
 }
 
 double rate(const std::map<std::string, json>& p, const std::string& label) {
