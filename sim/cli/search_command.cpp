@@ -34,7 +34,7 @@ const char* const kSearchUsage =
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
     "           that divides a replica's batch, else the point's own values (CP: context\n"
     "           parallelism, Megatron-core's ring attention, the point's own by default)\n"
-    "  --pipeline-schedule  gpipe,1f1b,zb-h1: the schedule of pipelines without virtual stages\n"
+    "  --pipeline-schedule  gpipe,1f1b,zb-h1,zb-v: the schedule of pipelines without virtual stages\n"
     "           (default: the point's own); only at PP > 1\n"
     "  --virtual-stages  model chunks per pipeline stage: 1 is the point's plain schedule, more\n"
     "           Megatron's interleaved 1F1B (default: 1, 2 and the point's own when Megatron-LM\n"
@@ -122,7 +122,7 @@ int search_command(const std::vector<std::string>& args) {
       for (const auto& v : split(cursor.value(a))) {
         const auto& names = search::pipeline_schedule_names();
         if (std::find(names.begin(), names.end(), v) == names.end())
-          throw UsageError("--pipeline-schedule expects gpipe, 1f1b and/or zb-h1, not \"" + v +
+          throw UsageError("--pipeline-schedule expects gpipe, 1f1b, zb-h1 and/or zb-v, not \"" + v +
                            "\" (interleaving: --virtual-stages)");
         options.space.pipeline_schedule.push_back(v);
       }

@@ -99,11 +99,18 @@ double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
       const double chunks = std::min(m * v, static_cast<double>((p.pp - stage - 1) * 2 + (p.virtual_stages - 1) * p.pp + 1));
       return chunks / v;
     }
+    // ZB-V's order keeps a stage's stored activations, with what its queued W hold, under 1F1B's
+    // first stage's: 2pp chunk forwards (zero_bubble_v.hpp's memory limit), pp micro-batches of
+    // the stage's two chunks. The limit is counted whole: an upper bound.
+    case plan::PipelineSchedule::zero_bubble_v: return std::min(m, static_cast<double>(p.pp));
   }
   return 1;
 }
 
 double head_micro_batches_in_flight(const plan::TrainingPlan& p) {
+  // ZB-V's first stage runs each micro-batch's head backward soon after its forward, before the
+  // next head forward (the head ends the V on the stage: zero_bubble_v.hpp).
+  if (p.pp > 1 && p.pipeline == plan::PipelineSchedule::zero_bubble_v) return 1;
   if (p.pp == 1 || p.pipeline != plan::PipelineSchedule::interleaved) return micro_batches_in_flight(p, p.pp - 1);
   // Megatron-core's schedules.py (forward_backward_pipelining_with_interleaving): forward k runs
   // model chunk (k / pp) % v; the last rank's warm-up is (v - 1) x pp forwards, then one more
@@ -148,6 +155,8 @@ bool forward_after_first_backward(const plan::TrainingPlan& p, long stage) {
       if (p.accumulation == p.pp) return false;
       return p.accumulation * p.virtual_stages > (p.pp - stage - 1) * 2 + (p.virtual_stages - 1) * p.pp + 1;
     }
+    // Beyond pp micro-batches a stage must have run a backward to stay under its memory limit.
+    case plan::PipelineSchedule::zero_bubble_v: return p.accumulation > p.pp;
   }
   return true;
 }
@@ -166,7 +175,7 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   const auto& p = in.plan;
   const double tp = static_cast<double>(p.tp);
   const double shard = static_cast<double>(in.layout.shard);
-  const bool first = stage == 0, last = stage == p.pp - 1;
+  const bool first = stage == 0, last = stage == plan::head_stage(p);
   const long layers = plan::layers_of_stage(p, s.layers, stage);
 
   // Parameters this rank owns: its layers and, on the end stages, the embedding and the head
@@ -471,7 +480,8 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     // input. Per micro-batch, one per model chunk; the last stage's last chunk returns the loss
     // instead, so there v - 1 of the v (its chunks taken as evenly in flight: an approximation
     // under interleaving, exact without it, where the last stage keeps none).
-    const double v = static_cast<double>(p.pipeline == plan::PipelineSchedule::interleaved ? p.virtual_stages : 1);
+    const double v = static_cast<double>(
+        p.pipeline == plan::PipelineSchedule::interleaved || p.pipeline == plan::PipelineSchedule::zero_bubble_v ? p.virtual_stages : 1);
     const double outputs = last ? v - 1 : v;
     if (outputs > 0) {
       per_micro_batch += outputs * layer_input;

@@ -28,12 +28,26 @@ long layers_of_chunk(const TrainingPlan& plan, long layers, long stage, long chu
   if (plan.partition == PipelinePartition::uniform) return layers_of_stage(plan, layers, stage) / v;
   // Balance layers + 2 units (embedding, head) over the virtual stages, then take the ends'
   // units out.
-  const long slots = plan.pp * v, vs = chunk * plan.pp + stage;
+  const long slots = plan.pp * v, vs = virtual_stage_of(plan, stage, chunk);
   const long units = layers + 2;
   long n = units / slots + (vs < units % slots ? 1 : 0);
   if (vs == 0) --n;
   if (vs == slots - 1) --n;
   return n;
+}
+
+long virtual_stage_of(const TrainingPlan& plan, long stage, long chunk) {
+  if (plan.pipeline == PipelineSchedule::zero_bubble_v && chunk == 1) return 2 * plan.pp - 1 - stage;
+  return chunk * plan.pp + stage;
+}
+
+long stage_of_virtual(const TrainingPlan& plan, long virtual_stage) {
+  if (plan.pipeline == PipelineSchedule::zero_bubble_v && virtual_stage >= plan.pp) return 2 * plan.pp - 1 - virtual_stage;
+  return virtual_stage % plan.pp;
+}
+
+long head_stage(const TrainingPlan& plan) {
+  return plan.pipeline == PipelineSchedule::zero_bubble_v ? 0 : plan.pp - 1;
 }
 
 double fp8_weight_copy_bytes(Fp8Implementation f) {
@@ -72,6 +86,7 @@ const char* pipeline_schedule_name(PipelineSchedule s) {
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved: return "interleaved";
     case PipelineSchedule::zero_bubble_h1: return "zb-h1";
+    case PipelineSchedule::zero_bubble_v: return "zb-v";
   }
   return "1f1b";
 }

@@ -36,7 +36,10 @@ enum class Optimizer { adam, sgd_momentum, sgd };
 /// zero_bubble_h1: ZB-H1 (Qi et al., ICLR 2024), 1F1B with each backward split into its input
 /// gradient (B, on the critical path) and its weight gradient (W), the W of a stage's first
 /// backwards deferred into the cool-down's bubble (program/pipeline_schedule.hpp).
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zero_bubble_h1 };
+/// zero_bubble_v: ZB-V (the same paper): two model chunks per stage placed in a V (stage s holds
+/// virtual stages s and 2pp - 1 - s, so the first stage holds both ends of the model), the
+/// backwards split as in ZB-H1, the order computed from the passes' costs (program/zero_bubble_v.hpp).
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zero_bubble_h1, zero_bubble_v };
 /// Whose code runs a pipeline stage's schedule: Megatron-LM's forward_backward_pipelining (its
 /// batched exchanges, program/pipeline_exchanges.hpp) or DeepSpeed's PipelineEngine running its
 /// TrainSchedule one blocking instruction at a time (BLOOM's Megatron-DeepSpeed).
@@ -213,7 +216,7 @@ struct TrainingPlan {
   long cp = 1;
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;
-  long virtual_stages = 1;           ///< interleaved 1F1B: model chunks per stage
+  long virtual_stages = 1;           ///< model chunks per stage (interleaved 1F1B: v; ZB-V: 2)
   PipelinePartition partition = PipelinePartition::uniform;
   PrecisionRecipe precision;
   /// The linear projections in FP8 ("linear_precision": "fp8"); the master weights, gradients and
@@ -397,7 +400,7 @@ struct Layout {
 /// gradients and master: 2+4+4). Empty optional for an unknown name.
 [[nodiscard]] bool precision_recipe(const std::string& name, PrecisionRecipe& out);
 [[nodiscard]] const char* sharding_name(Sharding s);
-/// As a scenario's training.pipeline_schedule writes it: gpipe, 1f1b, interleaved, zb-h1.
+/// As a scenario's training.pipeline_schedule writes it: gpipe, 1f1b, interleaved, zb-h1, zb-v.
 [[nodiscard]] const char* pipeline_schedule_name(PipelineSchedule s);
 /// As a scenario's training.checkpoint_policy writes it: full, selective_op, selective_attention.
 [[nodiscard]] const char* checkpoint_policy_name(CheckpointPolicy p);
@@ -409,7 +412,15 @@ struct Layout {
 /// Transformer layers that pipeline stage `stage` of `plan` holds (all its virtual stages).
 [[nodiscard]] long layers_of_stage(const TrainingPlan& plan, long layers, long stage);
 
-/// Transformer layers of model chunk `chunk` of stage `stage` (virtual stage chunk x pp + stage).
+/// The virtual stage (place in the model's order of chunks) of model chunk `chunk` of stage
+/// `stage`: chunk x pp + stage (Megatron's interleaving), or for ZB-V's V stage, then 2pp - 1 - stage.
+[[nodiscard]] long virtual_stage_of(const TrainingPlan& plan, long stage, long chunk);
+/// The pipeline stage holding virtual stage `virtual_stage` (virtual_stage_of's inverse).
+[[nodiscard]] long stage_of_virtual(const TrainingPlan& plan, long virtual_stage);
+/// The stage holding the output layer and the loss: the last, or under ZB-V the first.
+[[nodiscard]] long head_stage(const TrainingPlan& plan);
+
+/// Transformer layers of model chunk `chunk` of stage `stage` (at virtual_stage_of(stage, chunk)).
 /// Uniform: layers / (pp x v). transformer_and_embedding: layers + 2 units over the virtual
 /// stages, the first and the last giving one up for the embedding and the head (with one layer
 /// per chunk those two hold none: the zero-bubble paper's interleaved runs).

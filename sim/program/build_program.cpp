@@ -46,8 +46,11 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     if (p.partition != plan::PipelinePartition::uniform && p.virtual_stages > 1 &&
         (in.model.layers + 2) % (p.pp * p.virtual_stages) != 0)
       return "the embedding-and-head partition under interleaving needs layers + 2 divisible by pipeline x virtual stages";
+    // Under ZB-V the first stage may hold only the model's two ends (the paper's one layer per
+    // chunk: the embedding, then the output layer and the loss).
     for (long stage = 0; stage < p.pp; ++stage)
-      if (plan::layers_of_stage(p, in.model.layers, stage) < 1)
+      if (plan::layers_of_stage(p, in.model.layers, stage) < 1 &&
+          !(p.pipeline == plan::PipelineSchedule::zero_bubble_v && stage == 0))
         return "a pipeline stage would hold no transformer layer";
     if (p.pipeline == plan::PipelineSchedule::interleaved && p.virtual_stages > 1 &&
         p.accumulation % p.pp != 0)

@@ -282,4 +282,76 @@ std::vector<std::vector<PipelineStep>> pipeline_exchanges(plan::PipelineSchedule
   return stages;
 }
 
+PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubbleVNode>>& schedule,
+                                        const plan::TrainingPlan& plan) {
+  using Kind = ZeroBubbleVNode::Kind;
+  const long pp = plan.pp;
+  TRAINSIM_CHECK(static_cast<long>(schedule.size()) == pp, "a ZB-V schedule has one node list per stage");
+  PipelinePrograms out;
+  out.slots.resize(static_cast<std::size_t>(pp));
+  out.steps.resize(static_cast<std::size_t>(pp));
+  auto is_compute = [](Kind k) { return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient; };
+  for (long s = 0; s < pp; ++s) {
+    const auto& nodes = schedule[static_cast<std::size_t>(s)];
+    auto& slots = out.slots[static_cast<std::size_t>(s)];
+    auto& steps = out.steps[static_cast<std::size_t>(s)];
+    std::vector<PipelineTransfer> batch;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const ZeroBubbleVNode& n = nodes[i];
+      if (is_compute(n.kind)) {
+        const auto part = n.kind == Kind::forward          ? PipelineSlot::Part::whole
+                          : n.kind == Kind::input_gradient ? PipelineSlot::Part::input
+                                                           : PipelineSlot::Part::weight;
+        slots.push_back({n.micro_batch, n.chunk, n.kind == Kind::forward, part});
+        steps.push_back({true, slots.size() - 1, {}});
+        continue;
+      }
+      const long vs = plan::virtual_stage_of(plan, s, n.chunk);
+      switch (n.kind) {
+        case Kind::send_forward: batch.push_back({true, false, vs, n.micro_batch}); break;
+        case Kind::receive_forward: batch.push_back({false, false, vs - 1, n.micro_batch}); break;
+        case Kind::send_backward: batch.push_back({true, true, vs - 1, n.micro_batch}); break;
+        default: batch.push_back({false, true, vs, n.micro_batch}); break;
+      }
+      // The runtime's add_communication: the batch goes out when a compute comes next or when the
+      // next compute reads this receive.
+      std::size_t next = i + 1;
+      while (next < nodes.size() && !is_compute(nodes[next].kind)) ++next;
+      const bool read_next = next < nodes.size() && nodes[next].chunk == n.chunk &&
+                             nodes[next].micro_batch == n.micro_batch &&
+                             ((n.kind == Kind::receive_forward && nodes[next].kind == Kind::forward) ||
+                              (n.kind == Kind::receive_backward && nodes[next].kind == Kind::input_gradient));
+      if (read_next || next == i + 1) {
+        steps.push_back({false, 0, std::move(batch), false});
+        batch.clear();
+      }
+    }
+    TRAINSIM_CHECK(batch.empty(), "a ZB-V schedule ends with an unsent batch");
+  }
+  // Every transfer has its peer, and every input has arrived when its slot runs.
+  std::set<std::tuple<bool, long, long>> sent, received;
+  for (long s = 0; s < pp; ++s) {
+    std::set<std::tuple<bool, long, long>> arrived;
+    for (const auto& step : out.steps[static_cast<std::size_t>(s)]) {
+      for (const auto& t : step.transfers) {
+        const long from = plan::stage_of_virtual(plan, t.gradient ? t.boundary + 1 : t.boundary);
+        const long to = plan::stage_of_virtual(plan, t.gradient ? t.boundary : t.boundary + 1);
+        TRAINSIM_CHECK((t.send ? from : to) == s && from != to, "a ZB-V transfer is on the wrong stage");
+        (t.send ? sent : received).insert({t.gradient, t.boundary, t.micro_batch});
+        if (!t.send) arrived.insert({t.gradient, t.boundary, t.micro_batch});
+      }
+      if (!step.compute) continue;
+      const auto& slot = out.slots[static_cast<std::size_t>(s)][step.slot];
+      const long vs = plan::virtual_stage_of(plan, s, slot.chunk);
+      const bool local = vs == pp;  // its input comes from the same stage's chunk 0
+      if (slot.forward && vs > 0 && !local)
+        TRAINSIM_CHECK(arrived.count({false, vs - 1, slot.micro_batch}) == 1, "a ZB-V forward runs before its input arrives");
+      if (slot.part == PipelineSlot::Part::input && vs < 2 * pp - 1 && vs != pp - 1)
+        TRAINSIM_CHECK(arrived.count({true, vs, slot.micro_batch}) == 1, "a ZB-V backward runs before its gradient arrives");
+    }
+  }
+  TRAINSIM_CHECK(sent == received, "a ZB-V send has no receive, or a receive no send");
+  return out;
+}
+
 }  // namespace trainsim::program

@@ -14,6 +14,7 @@
 
 #include "plan/training_plan.hpp"
 #include "program/pipeline_schedule.hpp"
+#include "program/zero_bubble_v.hpp"
 
 namespace trainsim::program {
 
@@ -69,5 +70,19 @@ struct PipelineStep {
 [[nodiscard]] std::vector<std::vector<PipelineStep>> pipeline_exchanges(
     plan::PipelineSchedule schedule, long pp, long micro_batches, long chunks,
     plan::PipelineEngine engine = plan::PipelineEngine::megatron, bool overlap_p2p = false);
+
+/// Each stage's compute slots and steps under ZB-V, from its schedule (zero_bubble_v_schedule), as
+/// the paper's runtime issues them (sail-sg/zero-bubble-pipeline-parallelism 678c9996
+/// zb_schedules.py, ZeroBubbleVPipeScheduler): consecutive communication nodes go out as one
+/// batch_isend_irecv, cut where the next compute reads a receive of the batch or a compute comes
+/// next; nothing is waited for there (PipelineStep::waited false), a compute waits for every
+/// request of the batch that brought its input (its recorded handles), and sends only at the
+/// step's end. Chunk 0's output on the last stage feeds its chunk 1 in place: no transfer.
+struct PipelinePrograms {
+  std::vector<std::vector<PipelineSlot>> slots;  ///< per stage: its compute slots in order
+  std::vector<std::vector<PipelineStep>> steps;  ///< per stage: slots and exchanges in issue order
+};
+[[nodiscard]] PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubbleVNode>>& schedule,
+                                                      const plan::TrainingPlan& plan);
 
 }  // namespace trainsim::program

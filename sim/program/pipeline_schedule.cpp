@@ -179,7 +179,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       head_wgrad = model::op_duration(op, in.device);
       head_wgrad_kernels = op.kernels;
     }
-  TRAINSIM_CHECK(!(defer_head_wgrad || p.pipeline == plan::PipelineSchedule::zero_bubble_h1) || head_wgrad_kernels > 0,
+  const bool zero_bubble_v = p.pipeline == plan::PipelineSchedule::zero_bubble_v;
+  TRAINSIM_CHECK(!(defer_head_wgrad || p.pipeline == plan::PipelineSchedule::zero_bubble_h1 || zero_bubble_v) ||
+                     head_wgrad_kernels > 0,
                  "the head's backward has the output layer's weight gradient");
   auto deferred_head_wgrad = [&](long micro_batch) {
     return defer_head_wgrad && (p.wgrad_deferral_limit == 0 || micro_batch < p.wgrad_deferral_limit);
@@ -212,13 +214,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
   // ZB-H1's split of a layer's backward (the header): W is its weight-gradient GEMMs (with the
   // bias gradients backward_of gives them), B the rest.
-  const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1;
+  const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1 || zero_bubble_v;
   std::vector<model::Operation> layer_w;
   for (const auto& op : layer_b)
     if (model::is_weight_gradient(op)) layer_w.push_back(op);
   const Seconds lw = ops_duration(layer_w, in.device);
   const int lw_kernels = model::ops_kernels(layer_w);
-  TRAINSIM_CHECK(!zero_bubble || !layer_w.empty(), "ZB-H1 needs the layer's weight-gradient GEMMs");
+  TRAINSIM_CHECK(!zero_bubble || !layer_w.empty(), "ZB-H1 and ZB-V need the layer's weight-gradient GEMMs");
   using Part = PipelineSlot::Part;
   const int emb_f_kernels = model::ops_kernels(emb), emb_b_kernels = model::ops_kernels(model::backward_of(emb));
   const int head_f_kernels = model::ops_kernels(head), head_b_kernels = model::ops_kernels(model::backward_of(head));
@@ -235,7 +237,37 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // over its TP group; without it every TP rank sends the whole tensor.
   const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
-  const auto exchanges = pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
+  // ZB-V's order comes from its passes' costs, as the paper's runtime computes it after profiling
+  // them (zero_bubble_v.hpp): each a median over the stages of the mean of its two chunks.
+  PipelinePrograms zbv;
+  if (zero_bubble_v) {
+    std::vector<Seconds> forward, input, weight;
+    for (long stage = 0; stage < pp; ++stage) {
+      Seconds f = 0, b = 0, w = 0;
+      for (long c = 0; c < 2; ++c) {
+        const double n = static_cast<double>(plan::layers_of_chunk(p, s.layers, stage, c));
+        const long vs = plan::virtual_stage_of(p, stage, c);
+        f += n * lf + (vs == 0 ? emb_f : 0) + (vs == 2 * pp - 1 ? head_f : 0);
+        b += n * (lb - lw) + (vs == 0 ? emb_b : 0) + (vs == 2 * pp - 1 ? head_b - head_wgrad : 0);
+        w += n * lw + (vs == 2 * pp - 1 ? head_wgrad : 0);
+      }
+      forward.push_back(f / 2);
+      input.push_back(b / 2);
+      weight.push_back(w / 2);
+    }
+    auto median_ns = [](std::vector<Seconds> x) {
+      std::sort(x.begin(), x.end());
+      return std::max(1L, static_cast<long>(std::llround(x[x.size() / 2] * 1e9)));
+    };
+    const ZeroBubbleVCosts costs{median_ns(forward), median_ns(input), median_ns(weight),
+                                 static_cast<long>(std::llround(in.pipeline_transfer * 1e9))};
+    // The runtime's own memory units (zb_schedules.py get_zero_bubble_forward_backward_func):
+    // a chunk forward stores 34h + 5as, its W frees 32h, under a limit of 1F1B's 2pp forwards.
+    const ZeroBubbleVMemory memory{34 * s.hidden + 5 * s.heads * s.seq_len, -32 * s.hidden, 0};
+    zbv = zero_bubble_v_programs(zero_bubble_v_schedule(pp, m, costs, memory), p);
+  }
+  const auto exchanges = zero_bubble_v ? zbv.steps
+                                       : pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
   // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
   // instruction order (pipeline_exchanges): its BF16_Optimizer (gradient_buffers) adds each
   // micro-batch's bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
@@ -343,7 +375,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // megatron/core LanguageModule.setup_embeddings_and_output_layer), as memory/rank_memory.cpp
   // counts it.
   const double word_embedding = static_cast<double>(s.vocab) * static_cast<double>(s.hidden) / static_cast<double>(tp);
-  const bool tied_copy = pp > 1 && s.tied_embeddings;
+  // Under ZB-V the first stage holds both ends of the model: one table, nothing to all-reduce.
+  const bool tied_copy = pp > 1 && s.tied_embeddings && plan::head_stage(p) != 0;
   const double embedding_params = model::embedding_parameters(s) / static_cast<double>(tp);
   const double head_params = model::head_parameters(s) / static_cast<double>(tp) + (tied_copy ? word_embedding : 0);
   // The vocabulary-parallel loss all-reduces one fp32 per token three times (max logit, target
@@ -418,7 +451,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
     // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
-    const int from = rank_of(in, vs % pp, d, t), to = rank_of(in, (vs + 1) % pp, d, t);
+    const int from = rank_of(in, plan::stage_of_virtual(p, vs), d, t), to = rank_of(in, plan::stage_of_virtual(p, vs + 1), d, t);
     InternedName& what = p2p_names[static_cast<std::size_t>((backward * virtual_stages + vs) * m + b)];
     if (what.empty())
       what = (backward ? "gradient " : "activation ") + std::to_string(vs) + (backward ? "<-" : "->") +
@@ -453,14 +486,14 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     for (long c = 0; c < v; ++c) layers_per_chunk = std::max(layers_per_chunk, chunk_layers(c));
     double stage_params = layer_params * static_cast<double>(stage_layers);
     if (stage == 0) stage_params += embedding_params;
-    if (stage == pp - 1) stage_params += head_params;
+    if (stage == plan::head_stage(p)) stage_params += head_params;
     // Each pass over the stage's gradients runs one kernel per parameter tensor: a GPT layer has
     // 12 (two norms' weight and bias, four linears' weight and bias), an end stage one more table.
-    const int stage_tensors = 12 * static_cast<int>(stage_layers) + (stage == 0 || stage == pp - 1 ? 1 : 0);
+    const int stage_tensors = 12 * static_cast<int>(stage_layers) + (stage == 0 || stage == plan::head_stage(p) ? 1 : 0);
     const Seconds accumulate_seconds =
         hp_grad_accumulation ? model::op_duration(model::deepspeed_bf16_grad_accumulation_op(stage_params), in.device) : 0;
     // What every rank of the stage shares: its slots and their task names.
-    const auto order = pipeline_order(p.pipeline, pp, stage, m, v);
+    const auto order = zero_bubble_v ? zbv.slots[static_cast<std::size_t>(stage)] : pipeline_order(p.pipeline, pp, stage, m, v);
     // A chunk's gradients are final once its last micro-batch's backward is done.
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t o = 0; o < order.size(); ++o)
@@ -476,7 +509,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<ParamBuckets> param_buckets(static_cast<std::size_t>(v));
     if (overlap_param_gather)
       for (long c = 0; c < v; ++c) {
-        const long vs = c * pp + stage;
+        const long vs = plan::virtual_stage_of(p, stage, c);
         auto& pb = param_buckets[static_cast<std::size_t>(c)];
         const long n = chunk_layers(c);
         std::vector<std::size_t> backward_bucket(static_cast<std::size_t>(n));
@@ -549,7 +582,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         names.amax_update = "fp8 amax and scale update" + tag;
       }
       if (sequence_parallel && !sp_pieces && !slot.forward) names.tp_regather = "tp re-gather" + tag;
-      const long vs = slot.chunk * pp + stage;
+      const long vs = plan::virtual_stage_of(p, stage, slot.chunk);
       if (p.megatron_step_syncs && slot.forward) {
         names.batch_sizes = "tp batch sizes broadcast" + tag;
         names.batch_tokens = "tp batch broadcast" + tag;
@@ -881,7 +914,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // the slot that reads them; and the last send left in flight each way (activation,
         // gradient), waited for once the next exchange sending that way is issued (Megatron's
         // send_next_wait_handle / send_prev_wait_handle).
-        std::map<std::tuple<bool, long, long>, TaskRef> in_flight;
+        // ZB-V: a receive's whole batch, which its reader waits for (zero_bubble_v_programs).
+        std::map<std::tuple<bool, long, long>, std::vector<TaskRef>> in_flight;
         TaskRef unwaited_send[2] = {{-1, -1}, {-1, -1}};
         for (std::size_t e = 0; e < steps.size(); ++e) {
           const PipelineStep& step = steps[e];
@@ -898,14 +932,19 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               // the call, so a receive too starts after the slot before it.
               done.push_back(push(stream, {names[k], TaskKind::collective, x.gradient ? Phase::backward : Phase::forward,
                                            0, call, cursor}));
-              if (!p.overlap_p2p_comm) continue;
+              if (!p.overlap_p2p_comm || zero_bubble_v) continue;
               if (x.send) {
                 TaskRef& unwaited = unwaited_send[x.gradient ? 1 : 0];
                 if (unwaited.stream >= 0) sends_waited.push_back(unwaited);
                 unwaited = step.waited ? TaskRef{-1, -1} : done.back();
               } else if (!step.waited) {
-                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done.back());
+                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), std::vector<TaskRef>{done.back()});
               }
+            }
+            if (zero_bubble_v) {
+              for (const PipelineTransfer& x : step.transfers)
+                if (!x.send) in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done);
+              continue;
             }
             if (p.overlap_p2p_comm) {
               // Plain isend/irecv: waits are the compute stream's (no torch.cuda.synchronize), and
@@ -929,7 +968,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           }
           const std::size_t o = step.slot;
           const auto& slot = order[o];
-          const long vs = slot.chunk * pp + stage;
+          const long vs = plan::virtual_stage_of(p, stage, slot.chunk);
           const bool first = vs == 0, last = vs == virtual_stages - 1;
           const SlotNames& names = slot_names[o];
           const Phase phase = slot.forward ? Phase::forward : Phase::backward;
@@ -958,7 +997,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             const auto input = in_flight.find(slot.forward ? std::make_tuple(false, vs - 1, slot.micro_batch)
                                                            : std::make_tuple(true, vs, slot.micro_batch));
             if (input != in_flight.end()) {
-              ready.push_back(input->second);
+              ready.insert(ready.end(), input->second.begin(), input->second.end());
               in_flight.erase(input);
             }
           }
@@ -1444,7 +1483,7 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             // chunks' layers in backward order, the embedding with the first stage's layer 0.
             for (long c = v - 1; c >= 0; --c)
               for (long l = chunk_layers(c) - 1; l >= 0; --l) {
-                const bool ends = c * pp + stage == virtual_stages - 1 && l == chunk_layers(c) - 1;
+                const bool ends = plan::virtual_stage_of(p, stage, c) == virtual_stages - 1 && l == chunk_layers(c) - 1;
                 const bool starts = c == 0 && stage == 0 && l == 0;
                 sync_gradients(layer_params + (ends ? head_params : 0) + (starts ? embedding_params : 0), previous, true);
               }

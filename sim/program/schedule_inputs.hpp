@@ -45,6 +45,9 @@ struct ScheduleInputs {
   /// Ranks whose tasks come out equal to a lower rank's may share that rank's body
   /// (RankProgram::body) instead of holding a copy; schedules that cannot tell ignore it.
   bool share_task_bodies = false;
+  /// What one stage-boundary activation takes between two nodes' accelerators, as a profiler
+  /// finds it: ZB-V's runtime builds its order with it (zero_bubble_v.hpp). 0 where unknown.
+  Seconds pipeline_transfer = 0;
 };
 
 /// The plan's framework module code as the layer op lists take it.

@@ -84,6 +84,13 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     m.gathered = r.term("gathered_parameters") + r.term("gathered_gradients");
     in.stages.push_back(m);
   }
+  if (p.training.pipeline == plan::PipelineSchedule::zero_bubble_v) {
+    // One stage boundary's activation through one accelerator's share of its node's uplink.
+    const auto rates = engine::fabric_rates(p.machine->topology);
+    const double activation = 2.0 * static_cast<double>(p.training.micro_batch * p.model.seq_len * p.model.hidden);
+    const double share = rates.node_uplink / static_cast<double>(p.layout.ranks_per_node);
+    if (share > 0) in.pipeline_transfer = activation / share + rates.inter_hop;
+  }
   return in;
 }
 

@@ -105,14 +105,22 @@ plan::TrainingPlan read_training(JsonObject o) {
            "(deepspeed/runtime/pipe/engine.py: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\"; "
            "both reduce-scatter gradients at every micro-batch, ZeRO-3 also gathers parameters, and a pipeline "
            "runs many micro-batches per step); use schedule zero1 or ddp");
-  const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}, "1f1b");
+  const std::string ps = o.choice_or("pipeline_schedule", {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"}, "1f1b");
   t.pipeline = ps == "gpipe"   ? plan::PipelineSchedule::gpipe
                : ps == "1f1b"  ? plan::PipelineSchedule::one_f_one_b
                : ps == "zb-h1" ? plan::PipelineSchedule::zero_bubble_h1
+               : ps == "zb-v"  ? plan::PipelineSchedule::zero_bubble_v
                                : plan::PipelineSchedule::interleaved;
-  t.virtual_stages = o.positive_integer_or("virtual_stages", 1);
-  if (t.virtual_stages > 1 && t.pipeline != plan::PipelineSchedule::interleaved)
-    o.fail("virtual_stages", "virtual stages need pipeline_schedule \"interleaved\"");
+  if (t.pipeline == plan::PipelineSchedule::zero_bubble_v) {
+    // ZB-V's V is two model chunks per stage.
+    t.virtual_stages = o.positive_integer_or("virtual_stages", 2);
+    if (t.virtual_stages != 2) o.fail("virtual_stages", "pipeline_schedule \"zb-v\" places two model chunks per stage");
+    if (t.pp < 2) o.fail("pipeline_schedule", "pipeline_schedule \"zb-v\" needs pipeline_parallel > 1");
+  } else {
+    t.virtual_stages = o.positive_integer_or("virtual_stages", 1);
+    if (t.virtual_stages > 1 && t.pipeline != plan::PipelineSchedule::interleaved)
+      o.fail("virtual_stages", "virtual stages need pipeline_schedule \"interleaved\" (or \"zb-v\", two)");
+  }
   if (o.choice_or("pipeline_partition", {"uniform", "transformer_and_embedding"}, "uniform") ==
       "transformer_and_embedding") {
     if (t.pp < 2) o.fail("pipeline_partition", "a partition of pipeline stages needs pipeline_parallel > 1");
@@ -559,13 +567,20 @@ plan::TrainingPlan read_training(JsonObject o) {
       o.fail("composer_train_metrics", "Composer's metric updates are modelled in the sharded schedule only "
                                        "(schedule fsdp without pipeline_parallel)");
   }
-  if (t.pipeline == plan::PipelineSchedule::zero_bubble_h1) {
+  if (t.pipeline == plan::PipelineSchedule::zero_bubble_h1 || t.pipeline == plan::PipelineSchedule::zero_bubble_v) {
     // ZB-H1 as the paper's Megatron-LM runs it (sail-sg/zero-bubble-pipeline-parallelism 95212f70,
     // schedules.py and weight_grad_store.py): plain layer passes, whose weight-gradient GEMMs a
     // stage may defer; the gradients are reduced after the flush.
+    const std::string name = plan::pipeline_schedule_name(t.pipeline);
     auto unsupported = [&](const char* key, const char* what) {
-      o.fail(key, std::string("pipeline_schedule \"zb-h1\" is modelled without ") + what);
+      o.fail(key, "pipeline_schedule \"" + name + "\" is modelled without " + what);
     };
+    // ZB-V as the paper's runtime runs it (678c9996 zb_schedules.py ZeroBubbleVPipeScheduler):
+    // whole activations between stages, no scatter/gather over a TP group.
+    if (t.pipeline == plan::PipelineSchedule::zero_bubble_v && t.tp > 1)
+      unsupported("tensor_parallel", "tensor parallelism (the paper's ZB-V runs are pipeline-parallel only)");
+    if (t.pipeline == plan::PipelineSchedule::zero_bubble_v && t.overlap_param_gather)
+      unsupported("overlap_param_gather", "overlap_param_gather");
     if (t.overlap_grad_reduce) unsupported("overlap_grad_reduce", "overlap_grad_reduce (the gradients are reduced after the flush)");
     if (t.sequence_parallel && t.tp > 1) unsupported("sequence_parallel", "sequence parallelism (the paper's first implementation has none)");
     if (t.cp > 1) unsupported("context_parallel", "context parallelism");

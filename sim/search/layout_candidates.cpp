@@ -76,7 +76,7 @@ const std::vector<std::string>& schedule_names() {
 }
 
 const std::vector<std::string>& pipeline_schedule_names() {
-  static const std::vector<std::string> names{"gpipe", "1f1b", "zb-h1"};
+  static const std::vector<std::string> names{"gpipe", "1f1b", "zb-h1", "zb-v"};
   return names;
 }
 
@@ -105,6 +105,7 @@ std::string Candidate::label() const {
   if (virtual_stages > 1) s += ", interleaved x " + std::to_string(virtual_stages);
   if (pipeline == "gpipe") s += ", GPipe";
   if (pipeline == "zb-h1") s += ", ZB-H1";
+  if (pipeline == "zb-v") s += ", ZB-V";
   if (shard > 0) s += ", shard " + std::to_string(shard);
   return s;
 }

@@ -24,8 +24,9 @@ struct SearchSpace {
   std::vector<long> cp;
   std::vector<long> pp;
   /// Schedules of a pipeline without virtual stages: "gpipe" (every micro-batch's forward, then
-  /// every backward: all their activations held), "1f1b" and "zb-h1" (1F1B with weight gradients
-  /// deferred into the cool-down); empty: the point's own
+  /// every backward: all their activations held), "1f1b", "zb-h1" (1F1B with weight gradients
+  /// deferred into the cool-down) and "zb-v" (two chunks per stage in a V, its own order); empty:
+  /// the point's own
   std::vector<std::string> pipeline_schedule;
   /// Model chunks per pipeline stage: 1 runs the point's non-interleaved schedule (1F1B if it
   /// interleaves), more Megatron's interleaved 1F1B; only tried where PP > 1.
@@ -52,7 +53,7 @@ struct PointShape {
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
   long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
-  /// The point's pipeline schedule without virtual stages: "1f1b", "gpipe" or "zb-h1"
+  /// The point's pipeline schedule without virtual stages: "1f1b", "gpipe", "zb-h1" or "zb-v"
   std::string pipeline = "1f1b";
   /// Megatron-LM's pipeline (its modules, or already interleaved) on a uniform partition: SMP
   /// v1's and DeepSpeed's have no virtual stages
@@ -85,7 +86,7 @@ struct Candidate {
   bool schedule_searched = false;
   long tp = 1, cp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
   long virtual_stages = 1;
-  /// The schedule of a pipeline without virtual stages ("1f1b", "gpipe", "zb-h1"; others only at
+  /// The schedule of a pipeline without virtual stages ("1f1b", "gpipe", "zb-h1", "zb-v"; others only at
   /// PP > 1 without virtual stages)
   std::string pipeline = "1f1b";
   bool checkpointing = false;

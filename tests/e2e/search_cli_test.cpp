@@ -355,7 +355,7 @@ TEST(CliSearch, BadUsageAndUnknownPointsExitWithStatus2) {
   EXPECT_NE(sp.err.find("--sequence-parallel expects on and/or off, not \"yes\""), std::string::npos) << sp.err;
   const auto pipeline = trainsim("search " + kFigure17 + " --pipeline-schedule interleaved");
   EXPECT_EQ(pipeline.status, 2);
-  EXPECT_NE(pipeline.err.find("--pipeline-schedule expects gpipe, 1f1b and/or zb-h1, not \"interleaved\""
+  EXPECT_NE(pipeline.err.find("--pipeline-schedule expects gpipe, 1f1b, zb-h1 and/or zb-v, not \"interleaved\""
                               " (interleaving: --virtual-stages)"),
             std::string::npos)
       << pipeline.err;

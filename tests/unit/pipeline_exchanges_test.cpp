@@ -257,5 +257,82 @@ TEST(PipelineExchangeProgram, OverlappedExchangesHoldBackOnlyTheSlotThatReadsThe
   EXPECT_TRUE(waits_for(task(prog, kCompute, "forward mb2 c1 layer 0"), kRecvPrev, wrap));
 }
 
+/// A ZB-V plan over `pp` stages (tp 1, dp 1) of tiny_tp2_pp2_dp2's model, 4 layers per stage.
+ScheduleInputs zero_bubble_v_inputs(long pp, long m) {
+  ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
+  in.model.layers = 4 * pp;
+  in.plan.tp = 1;
+  in.plan.pp = pp;
+  in.plan.accumulation = m;
+  in.plan.pipeline = plan::PipelineSchedule::zero_bubble_v;
+  in.plan.virtual_stages = 2;
+  in.layout = plan::layout_of(in.plan, pp, pp);
+  in.stages.assign(static_cast<std::size_t>(pp), {100, 10, 1});
+  return in;
+}
+
+TEST(ZeroBubbleVPrograms, TheVTurnsOnTheLastStageAndEachBatchGoesOutWhereItsReaderOrAComputeIsNext) {
+  const plan::TrainingPlan p = zero_bubble_v_inputs(4, 8).plan;
+  EXPECT_EQ(plan::virtual_stage_of(p, 3, 1), 4);
+  EXPECT_EQ(plan::virtual_stage_of(p, 0, 1), 7);
+  EXPECT_EQ(plan::stage_of_virtual(p, 5), 2);
+  EXPECT_EQ(plan::head_stage(p), 0);
+  const auto programs = zero_bubble_v_programs(zero_bubble_v_schedule(4, 8, {6, 4, 4, 1}, {4, -3, 0}), p);
+  for (long s = 0; s < 4; ++s) {
+    const auto& steps = programs.steps[static_cast<std::size_t>(s)];
+    const auto& slots = programs.slots[static_cast<std::size_t>(s)];
+    // Every (pass, chunk, micro-batch) once: 8 x 2 forwards, B and W each.
+    EXPECT_EQ(slots.size(), 48u);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].compute) continue;
+      // Nothing is waited for at the exchange, and it never sends a tensor across the V's tip.
+      EXPECT_FALSE(steps[i].waited);
+      for (const auto& t : steps[i].transfers) EXPECT_NE(t.boundary, 3) << "stage " << s;
+      // A batch is cut only before a compute or where the compute next reads it.
+      if (i + 1 < steps.size() && !steps[i + 1].compute) {
+        std::size_t next = i + 1;
+        while (!steps[next].compute) ++next;
+        const auto& reader = slots[steps[next].slot];
+        const long vs = plan::virtual_stage_of(p, s, reader.chunk);
+        const bool reads = std::any_of(steps[i].transfers.begin(), steps[i].transfers.end(), [&](const auto& t) {
+          return !t.send && t.micro_batch == reader.micro_batch &&
+                 (reader.forward ? !t.gradient && t.boundary == vs - 1 : t.gradient && t.boundary == vs);
+        });
+        EXPECT_TRUE(reads) << "stage " << s << " step " << i;
+      }
+    }
+  }
+  // The first stage ends the V: its chunk 1 forward of micro-batch 0 reads boundary 6 (from
+  // stage 1), and its input gradients of chunk 1 need none (the loss is there).
+  const auto& first = programs.steps[0];
+  bool received = false;
+  for (const auto& step : first)
+    for (const auto& t : step.transfers) received |= !t.send && !t.gradient && t.boundary == 6 && t.micro_batch == 0;
+  EXPECT_TRUE(received);
+  for (const auto& step : first)
+    for (const auto& t : step.transfers) EXPECT_FALSE(!t.send && t.gradient && t.boundary == 7);
+}
+
+TEST(ZeroBubbleVPrograms, AReaderWaitsForItsWholeBatchAndTheLastStageFeedsItselfAcrossTheTip) {
+  ScheduleInputs in = zero_bubble_v_inputs(2, 4);
+  const Program prog = build_program(in);
+  validate(prog);
+  auto task = [&](int rank, int stream, const std::string& name) -> const Task& {
+    const auto& st = prog.ranks[static_cast<std::size_t>(rank)].streams[static_cast<std::size_t>(stream)];
+    return st.tasks[static_cast<std::size_t>(index_of(st, name))];
+  };
+  // Stage 1 (rank 1) runs chunk 0 (virtual stage 1) and chunk 1 (virtual stage 2): its chunk 1
+  // forward reads chunk 0's output in place, no receive.
+  const Task& tip = task(1, kCompute, "forward mb0 c1 layer 0");
+  for (const auto& d : tip.deps) EXPECT_NE(d.stream, kRecvPrev);
+  // Stage 0's head forward (virtual stage 3) waits for the activation stage 1 sent back.
+  const int back = index_of(prog.ranks[0].streams[kRecvPrev], "recv activation 2->3 mb0");
+  EXPECT_GE(back, 0);
+  EXPECT_TRUE(waits_for(task(0, kCompute, "forward mb0 c1 layer 0"), kRecvPrev, back));
+  // The first stage holds the embedding and the head; no tied-embedding all-reduce crosses stages.
+  EXPECT_GE(index_of(prog.ranks[0].streams[kCompute], "head forward mb0 c1"), 0);
+  for (const auto& c : prog.collectives) EXPECT_EQ(std::string(c.name).find("word-embedding"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainsim::program

@@ -671,6 +671,31 @@ TEST(Pipeline, ZeroBubbleH1KeepsOneFOneBsInFlightAndQueuesStageManyWeightGradien
   EXPECT_DOUBLE_EQ(r.term("queued_weight_gradients"), 2 * layers * model::weight_gradient_inputs_bytes(gpt(), {2}));
 }
 
+TEST(Pipeline, ZeroBubbleVHoldsOneFOneBsFirstStageEverywhereAndBothEndsOnTheFirstStage) {
+  plan::TrainingPlan p = amp_adam(plan::Sharding::none);
+  p.pp = 4;
+  p.accumulation = 8;
+  p.virtual_stages = 2;
+  p.pipeline = plan::PipelineSchedule::zero_bubble_v;
+  // The schedule's limit: 2pp chunk forwards, pp micro-batches of a stage's two chunks, on
+  // every stage; fewer micro-batches than stages hold only theirs.
+  for (long stage = 0; stage < 4; ++stage) EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, stage), 4.0);
+  EXPECT_DOUBLE_EQ(queued_weight_gradients(p, 2), 0);  // inside that limit
+  EXPECT_DOUBLE_EQ(head_micro_batches_in_flight(p), 1);
+  // The first stage holds the embedding and the head (one tied table), the last neither.
+  const auto first = stage_memory(inputs(p), 0), last = stage_memory(inputs(p), 3);
+  const auto one_f_one_b = [&] {
+    plan::TrainingPlan q = p;
+    q.pipeline = plan::PipelineSchedule::one_f_one_b;
+    q.virtual_stages = 1;
+    return stage_memory(inputs(q), 3);
+  }();
+  EXPECT_LT(last.term("weights"), one_f_one_b.term("weights"));
+  EXPECT_GT(first.term("weights"), last.term("weights"));
+  p.accumulation = 3;
+  EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 3), 3.0);
+}
+
 TEST(Pipeline, MicroBatchesInFlightFollowTheSchedule) {
   plan::TrainingPlan p;
   p.pp = 4;

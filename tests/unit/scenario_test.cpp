@@ -1327,6 +1327,40 @@ TEST(ScenarioErrors, ZeroBubbleH1IsModelledInPlainLayerPassesWithGradientsReduce
   }
 }
 
+TEST(ScenarioErrors, ZeroBubbleVPlacesTwoChunksPerStageWithoutTensorParallelism) {
+  const std::string file = "scenarios/zero-bubble-a100.json";
+  const Scenario s = load_scenario(file);
+  long zbv = 0;
+  for (const auto& p : s.points)
+    if (p.training.pipeline == plan::PipelineSchedule::zero_bubble_v) {
+      ++zbv;
+      EXPECT_EQ(p.training.virtual_stages, 2);  // given by the schedule, not the scenario
+    }
+  EXPECT_EQ(zbv, 12);  // the arXiv version's Tables 6-7
+  struct Case {
+    json training;
+    const char* path;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{{"virtual_stages", 3}}, "/training/virtual_stages", "two model chunks per stage"},
+      {{{"tensor_parallel", 2}}, "/training/tensor_parallel", "\"zb-v\" is modelled without tensor parallelism"},
+      {{{"overlap_grad_reduce", true}}, "/training/overlap_grad_reduce", "\"zb-v\" is modelled without"},
+      {{{"pipeline_parallel", 1}}, "/training/pipeline_schedule", "needs pipeline_parallel > 1"},
+  };
+  for (const auto& c : cases) {
+    json doc = read_json_file(file);
+    doc["topology"] = absolute("topologies/dgx-a100-80g-ib.json");
+    doc["points"] = json::array({doc["points"][0]});
+    doc["points"][0]["training"].erase("pipeline_parallel");
+    doc["training"]["pipeline_schedule"] = "zb-v";
+    doc["training"].update(c.training);
+    const ConfigError e = error_of(doc, "zbv");
+    EXPECT_EQ(e.json_path(), c.path) << e.what();
+    EXPECT_TRUE(contains(e.what(), c.says)) << e.what();
+  }
+}
+
 TEST(ScenarioErrors, TorchForeachAdamwAndClipGradNormAreModelledInTheShardedSchedule) {
   const std::string file = "scenarios/p5-llama3-8b-torchtitan.json";
   const Scenario s = load_scenario(file);
