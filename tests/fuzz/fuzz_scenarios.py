@@ -173,7 +173,7 @@ def valid_mutations():
     m += [set_training("tensor_parallel", k) for k in (1, 2, 3, 4, 8, 16)]
     m += [pipeline(pp, s, v) for pp, s, v in ((2, "1f1b", 1), (3, "gpipe", 1), (4, "interleaved", 2),
                                               (2, "interleaved", 3), (4, "gpipe", 1), (8, "1f1b", 1),
-                                              (2, "zb-h1", 1), (4, "zb-h1", 1))]
+                                              (2, "zb-h1", 1), (4, "zb-h1", 1), (2, "zb-v", 1), (4, "zb-v", 1))]
     m += [set_training("pipeline_partition", "transformer_and_embedding")]
     m += [set_training("micro_batch", k) for k in (1, 2, 3, 7, 16)]
     m += [set_training("gradient_accumulation", k) for k in (1, 3, 8)]
