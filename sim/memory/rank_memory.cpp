@@ -132,6 +132,15 @@ double queued_weight_gradients(const plan::TrainingPlan& p, long stage) {
   return static_cast<double>(std::min(stage, std::max(0L, remaining - 1)));
 }
 
+Bytes zero_bubble_v_weight_gradient_inputs(const MemoryInputs& in, long stage) {
+  const auto& p = in.plan;
+  if (p.pipeline != plan::PipelineSchedule::zero_bubble_v || p.pp == 1) return 0;
+  const model::LayerShape shape = shape_of(p);
+  const double layers = static_cast<double>(plan::layers_of_stage(p, in.model.layers, stage));
+  const Bytes head = stage == plan::head_stage(p) ? model::head_weight_gradient_inputs_bytes(in.model, shape) : 0.0;
+  return (layers * model::weight_gradient_inputs_bytes(in.model, shape) + head) / 2;
+}
+
 double deferred_head_micro_batches(const plan::TrainingPlan& p) {
   if (!p.defer_embedding_wgrad_compute || p.pp == 1) return 0;
   return static_cast<double>(p.wgrad_deferral_limit == 0 ? p.accumulation

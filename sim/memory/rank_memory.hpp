@@ -98,6 +98,11 @@ struct MemoryInputs {
 /// micro-batches in flight peak (the steady state: one per iteration before `stage`, none on
 /// stage 0); 0 for other schedules.
 [[nodiscard]] double queued_weight_gradients(const plan::TrainingPlan& plan, long stage);
+/// ZB-V: what one chunk's split backward keeps for its W (its linears' inputs and output
+/// gradients, the head's on the first stage), per micro-batch, a mean of the stage's two chunks:
+/// inside micro_batches_in_flight's limit, so no term of its own; the simulated timeline holds it
+/// from a B to its W. 0 for other schedules.
+[[nodiscard]] Bytes zero_bubble_v_weight_gradient_inputs(const MemoryInputs& in, long stage);
 /// Whether Megatron-LM 2021's gradient copies follow the step instead of staying resident: its
 /// local DDP on fp16 gradients without the contiguous buffer (6985e58's default flags) with its
 /// Float16Optimizer, under the PTD-P schedule, which allocates them along its timeline (the

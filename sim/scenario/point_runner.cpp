@@ -74,6 +74,8 @@ program::ScheduleInputs schedule_inputs(const Scenario& s, const Point& p) {
     const Bytes queued_bytes = r.term("queued_weight_gradients");
     if (queued_bytes > 0)
       m.queued_weight_gradients_per_micro_batch = queued_bytes / memory::queued_weight_gradients(p.training, stage);
+    else
+      m.queued_weight_gradients_per_micro_batch = memory::zero_bubble_v_weight_gradient_inputs(mem_in, stage);
     if (memory::megatron_step_gradients(p.training)) {
       m.step_fp16_gradients = r.term("gradients");
       m.step_gradient_copy = r.term("communication_buffers");

@@ -334,5 +334,22 @@ TEST(ZeroBubbleVPrograms, AReaderWaitsForItsWholeBatchAndTheLastStageFeedsItself
   for (const auto& c : prog.collectives) EXPECT_EQ(std::string(c.name).find("word-embedding"), std::string::npos);
 }
 
+TEST(ZeroBubbleVPrograms, ABKeepsWhatItsWNeedsUntilTheW) {
+  ScheduleInputs in = zero_bubble_v_inputs(2, 4);
+  for (auto& m : in.stages) m.queued_weight_gradients_per_micro_batch = 7;
+  const Program prog = build_program(in);
+  const auto& compute = prog.ranks[1].streams[kCompute];
+  auto task = [&](const std::string& name) -> const Task& {
+    return compute.tasks[static_cast<std::size_t>(index_of(compute, name))];
+  };
+  // A chunk's input gradients end by freeing its activations (10 / 2 per chunk) and taking the
+  // W's inputs; its W frees them.
+  const Task& b = task("backward mb1 c0 layer 1");
+  EXPECT_DOUBLE_EQ(b.release, 5);
+  EXPECT_DOUBLE_EQ(b.alloc, 7);
+  EXPECT_DOUBLE_EQ(task("weight gradient mb1 c0 layer 1").release, 7);
+  EXPECT_DOUBLE_EQ(testing_support::allocated_bytes(prog.ranks[1]), 4 * 2 * (5 + 7));
+}
+
 }  // namespace
 }  // namespace trainsim::program

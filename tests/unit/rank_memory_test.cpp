@@ -694,6 +694,15 @@ TEST(Pipeline, ZeroBubbleVHoldsOneFOneBsFirstStageEverywhereAndBothEndsOnTheFirs
   EXPECT_GT(first.term("weights"), last.term("weights"));
   p.accumulation = 3;
   EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 3), 3.0);
+  // What a B keeps for its W, for the timeline: half the stage's layers' linear inputs and
+  // output gradients (a chunk), the first stage also half the head's; none under other schedules.
+  const double layer_w = model::weight_gradient_inputs_bytes(gpt(), {p.micro_batch});
+  const double layers = static_cast<double>(plan::layers_of_stage(p, gpt().layers, 3));
+  EXPECT_DOUBLE_EQ(zero_bubble_v_weight_gradient_inputs(inputs(p), 3), layers * layer_w / 2);
+  EXPECT_DOUBLE_EQ(zero_bubble_v_weight_gradient_inputs(inputs(p), 0),
+                   (layers * layer_w + model::head_weight_gradient_inputs_bytes(gpt(), {p.micro_batch})) / 2);
+  p.pipeline = plan::PipelineSchedule::zero_bubble_h1;
+  EXPECT_DOUBLE_EQ(zero_bubble_v_weight_gradient_inputs(inputs(p), 3), 0);
 }
 
 TEST(Pipeline, MicroBatchesInFlightFollowTheSchedule) {
