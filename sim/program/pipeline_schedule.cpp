@@ -237,6 +237,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // over its TP group; without it every TP rank sends the whole tensor.
   const bool scatter_gather = p.pipeline_scatter_gather && tp > 1 && !p.sequence_parallel;
   const Bytes boundary = activation / (p.sequence_parallel || scatter_gather ? static_cast<double>(tp) : 1.0);
+  TRAINSIM_CHECK(!(scatter_gather && p.pipeline == plan::PipelineSchedule::zero_bubble_v),
+                 "ZB-V's runtime sends whole stage tensors: no scatter/gather");
   // ZB-V's order comes from its passes' costs, as the paper's runtime computes it after profiling
   // them (zero_bubble_v.hpp): each a median over the stages of the mean of its two chunks.
   PipelinePrograms zbv;

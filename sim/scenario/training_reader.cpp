@@ -575,10 +575,12 @@ plan::TrainingPlan read_training(JsonObject o) {
     auto unsupported = [&](const char* key, const char* what) {
       o.fail(key, "pipeline_schedule \"" + name + "\" is modelled without " + what);
     };
-    // ZB-V as the paper's runtime runs it (678c9996 zb_schedules.py ZeroBubbleVPipeScheduler):
-    // whole activations between stages, no scatter/gather over a TP group.
-    if (t.pipeline == plan::PipelineSchedule::zero_bubble_v && t.tp > 1)
-      unsupported("tensor_parallel", "tensor parallelism (the paper's ZB-V runs are pipeline-parallel only)");
+    // ZB-V as the paper's runtime runs it (678c9996 zb_schedules.py ZeroBubbleVPipeScheduler,
+    // fused_pipeline_ops): every TP rank sends the whole stage tensor, no scatter/gather.
+    if (t.pipeline == plan::PipelineSchedule::zero_bubble_v && t.tp > 1 && !t.sequence_parallel &&
+        t.pipeline_scatter_gather)
+      o.fail("pipeline_scatter_gather", "the ZB-V runtime has no scatter/gather of stage tensors: with "
+                                        "tensor_parallel > 1 needs pipeline_scatter_gather false");
     if (t.pipeline == plan::PipelineSchedule::zero_bubble_v && t.overlap_param_gather)
       unsupported("overlap_param_gather", "overlap_param_gather");
     if (t.overlap_grad_reduce) unsupported("overlap_grad_reduce", "overlap_grad_reduce (the gradients are reduced after the flush)");

@@ -417,6 +417,8 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
     training.erase("virtual_stages");
     if (c.pipeline != "1f1b" || training.contains("pipeline_schedule")) training["pipeline_schedule"] = c.pipeline;
     for (const char* key : interleaved_only) training.erase(key);
+    // ZB-V's runtime sends whole stage tensors (the loader requires saying so under TP).
+    if (c.pipeline == "zb-v" && c.tp > 1 && !c.sequence_parallel) training["pipeline_scatter_gather"] = false;
   }
   if (!c.checkpointing)
     training.erase("checkpoint_policy");

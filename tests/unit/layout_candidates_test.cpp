@@ -271,6 +271,12 @@ TEST(LayoutCandidates, OneChunkOfAnInterleavedPointRunsPlain1F1BWithoutInterleav
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["pipeline_schedule"], "gpipe");
   c.pipeline = "zb-h1";
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["pipeline_schedule"], "zb-h1");
+  // ZB-V sends whole stage tensors: under TP without SP the candidate says so.
+  c.pipeline = "zb-v";
+  const json v = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(v["pipeline_schedule"], "zb-v");
+  EXPECT_FALSE(v.contains("virtual_stages"));
+  EXPECT_EQ(v["pipeline_scatter_gather"], false);  // TP 2, no SP
   c.pipeline = "1f1b";
   EXPECT_EQ(candidate_document(gpipe, 0, c)["training"]["pipeline_schedule"], "1f1b");
 }

@@ -334,6 +334,25 @@ TEST(ZeroBubbleVPrograms, AReaderWaitsForItsWholeBatchAndTheLastStageFeedsItself
   for (const auto& c : prog.collectives) EXPECT_EQ(std::string(c.name).find("word-embedding"), std::string::npos);
 }
 
+TEST(ZeroBubbleVPrograms, WithTensorParallelismEveryTpRankSendsTheWholeTensorAndOnlyBReduces) {
+  ScheduleInputs in = zero_bubble_v_inputs(2, 4);
+  in.plan.tp = 2;
+  in.plan.pipeline_scatter_gather = false;
+  in.layout = plan::layout_of(in.plan, 4, 4);
+  const Program prog = build_program(in);
+  validate(prog);
+  double sent = 0;
+  for (const auto& c : prog.collectives)
+    if (std::string(c.name) == "activation 0->1 mb0") sent = c.size;
+  EXPECT_DOUBLE_EQ(sent, 2.0 * in.plan.micro_batch * in.model.seq_len * in.model.hidden);  // bf16, whole
+  // The TP all-reduces of a backward belong to its input gradients; a W has none between its GEMMs.
+  const auto& tensor = prog.ranks[0].streams[kTensor];
+  EXPECT_GE(index_of(tensor, "tp all-reduce mb0 c0"), 0);
+  for (const auto& t : tensor.tasks) EXPECT_EQ(std::string(t.name).find("weight gradient"), std::string::npos);
+  in.plan.pipeline_scatter_gather = true;
+  EXPECT_THROW((void)build_program(in), std::exception);
+}
+
 TEST(ZeroBubbleVPrograms, ABKeepsWhatItsWNeedsUntilTheW) {
   ScheduleInputs in = zero_bubble_v_inputs(2, 4);
   for (auto& m : in.stages) m.queued_weight_gradients_per_micro_batch = 7;

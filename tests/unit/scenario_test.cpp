@@ -1327,7 +1327,7 @@ TEST(ScenarioErrors, ZeroBubbleH1IsModelledInPlainLayerPassesWithGradientsReduce
   }
 }
 
-TEST(ScenarioErrors, ZeroBubbleVPlacesTwoChunksPerStageWithoutTensorParallelism) {
+TEST(ScenarioErrors, ZeroBubbleVPlacesTwoChunksPerStageAndSendsWholeTensors) {
   const std::string file = "scenarios/zero-bubble-a100.json";
   const Scenario s = load_scenario(file);
   long zbv = 0;
@@ -1344,7 +1344,8 @@ TEST(ScenarioErrors, ZeroBubbleVPlacesTwoChunksPerStageWithoutTensorParallelism)
   };
   const std::vector<Case> cases = {
       {{{"virtual_stages", 3}}, "/training/virtual_stages", "two model chunks per stage"},
-      {{{"tensor_parallel", 2}}, "/training/tensor_parallel", "\"zb-v\" is modelled without tensor parallelism"},
+      {{{"tensor_parallel", 2}}, "/training/pipeline_scatter_gather", "no scatter/gather of stage tensors"},
+      {{{"tensor_parallel", 2}, {"sequence_parallel", true}}, "/training/sequence_parallel", "\"zb-v\" is modelled without"},
       {{{"overlap_grad_reduce", true}}, "/training/overlap_grad_reduce", "\"zb-v\" is modelled without"},
       {{{"pipeline_parallel", 1}}, "/training/pipeline_schedule", "needs pipeline_parallel > 1"},
   };
