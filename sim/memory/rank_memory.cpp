@@ -489,8 +489,9 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     // input. Per micro-batch, one per model chunk; the last stage's last chunk returns the loss
     // instead, so there v - 1 of the v (its chunks taken as evenly in flight: an approximation
     // under interleaving, exact without it, where the last stage keeps none).
-    const double v = static_cast<double>(
-        p.pipeline == plan::PipelineSchedule::interleaved || p.pipeline == plan::PipelineSchedule::zero_bubble_v ? p.virtual_stages : 1);
+    const bool chunked =
+        p.pipeline == plan::PipelineSchedule::interleaved || p.pipeline == plan::PipelineSchedule::zero_bubble_v;
+    const double v = static_cast<double>(chunked ? p.virtual_stages : 1);
     const double outputs = last ? v - 1 : v;
     if (outputs > 0) {
       per_micro_batch += outputs * layer_input;

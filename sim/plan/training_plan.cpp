@@ -42,7 +42,8 @@ long virtual_stage_of(const TrainingPlan& plan, long stage, long chunk) {
 }
 
 long stage_of_virtual(const TrainingPlan& plan, long virtual_stage) {
-  if (plan.pipeline == PipelineSchedule::zero_bubble_v && virtual_stage >= plan.pp) return 2 * plan.pp - 1 - virtual_stage;
+  if (plan.pipeline == PipelineSchedule::zero_bubble_v && virtual_stage >= plan.pp)
+    return 2 * plan.pp - 1 - virtual_stage;
   return virtual_stage % plan.pp;
 }
 

@@ -290,7 +290,9 @@ PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubble
   PipelinePrograms out;
   out.slots.resize(static_cast<std::size_t>(pp));
   out.steps.resize(static_cast<std::size_t>(pp));
-  auto is_compute = [](Kind k) { return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient; };
+  auto is_compute = [](Kind k) {
+    return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient;
+  };
   for (long s = 0; s < pp; ++s) {
     const auto& nodes = schedule[static_cast<std::size_t>(s)];
     auto& slots = out.slots[static_cast<std::size_t>(s)];
@@ -345,9 +347,11 @@ PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubble
       const long vs = plan::virtual_stage_of(plan, s, slot.chunk);
       const bool local = vs == pp;  // its input comes from the same stage's chunk 0
       if (slot.forward && vs > 0 && !local)
-        TRAINSIM_CHECK(arrived.count({false, vs - 1, slot.micro_batch}) == 1, "a ZB-V forward runs before its input arrives");
+        TRAINSIM_CHECK(arrived.count({false, vs - 1, slot.micro_batch}) == 1,
+                       "a ZB-V forward runs before its input arrives");
       if (slot.part == PipelineSlot::Part::input && vs < 2 * pp - 1 && vs != pp - 1)
-        TRAINSIM_CHECK(arrived.count({true, vs, slot.micro_batch}) == 1, "a ZB-V backward runs before its gradient arrives");
+        TRAINSIM_CHECK(arrived.count({true, vs, slot.micro_batch}) == 1,
+                       "a ZB-V backward runs before its gradient arrives");
     }
   }
   TRAINSIM_CHECK(sent == received, "a ZB-V send has no receive, or a receive no send");

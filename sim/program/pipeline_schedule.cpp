@@ -268,8 +268,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     const ZeroBubbleVMemory memory{34 * s.hidden + 5 * s.heads * s.seq_len, -32 * s.hidden, 0};
     zbv = zero_bubble_v_programs(zero_bubble_v_schedule(pp, m, costs, memory), p);
   }
-  const auto exchanges = zero_bubble_v ? zbv.steps
-                                       : pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
+  const auto exchanges =
+      zero_bubble_v ? zbv.steps : pipeline_exchanges(p.pipeline, pp, m, v, p.pipeline_engine, p.overlap_p2p_comm);
   // DeepSpeed's pipeline engine (v0.6.2, 32d9797, deepspeed/runtime/pipe/engine.py), beyond its
   // instruction order (pipeline_exchanges): its BF16_Optimizer (gradient_buffers) adds each
   // micro-batch's bf16 gradients into fp32 ones right after the backward (_exec_backward_pass ->
@@ -453,7 +453,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     int& slot = p2p[static_cast<std::size_t>((((backward * virtual_stages + vs) * m + b) * L.dp + d) * tp + t)];
     if (slot >= 0) return slot;
     // Boundary vs -> vs + 1 (forward) or vs + 1 -> vs (backward).
-    const int from = rank_of(in, plan::stage_of_virtual(p, vs), d, t), to = rank_of(in, plan::stage_of_virtual(p, vs + 1), d, t);
+    const int from = rank_of(in, plan::stage_of_virtual(p, vs), d, t);
+    const int to = rank_of(in, plan::stage_of_virtual(p, vs + 1), d, t);
     InternedName& what = p2p_names[static_cast<std::size_t>((backward * virtual_stages + vs) * m + b)];
     if (what.empty())
       what = (backward ? "gradient " : "activation ") + std::to_string(vs) + (backward ? "<-" : "->") +
@@ -491,11 +492,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     if (stage == plan::head_stage(p)) stage_params += head_params;
     // Each pass over the stage's gradients runs one kernel per parameter tensor: a GPT layer has
     // 12 (two norms' weight and bias, four linears' weight and bias), an end stage one more table.
-    const int stage_tensors = 12 * static_cast<int>(stage_layers) + (stage == 0 || stage == plan::head_stage(p) ? 1 : 0);
+    const bool end_stage = stage == 0 || stage == plan::head_stage(p);
+    const int stage_tensors = 12 * static_cast<int>(stage_layers) + (end_stage ? 1 : 0);
     const Seconds accumulate_seconds =
         hp_grad_accumulation ? model::op_duration(model::deepspeed_bf16_grad_accumulation_op(stage_params), in.device) : 0;
     // What every rank of the stage shares: its slots and their task names.
-    const auto order = zero_bubble_v ? zbv.slots[static_cast<std::size_t>(stage)] : pipeline_order(p.pipeline, pp, stage, m, v);
+    const auto order =
+        zero_bubble_v ? zbv.slots[static_cast<std::size_t>(stage)] : pipeline_order(p.pipeline, pp, stage, m, v);
     // A chunk's gradients are final once its last micro-batch's backward is done.
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t o = 0; o < order.size(); ++o)
@@ -940,7 +943,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 if (unwaited.stream >= 0) sends_waited.push_back(unwaited);
                 unwaited = step.waited ? TaskRef{-1, -1} : done.back();
               } else if (!step.waited) {
-                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), std::vector<TaskRef>{done.back()});
+                in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch),
+                                  std::vector<TaskRef>{done.back()});
               }
             }
             if (zero_bubble_v) {

@@ -39,7 +39,7 @@ struct Trial {
 };
 
 class VGraph {
-public:
+ public:
   VGraph(long pp, long m, const ZeroBubbleVCosts& c, const ZeroBubbleVMemory& mem)
       : pp_(pp),
         m_(m),
@@ -70,7 +70,7 @@ public:
     }
   }
 
-private:
+ private:
   /// The state of one greedy pass and the paper's put / put_w.
   struct Pass {
     const VGraph& g;
@@ -109,17 +109,20 @@ private:
       // A pass follows its predecessor on the same stage: F1 after F0, B0 (the second leg's
       // backward, where the loss is) after F1, B1 after B0, W after its B.
       if (category == kWeight) {
-        require(end(g.id(kBackward, chunk, stage, micro)) >= 0, "a weight gradient before its input gradient");
+        require(end(g.id(kBackward, chunk, stage, micro)) >= 0,
+                "a weight gradient before its input gradient");
       } else if (category > 0 || chunk > 0) {
         const int previous = category * 2 + chunk - 1;
-        require(end(g.id(previous / 2, previous % 2, stage, micro)) >= 0, "a pass before its predecessor");
+        require(end(g.id(previous / 2, previous % 2, stage, micro)) >= 0,
+                "a pass before its predecessor");
       }
       // The neighbour that feeds this pass, and the transfer from it.
       if (category != kWeight) {
         const long feeder = chunk == 1 ? stage + 1 : stage - 1;
         if (feeder >= 0 && feeder < g.pp_) {
           const long from = end(g.id(category, chunk, feeder, micro));
-          require(from >= 0, "a pass before its neighbour's input (a memory limit under 2 pp forwards?)");
+          require(from >= 0,
+                  "a pass before its neighbour's input (a memory limit under 2 pp forwards?)");
           t = std::max(t, from + g.comm_ + g.cost(category));
         }
       }
@@ -134,7 +137,8 @@ private:
     }
 
     void put_w(long stage) {
-      require(!waiting(stage).empty(), "no weight gradient left to free memory at stage " + std::to_string(stage));
+      require(!waiting(stage).empty(),
+              "no weight gradient left to free memory at stage " + std::to_string(stage));
       const int chunk = waiting(stage).front();
       waiting(stage).pop_front();
       put(kWeight, chunk, stage);
@@ -142,10 +146,12 @@ private:
 
     /// The largest bubble any stage has so far, raised for `stage` by how much less than the
     /// worst stage it waited in the approved attempt: a stage that had slack may spend it.
-    [[nodiscard]] long max_stage_bubble(long stage, const std::vector<long>& approved, long max_approved) const {
+    [[nodiscard]] long max_stage_bubble(long stage, const std::vector<long>& approved,
+                                        long max_approved) const {
       long worst = 0;
       for (long b : out.stage_bubble) worst = std::max(worst, b);
-      if (stage >= 0) worst = std::max(worst, max_approved - approved[static_cast<std::size_t>(stage)]);
+      if (stage >= 0)
+        worst = std::max(worst, max_approved - approved[static_cast<std::size_t>(stage)]);
       return worst;
     }
 
@@ -154,13 +160,16 @@ private:
     /// exceeds the stage's allowance. With no feeder the paper's code reads end_time[-1], Python's
     /// last element (the last stage's last W of model chunk 0, in practice still -1 then); kept
     /// for identity.
-    void fill(long stage, long feeder, bool allowed, const std::vector<long>& approved, long max_approved) {
+    void fill(long stage, long feeder, bool allowed, const std::vector<long>& approved,
+              long max_approved) {
       while (!waiting(stage).empty() && feeder >= 0 &&
              end(feeder) + g.comm_ >= now(stage) + g.cost(kWeight))
         put_w(stage);
       const long input = end(feeder >= 0 ? feeder : g.nodes() - 1);
       if (!waiting(stage).empty() &&
-          input + g.comm_ - now(stage) > max_stage_bubble(stage, approved, max_approved) - bubble(stage) && allowed)
+          input + g.comm_ - now(stage) >
+              max_stage_bubble(stage, approved, max_approved) - bubble(stage) &&
+          allowed)
         put_w(stage);
     }
   };
@@ -271,7 +280,9 @@ struct Keyed {
   long key;
 };
 
-bool is_compute(Kind k) { return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient; }
+bool is_compute(Kind k) {
+  return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient;
+}
 bool is_receive(Kind k) { return k == Kind::receive_forward || k == Kind::receive_backward; }
 
 }  // namespace
@@ -302,11 +313,15 @@ std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long m
   long comm_id = 0;
   for (long i = 0; i < pp; ++i) {
     for (const Placed& x : chosen.order[static_cast<std::size_t>(i)]) {
-      const long done = chosen.end_time[static_cast<std::size_t>(g.id(x.category, x.chunk, i, x.micro))];
+      const long done =
+          chosen.end_time[static_cast<std::size_t>(g.id(x.category, x.chunk, i, x.micro))];
       const long chunk = x.category == kForward ? x.chunk : 1 - x.chunk;
-      static constexpr std::array<Kind, 3> compute{Kind::forward, Kind::input_gradient, Kind::weight_gradient};
+      static constexpr std::array<Kind, 3> compute{Kind::forward, Kind::input_gradient,
+                                                   Kind::weight_gradient};
       lists[static_cast<std::size_t>(i)].push_back(
-          {{compute[static_cast<std::size_t>(x.category)], chunk, x.micro, done - g.cost(x.category), done}, -1});
+          {{compute[static_cast<std::size_t>(x.category)], chunk, x.micro,
+            done - g.cost(x.category), done},
+           -1});
       if (x.category == kWeight) continue;
       // Category-chunk 1 travels towards stage 0, chunk 0 towards the last stage; the last stage's
       // first leg feeds its second locally, with no transfer.
@@ -314,9 +329,11 @@ std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long m
       if (to >= 0 && to < pp) {
         const bool fwd = x.category == kForward;
         lists[static_cast<std::size_t>(i)].push_back(
-            {{fwd ? Kind::send_forward : Kind::send_backward, chunk, x.micro, done, done}, comm_id});
+            {{fwd ? Kind::send_forward : Kind::send_backward, chunk, x.micro, done, done},
+             comm_id});
         lists[static_cast<std::size_t>(to)].push_back(
-            {{fwd ? Kind::receive_forward : Kind::receive_backward, chunk, x.micro, done, done}, comm_id});
+            {{fwd ? Kind::receive_forward : Kind::receive_backward, chunk, x.micro, done, done},
+             comm_id});
       }
       ++comm_id;  // the paper counts an id for every F and B, with or without a transfer
     }
@@ -330,8 +347,9 @@ std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long m
   long validation_time = 0;
   for (long i = pp - 1; i >= 0; --i) {
     const long micro = std::min(2 * (pp - 1 - i), micro_batches - 1);
-    validation_time = std::max(validation_time, chosen.end_time[static_cast<std::size_t>(g.id(kForward, 0, i, micro))] -
-                                                    costs.forward - costs.communication);
+    validation_time = std::max(
+        validation_time, chosen.end_time[static_cast<std::size_t>(g.id(kForward, 0, i, micro))] -
+                             costs.forward - costs.communication);
     validation[static_cast<std::size_t>(i)] = validation_time;
   }
 
@@ -345,15 +363,17 @@ std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long m
     });
     // The post-validation nodes (with smaller ids than any other) precede every node starting
     // at or after their time.
-    const auto barrier = static_cast<std::size_t>(
-        std::count_if(list.begin(), list.end(),
-                      [&](const Keyed& k) { return k.node.start < validation[static_cast<std::size_t>(s)]; }));
+    const auto barrier =
+        static_cast<std::size_t>(std::count_if(list.begin(), list.end(), [&](const Keyed& k) {
+          return k.node.start < validation[static_cast<std::size_t>(s)];
+        }));
     // A receive due while the compute before it still runs is posted first, so that it overlaps
     // it; one pass, so a receive moves back by one place at most.
     for (std::size_t i = 1; i < list.size(); ++i) {
       const auto& before = list[i - 1].node;
       const auto& here = list[i].node;
-      if (i != barrier && is_compute(before.kind) && is_receive(here.kind) && here.start <= before.completion)
+      if (i != barrier && is_compute(before.kind) && is_receive(here.kind) &&
+          here.start <= before.completion)
         std::swap(list[i - 1], list[i]);
     }
     auto& out = result[static_cast<std::size_t>(s)];

@@ -56,8 +56,7 @@ struct ZeroBubbleVNode {
 /// or input gradient (send_backward). Throws std::invalid_argument for pp < 2 or
 /// micro_batches < 1, or where the paper's code fails an assertion (a memory limit the schedule
 /// cannot keep).
-[[nodiscard]] std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long micro_batches,
-                                                                               const ZeroBubbleVCosts& costs,
-                                                                               const ZeroBubbleVMemory& memory);
+[[nodiscard]] std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(
+    long pp, long micro_batches, const ZeroBubbleVCosts& costs, const ZeroBubbleVMemory& memory);
 
 }  // namespace trainsim::program
