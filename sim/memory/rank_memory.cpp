@@ -201,7 +201,8 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
   r.stage = stage;
   r.capacity = in.capacity;
   r.kind = p.pp == 1 ? "every rank"
-                     : "stage " + std::to_string(stage) + (first ? " (first)" : last ? " (last)" : "");
+                     : "stage " + std::to_string(stage) +
+                           (first && last ? " (first, both ends)" : first ? " (first)" : last ? " (last)" : "");
   auto add = [&](const char* name, Bytes bytes, std::string formula) {
     r.terms.push_back({name, bytes, std::move(formula)});
   };

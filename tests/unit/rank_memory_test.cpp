@@ -692,6 +692,8 @@ TEST(Pipeline, ZeroBubbleVHoldsOneFOneBsFirstStageEverywhereAndBothEndsOnTheFirs
   }();
   EXPECT_LT(last.term("weights"), one_f_one_b.term("weights"));
   EXPECT_GT(first.term("weights"), last.term("weights"));
+  EXPECT_EQ(first.kind, "stage 0 (first, both ends)");
+  EXPECT_EQ(last.kind, "stage 3");
   p.accumulation = 3;
   EXPECT_DOUBLE_EQ(micro_batches_in_flight(p, 3), 3.0);
   // What a B keeps for its W, for the timeline: half the stage's layers' linear inputs and
