@@ -101,7 +101,8 @@ double micro_batches_in_flight(const plan::TrainingPlan& p, long stage) {
     }
     // ZB-V's order keeps a stage's stored activations, with what its queued W hold, under 1F1B's
     // first stage's: 2pp chunk forwards (zero_bubble_v.hpp's memory limit), pp micro-batches of
-    // the stage's two chunks. The limit is counted whole: an upper bound.
+    // the stage's two chunks, counted whole. The runtime weighs the W's share in its own units;
+    // the simulated timeline, which follows the order in bytes, can come out a little above.
     case plan::PipelineSchedule::zero_bubble_v: return std::min(m, static_cast<double>(p.pp));
   }
   return 1;

@@ -921,6 +921,8 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // send_next_wait_handle / send_prev_wait_handle).
         // ZB-V: a receive's whole batch, which its reader waits for (zero_bubble_v_programs).
         std::map<std::tuple<bool, long, long>, std::vector<TaskRef>> in_flight;
+        // ZB-V: each direction's last send, which the runtime waits for only at the step's end.
+        TaskRef zbv_last_send[2] = {{-1, -1}, {-1, -1}};
         TaskRef unwaited_send[2] = {{-1, -1}, {-1, -1}};
         for (std::size_t e = 0; e < steps.size(); ++e) {
           const PipelineStep& step = steps[e];
@@ -948,8 +950,13 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               }
             }
             if (zero_bubble_v) {
-              for (const PipelineTransfer& x : step.transfers)
-                if (!x.send) in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done);
+              for (std::size_t k = 0; k < step.transfers.size(); ++k) {
+                const PipelineTransfer& x = step.transfers[k];
+                if (x.send)
+                  zbv_last_send[x.gradient ? 1 : 0] = done[k];
+                else
+                  in_flight.emplace(std::make_tuple(x.gradient, x.boundary, x.micro_batch), done);
+              }
               continue;
             }
             if (p.overlap_p2p_comm) {
@@ -1412,6 +1419,16 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
         // before train_step reduces the gradients.
         TRAINSIM_CHECK(cursor.size() == 1, "a step ends with one task to wait for");
         previous = cursor.front();
+        if (zero_bubble_v && (zbv_last_send[0].stream >= 0 || zbv_last_send[1].stream >= 0)) {
+          // ZB-V's runtime waits for every send handle before finalize_model_grads (678c9996
+          // ZeroBubbleVPipeScheduler.run): the compute stream holds for each direction's last send.
+          TaskDeps deps{previous};
+          for (const TaskRef& send : zbv_last_send)
+            if (send.stream >= 0) deps.push_back(send);
+          Task wait{"wait for the step's sends", TaskKind::compute, Phase::backward, 0, -1, std::move(deps)};
+          wait.kernels = 0;
+          previous = push(kCompute, std::move(wait));
+        }
         if (!drain_wgrad.empty()) {
           // The deferred output-layer weight gradients, after the stage's last backward and before
           // finalize_model_grads (schedules.py finish_embedding_wgrad_compute): one GEMM each,

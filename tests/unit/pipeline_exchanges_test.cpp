@@ -332,6 +332,14 @@ TEST(ZeroBubbleVPrograms, AReaderWaitsForItsWholeBatchAndTheLastStageFeedsItself
   // The first stage holds the embedding and the head; no tied-embedding all-reduce crosses stages.
   EXPECT_GE(index_of(prog.ranks[0].streams[kCompute], "head forward mb0 c1"), 0);
   for (const auto& c : prog.collectives) EXPECT_EQ(std::string(c.name).find("word-embedding"), std::string::npos);
+  // Sends are waited for only at the step's end, before the gradients are reduced: each
+  // direction's last one (its stream runs them in order).
+  const Task& wait = task(1, kCompute, "wait for the step's sends");
+  EXPECT_DOUBLE_EQ(wait.duration, 0);
+  const auto& sends = prog.ranks[1].streams[kSendNext];
+  EXPECT_TRUE(waits_for(wait, kSendNext, static_cast<int>(sends.tasks.size()) - 1));
+  const auto& gradients = prog.ranks[1].streams[kSendPrev];
+  EXPECT_TRUE(waits_for(wait, kSendPrev, static_cast<int>(gradients.tasks.size()) - 1));
 }
 
 TEST(ZeroBubbleVPrograms, WithTensorParallelismEveryTpRankSendsTheWholeTensorAndOnlyBReduces) {
