@@ -290,9 +290,6 @@ PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubble
   PipelinePrograms out;
   out.slots.resize(static_cast<std::size_t>(pp));
   out.steps.resize(static_cast<std::size_t>(pp));
-  auto is_compute = [](Kind k) {
-    return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient;
-  };
   for (long s = 0; s < pp; ++s) {
     const auto& nodes = schedule[static_cast<std::size_t>(s)];
     auto& slots = out.slots[static_cast<std::size_t>(s)];
@@ -300,7 +297,7 @@ PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubble
     std::vector<PipelineTransfer> batch;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const ZeroBubbleVNode& n = nodes[i];
-      if (is_compute(n.kind)) {
+      if (n.computes()) {
         const auto part = n.kind == Kind::forward          ? PipelineSlot::Part::whole
                           : n.kind == Kind::input_gradient ? PipelineSlot::Part::input
                                                            : PipelineSlot::Part::weight;
@@ -318,7 +315,7 @@ PipelinePrograms zero_bubble_v_programs(const std::vector<std::vector<ZeroBubble
       // The runtime's add_communication: the batch goes out when a compute comes next or when the
       // next compute reads this receive.
       std::size_t next = i + 1;
-      while (next < nodes.size() && !is_compute(nodes[next].kind)) ++next;
+      while (next < nodes.size() && !nodes[next].computes()) ++next;
       const bool read_next = next < nodes.size() && nodes[next].chunk == n.chunk &&
                              nodes[next].micro_batch == n.micro_batch &&
                              ((n.kind == Kind::receive_forward && nodes[next].kind == Kind::forward) ||

@@ -179,9 +179,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       head_wgrad = model::op_duration(op, in.device);
       head_wgrad_kernels = op.kernels;
     }
+  // ZB-H1 and ZB-V split each backward into B and W (the header).
   const bool zero_bubble_v = p.pipeline == plan::PipelineSchedule::zero_bubble_v;
-  TRAINSIM_CHECK(!(defer_head_wgrad || p.pipeline == plan::PipelineSchedule::zero_bubble_h1 || zero_bubble_v) ||
-                     head_wgrad_kernels > 0,
+  const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1 || zero_bubble_v;
+  TRAINSIM_CHECK(!(defer_head_wgrad || zero_bubble) || head_wgrad_kernels > 0,
                  "the head's backward has the output layer's weight gradient");
   auto deferred_head_wgrad = [&](long micro_batch) {
     return defer_head_wgrad && (p.wgrad_deferral_limit == 0 || micro_batch < p.wgrad_deferral_limit);
@@ -214,7 +215,6 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   const int lb_kernels = model::ops_kernels(layer_b) + (full_recompute ? lf_kernels : 0);
   // ZB-H1's split of a layer's backward (the header): W is its weight-gradient GEMMs (with the
   // bias gradients backward_of gives them), B the rest.
-  const bool zero_bubble = p.pipeline == plan::PipelineSchedule::zero_bubble_h1 || zero_bubble_v;
   std::vector<model::Operation> layer_w;
   for (const auto& op : layer_b)
     if (model::is_weight_gradient(op)) layer_w.push_back(op);

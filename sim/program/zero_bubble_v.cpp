@@ -280,9 +280,6 @@ struct Keyed {
   long key;
 };
 
-bool is_compute(Kind k) {
-  return k == Kind::forward || k == Kind::input_gradient || k == Kind::weight_gradient;
-}
 bool is_receive(Kind k) { return k == Kind::receive_forward || k == Kind::receive_backward; }
 
 }  // namespace
@@ -372,7 +369,7 @@ std::vector<std::vector<ZeroBubbleVNode>> zero_bubble_v_schedule(long pp, long m
     for (std::size_t i = 1; i < list.size(); ++i) {
       const auto& before = list[i - 1].node;
       const auto& here = list[i].node;
-      if (i != barrier && is_compute(before.kind) && is_receive(here.kind) &&
+      if (i != barrier && before.computes() && is_receive(here.kind) &&
           here.start <= before.completion)
         std::swap(list[i - 1], list[i]);
     }

@@ -42,6 +42,10 @@ struct ZeroBubbleVNode {
   long micro_batch;
   long start;       ///< compute: when it starts; communication: when its producer completes
   long completion;  ///< compute: when it completes; communication: the same as start
+  /// A pass (F, B or W) rather than a transfer.
+  [[nodiscard]] bool computes() const {
+    return kind == Kind::forward || kind == Kind::input_gradient || kind == Kind::weight_gradient;
+  }
   bool operator==(const ZeroBubbleVNode& o) const {
     return kind == o.kind && chunk == o.chunk && micro_batch == o.micro_batch && start == o.start &&
            completion == o.completion;

@@ -352,7 +352,7 @@ TEST(ZeroBubbleVPrograms, WithTensorParallelismEveryTpRankSendsTheWholeTensorAnd
   double sent = 0;
   for (const auto& c : prog.collectives)
     if (std::string(c.name) == "activation 0->1 mb0") sent = c.size;
-  EXPECT_DOUBLE_EQ(sent, 2.0 * in.plan.micro_batch * in.model.seq_len * in.model.hidden);  // bf16, whole
+  EXPECT_DOUBLE_EQ(sent, 2.0 * static_cast<double>(in.plan.micro_batch * in.model.seq_len * in.model.hidden));  // bf16
   // The TP all-reduces of a backward belong to its input gradients; a W has none between its GEMMs.
   const auto& tensor = prog.ranks[0].streams[kTensor];
   EXPECT_GE(index_of(tensor, "tp all-reduce mb0 c0"), 0);
