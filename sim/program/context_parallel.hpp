@@ -36,6 +36,8 @@
 //    gradient is added in. The layer's backward goes on once its own dK, dV are home.
 //  - Gradients are reduced, and the distributed optimizer sharded, over the data- x
 //    context-parallel group (plan::context_parallel_rank_layout).
+//  - Full recompute checkpoints whole layers, the attention inside them: a backward pass first
+//    runs the forward's ring pass again (pipeline_schedule.cpp), its KV transfers included.
 // Not modelled: TE's second CUDA stream for consecutive steps' attention kernels (wave
 // quantisation), a backward step's dK, dV accumulation waiting for that step's transfer (hidden
 // behind the step's attention in every row), FP8 attention, the all-gather and all-to-all

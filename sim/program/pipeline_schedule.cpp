@@ -290,7 +290,10 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // duration and kernels: the ops before, each step's, the ops after.
   const long cp = p.cp;
   const bool context_parallel = cp > 1;
-  TRAINSIM_CHECK(!context_parallel || !p.activation_checkpointing, "context parallelism with recompute has no schedule");
+  // With recompute (full checkpointing only: the reader) a backward pass runs the forward's ring
+  // again before its own: Megatron-core checkpoints whole layers, TE's attention included, so the
+  // recomputed attention exchanges K and V around the ring as the forward did.
+  TRAINSIM_CHECK(!context_parallel || !partial_recompute, "context parallelism with selective recompute has no schedule");
   struct CostedRing {
     RingAttentionPass pass;
     std::vector<std::string> labels;
@@ -566,13 +569,23 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           names.recomputes.emplace_back((attention_recompute ? "recompute core attention" : "recompute unsaved ops") + layer);
       }
       names.tp_gather = "tp all-gather" + tag;
-      if (tp_overlap || sp_pieces)
-        for (const auto& c : slot.forward ? forward_pieces : backward_pieces)
+      if (tp_overlap || sp_pieces) {
+        // A backward under full recompute starts with the forward's pieces again.
+        const auto& pieces = slot.forward ? forward_pieces : backward_pieces;
+        const std::size_t recomputed_pieces = !slot.forward && full_recompute ? forward_pieces.size() : 0;
+        for (std::size_t i = 0; i < pieces.size(); ++i) {
+          const auto& c = pieces[i];
+          const char* pass = slot.forward ? "forward" : i < recomputed_pieces ? "recompute" : "backward";
           for (const auto& label : c.ring.empty() ? piece_task_labels(c.piece, tp, p.tp_overlap_model) : c.ring.front().labels)
-            names.overlap.emplace_back((slot.forward ? "forward" : "backward") + tag + " " + label);
+            names.overlap.emplace_back(pass + tag + " " + label);
+        }
+      }
       if (context_parallel && !tp_overlap)
         for (long l = 0; l < layers_per_chunk; ++l) {
           auto& ring = names.ring.emplace_back();
+          if (!slot.forward && full_recompute)
+            for (const auto& label : ring_forward.front().labels)
+              ring.emplace_back("recompute" + tag + " layer " + std::to_string(l) + " " + label);
           for (const auto& label : (slot.forward ? ring_forward : ring_backward).front().labels)
             ring.emplace_back((slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l) + " " + label);
         }
@@ -1293,8 +1306,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
                 ready = {previous};
               }
             } else if (context_parallel) {
-              ready = ring_pass((slot.forward ? ring_forward : ring_backward).front(),
-                                names.ring[static_cast<std::size_t>(l)].data(), ready);
+              const InternedName* labels = names.ring[static_cast<std::size_t>(l)].data();
+              if (!slot.forward && full_recompute) {
+                ready = ring_pass(ring_forward.front(), labels, ready);
+                labels += ring_forward.front().labels.size();
+              }
+              ready = ring_pass((slot.forward ? ring_forward : ring_backward).front(), labels, ready);
               previous = ready.front();
             } else {
               const bool adds = accumulates(slot);

@@ -195,7 +195,7 @@ plan::TrainingPlan read_training(JsonObject o) {
   if (o.has("context_parallel")) {
     t.cp = o.positive_integer("context_parallel");
     // Modelled as Megatron-core with Transformer Engine runs it (program/context_parallel.hpp):
-    // the PTD-P schedule, TE's fused attention split into ring steps, nothing recomputed.
+    // the PTD-P schedule, TE's fused attention split into ring steps, whole layers recomputed.
     if (t.cp > 1) {
       if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
         o.fail("context_parallel", "is modelled in the PTD-P schedule only (schedule ddp or zero1)");
@@ -204,8 +204,9 @@ plan::TrainingPlan read_training(JsonObject o) {
                                    "the whole data-parallel x context-parallel group)");
       if (!t.flash_attention)
         o.fail("context_parallel", "splits Transformer Engine's fused attention into ring steps: enable flash_attention");
-      if (t.activation_checkpointing)
-        o.fail("context_parallel", "with activation_checkpointing is not modelled (the recompute would run the KV ring again)");
+      if (t.activation_checkpointing && t.checkpoint_policy != plan::CheckpointPolicy::full)
+        o.fail("context_parallel", "with selective checkpointing is not modelled (checkpoint_policy \"full\" is: its "
+                                   "recompute runs the KV ring again)");
     }
   }
   t.eager_kernels = o.boolean_or("eager_kernels", false);

@@ -554,6 +554,50 @@ TEST(CliSelectiveRecompute, MemoryAndStepTimeLieBetweenNoneAndFull) {
   EXPECT_GT(memory[1], memory[2]);
 }
 
+TEST(CliContextParallel, FullRecomputeAtLongContextTradesAForwardPerStepForMostOfTheActivations) {
+  // The long-context what-if's 64k layouts without pipeline stages (TP 2 x CP 4 x DP 4 on 4 p5
+  // nodes), with and without full recompute, at 4 micro-batches a step instead of 128.
+  json doc = json::parse(read_text("scenarios/p5-llama3-8b-long-context.json"));
+  doc["topology"] = fs::absolute("topologies/p5.48xlarge.json").string();
+  json kept = json::array();
+  for (const auto& p : doc["points"])
+    if (p["label"] == "64k: TP2 CP4 DP4, 4 nodes" || p["label"] == "64k: TP2 CP4 DP4, full recompute, 4 nodes") {
+      kept.push_back(p);
+      kept.back()["training"]["gradient_accumulation"] = 4;
+    }
+  ASSERT_EQ(kept.size(), 2u);
+  doc["points"] = kept;
+  const std::string file = temp_path(".json");
+  std::ofstream(file) << doc.dump(2);
+  const std::string trace = temp_path(".trace.json");
+  std::remove(trace.c_str());
+  const CliRun r = trainsim("run " + file + " --format json --no-wall-time --trace-ranks 0 --trace '" + trace + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["points"].size(), 2u);
+  const json& kept_all = out["points"][0];
+  const json& recomputed = out["points"][1];
+  ASSERT_EQ(kept_all["status"], "simulated");
+  ASSERT_EQ(recomputed["status"], "simulated");
+  // Recompute adds one forward to each layer's forward and backward: a step grows by less than
+  // the forward's third of the compute and more than half of it.
+  const double ratio = recomputed["step_time_s"].get<double>() / kept_all["step_time_s"].get<double>();
+  EXPECT_GT(ratio, 1.15);
+  EXPECT_LT(ratio, 1.40);
+  EXPECT_LT(recomputed["memory"]["peak_bytes"].get<double>(), 0.75 * kept_all["memory"]["peak_bytes"].get<double>());
+  // The recomputed attention goes around the ring again, its KV transfer beside its first step.
+  const json events = json::parse(read_text(trace)).at("traceEvents");
+  int recomputed_steps = 0, recomputed_transfers = 0;
+  for (const json& e : events) {
+    if (e.at("ph") != "X") continue;
+    const std::string name = e.at("name");
+    if (name.rfind("recompute mb0 c0 layer 0 cp attention step ", 0) == 0) ++recomputed_steps;
+    if (name.rfind("recompute mb0 c0 layer 0 cp ring step ", 0) == 0) ++recomputed_transfers;
+  }
+  EXPECT_EQ(recomputed_steps, 4);      // CP 4
+  EXPECT_EQ(recomputed_transfers, 3);  // the KV of each step but the last
+}
+
 TEST(CliContextParallel, Llama3CpRowFitsWhereCp1DoesNotAndItsKvRingRunsBesideTheAttention) {
   // NeMo's Llama3-8B row (CP2 on 8 GPUs, seq 8192) and the same job without CP (DP 8).
   json doc = json::parse(read_text("scenarios/nemo-h100-fp8.json"));

@@ -279,6 +279,47 @@ TEST(ContextParallel, EachRingStepOverlapsItsAttentionAndFeedsTheNext) {
   EXPECT_TRUE(after_waits);
 }
 
+TEST(ContextParallel, FullRecomputeRunsTheForwardRingAgainBeforeTheBackwardOne) {
+  // Megatron-core checkpoints whole layers, TE's attention included: a backward pass first
+  // re-runs the layer's forward, whose attention goes around the ring again.
+  ScheduleInputs in = cp2_dp2();
+  in.plan.activation_checkpointing = true;
+  const Program p = build_program(in);
+  validate(p);
+  const RankProgram& r = p.ranks[0];
+  int compute_index = -1, ring_index = -1;
+  const Stream* compute = stream_named(r, "compute", &compute_index);
+  const Stream* ring = stream_named(r, "cp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  const int forward1 = task_named(*compute, "forward mb0 c0 layer 0 cp attention step 1");
+  const int recompute0 = task_named(*compute, "recompute mb0 c0 layer 0 cp attention step 0");
+  const int recompute1 = task_named(*compute, "recompute mb0 c0 layer 0 cp attention step 1");
+  const int backward0 = task_named(*compute, "backward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(forward1, 0);
+  ASSERT_GT(recompute0, forward1);
+  ASSERT_EQ(recompute1, recompute0 + 1);
+  ASSERT_GT(backward0, recompute1);
+  // The recomputed attention's step 1 waits for its own KV transfer, issued with its step 0.
+  const int resent = task_named(*ring, "recompute mb0 c0 layer 0 cp ring step 0");
+  ASSERT_GE(resent, 0);
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(recompute1)], ring_index, resent));
+  EXPECT_LT(resent, task_named(*ring, "backward mb0 c0 layer 0 cp ring step 1"));
+  // Every layer's backward recomputes as many compute tasks as its forward ran, and nothing is
+  // recomputed without checkpointing.
+  auto count = [&](const std::string& prefix) {
+    long n = 0;
+    for (const auto& t : compute->tasks) n += std::string(t.name).rfind(prefix, 0) == 0 ? 1 : 0;
+    return n;
+  };
+  const long per_layer = count("forward mb0 c0 layer 0 ");
+  EXPECT_GE(per_layer, 3);  // the ops before the attention, its two steps, the ops after
+  EXPECT_EQ(count("recompute mb0 c0 layer 0 "), per_layer);
+  EXPECT_EQ(count("recompute "), in.plan.accumulation * in.model.layers * per_layer);
+  const Program plain = build_program(cp2_dp2());
+  for (const auto& t : stream_named(plain.ranks[0], "compute")->tasks)
+    EXPECT_NE(std::string(t.name).rfind("recompute ", 0), 0u) << t.name;
+}
+
 TEST(ContextParallel, GradientsReduceOverDataTimesContextAndCpGroupsAreTpApart) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.plan.cp = 2;

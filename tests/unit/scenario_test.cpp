@@ -642,6 +642,15 @@ TEST(ScenarioErrors, ContextParallelMustDivideTheRanksAndTwiceItTheSequence) {
   e = error_of(doc, "flash");
   EXPECT_EQ(e.json_path(), "/points/7/training/context_parallel");
   EXPECT_TRUE(contains(e.what(), "flash_attention")) << e.what();
+  // Whole layers recomputed run the ring again (modelled); a selective policy is not.
+  point["training"]["flash_attention"] = true;
+  json& pipelined = doc["points"][8];  // TP 4, PP 4, CP 2
+  ASSERT_EQ(pipelined["training"]["context_parallel"], 2);
+  pipelined["training"]["activation_checkpointing"] = true;
+  pipelined["training"]["checkpoint_policy"] = "selective_attention";
+  e = error_of(doc, "selective");
+  EXPECT_EQ(e.json_path(), "/points/8/training/context_parallel");
+  EXPECT_TRUE(contains(e.what(), "checkpoint_policy \"full\"")) << e.what();
 }
 
 TEST(ScenarioErrors, Float8AllGatherNeedsTorchaoFp8UnderFsdp2) {
