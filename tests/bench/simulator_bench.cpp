@@ -42,7 +42,8 @@ const trainsim::scenario::Scenario& scenario(const std::string& file) {
 /// Simulates `label`'s point of `file` with its data-parallel degree scaled to `accelerators`.
 void step_at_scale(benchmark::State& state, const std::string& file, const std::string& label,
                    bool tp_comm_overlap = false,
-                   trainsim::plan::TpOverlapModel overlap_model = trainsim::plan::TpOverlapModel::coarse) {
+                   trainsim::plan::TpOverlapModel overlap_model = trainsim::plan::TpOverlapModel::coarse,
+                   long micro_batches = 0) {
   const auto& s = scenario(file);
   trainsim::scenario::Point p;
   for (const auto& q : s.points)
@@ -51,6 +52,7 @@ void step_at_scale(benchmark::State& state, const std::string& file, const std::
     p.training.sequence_parallel = p.training.tp_comm_overlap = true;
     p.training.tp_overlap_model = overlap_model;
   }
+  if (micro_batches > 0) p.training.accumulation = micro_batches;
   const long world = state.range(0);
   p.nodes = static_cast<int>(world / p.layout.ranks_per_node);
   p.label = "bench";
@@ -101,6 +103,13 @@ void BM_ZeroBubbleVStep(benchmark::State& state) {
   step_at_scale(state, "scenarios/zero-bubble-a100.json", "28.3B 32 GPUs b2 ZB-V 96 micro-batches");
 }
 
+/// The long-context what-if's 64k layout TP 2 x CP 4 with full recompute (each layer's backward
+/// runs its forward's KV ring again), at 16 micro-batches a step instead of 128: 32 GPUs is DP 1.
+void BM_ContextParallelRecomputeStep(benchmark::State& state) {
+  step_at_scale(state, "scenarios/p5-llama3-8b-long-context.json", "64k: TP2 CP4 DP4, full recompute, 4 nodes", false,
+                trainsim::plan::TpOverlapModel::coarse, 16);
+}
+
 }  // namespace
 
 /// One step per run at doubling accelerator counts from `smallest` to 1,024, timed by the
@@ -115,5 +124,6 @@ BENCHMARK(BM_TensorPipelineTpOverlapPerStepStep)->Apply([](auto* b) { per_step(b
 BENCHMARK(BM_FsdpStep)->Apply([](auto* b) { per_step(b, 256); });
 BENCHMARK(BM_ZeroOneStep)->Apply([](auto* b) { per_step(b, 8); });
 BENCHMARK(BM_ZeroBubbleVStep)->Apply([](auto* b) { per_step(b, 32); });
+BENCHMARK(BM_ContextParallelRecomputeStep)->Apply([](auto* b) { per_step(b, 32); });
 
 BENCHMARK_MAIN();
