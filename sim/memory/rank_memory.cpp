@@ -556,6 +556,19 @@ RankMemory stage_memory(const MemoryInputs& job, long stage) {
     workspace += layer_full;
     ws_how = "one recomputed layer " + bytes(layer_full) + " + " + ws_how;
   }
+  if (p.cp > 1 && p.sharding == plan::Sharding::fsdp) {
+    // PyTorch's ring attention at its backward's peak (program/torch_ring_attention.hpp): the
+    // gathered K, V (allgather: every CP rank's; alltoall: this step's and the next's), the fp32
+    // dQ, dK, dV, and the fp32 dK, dV sent and received; K and V at every query head, as
+    // torchtitan's model repeats them before SDPA.
+    const double q = 2.0 * static_cast<double>(p.micro_batch * s.seq_len * s.hidden) / tp;  // bf16, this rank's tokens
+    const double kv = 2 * q;
+    const double held = p.cp_rotate == plan::CpRotateMethod::allgather ? static_cast<double>(p.cp) : 2.0;
+    const Bytes ring = held * kv + 2 * q + 6 * kv;
+    workspace += ring;
+    ws_how += " + PyTorch's ring attention buffers " + bytes(ring) + " (" + num(held) +
+              " x K, V gathered, fp32 dQ, dK, dV and the dK, dV in flight)";
+  }
   if (last && hf_bert) {
     // CrossEntropyLoss's backward under autocast: nll_loss_backward's zeroed fp32 gradient of the
     // log-probabilities and _log_softmax_backward_data's fp32 output, both live while the latter

@@ -45,6 +45,10 @@ enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zero_bubble_h1, z
 /// TrainSchedule one blocking instruction at a time (BLOOM's Megatron-DeepSpeed).
 enum class PipelineEngine { megatron, deepspeed };
 
+/// PyTorch's context-parallel K/V rotation (torch.distributed.tensor.experimental._attention
+/// _RotateMethod): all-gather once per pass, or all-to-all (a ring exchange) every step.
+enum class CpRotateMethod { allgather, alltoall };
+
 /// How finely tp_comm_overlap's userbuffers passes are simulated (program/tp_comm_overlap.hpp).
 /// per_step: each ring step and each chunk's reduce-scatter its own call, each GEMM chunk its own
 /// task; coarse: a ring's TP - 1 steps one call (repeated), beside one task for the GEMM chunks
@@ -212,8 +216,12 @@ struct TrainingPlan {
   bool tp_overlap_fp8_fc2_scatter = false;
   long pp = 1;                       ///< pipeline-parallel degree (stages)
   /// Context parallelism (Megatron-core's context_parallel_size, Transformer Engine's ring
-  /// attention): each rank of a CP group holds 1/cp of every sequence (program/context_parallel.hpp).
+  /// attention; under schedule fsdp torchtitan's, PyTorch's ring attention): each rank of a CP
+  /// group holds 1/cp of every sequence (program/context_parallel.hpp, torch_ring_attention.hpp).
   long cp = 1;
+  /// How PyTorch's ring attention (schedule fsdp with cp > 1) moves K and V: one all-gather per
+  /// pass (torchtitan's default, "allgather") or a ring of exchanges ("alltoall").
+  CpRotateMethod cp_rotate = CpRotateMethod::allgather;
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;
   long virtual_stages = 1;           ///< model chunks per stage (interleaved 1F1B: v; ZB-V: 2)

@@ -30,7 +30,8 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     // The scenario reader rejects these with the reason (DeepSpeed refuses ZeRO-3 under PP;
     // FSDP inside pipeline stages is modelled as FSDP2's); kept for callers that build plans directly.
     if (p.pp > 1) return "pipeline parallelism with ZeRO-3, or FSDP other than FSDP2, has no time schedule";
-    if (p.cp > 1) return "context parallelism with ZeRO-3/FSDP has no time schedule";
+    if (p.cp > 1 && !(p.sharding == plan::Sharding::fsdp && p.fsdp_implementation == plan::FsdpImplementation::torch_fsdp2))
+      return "context parallelism with ZeRO-3, or FSDP other than FSDP2, has no time schedule";
     if (p.zero3_implementation == plan::Zero3Implementation::deepspeed_0_3 &&
         (p.tp > 1 || in.layout.shard != in.layout.dp))
       return "the DeepSpeed 0.3 ZeRO-3 schedule has no tensor parallelism or hybrid sharding";

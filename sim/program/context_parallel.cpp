@@ -19,20 +19,14 @@ bool is_attention(const Operation& op) {
   return op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward;
 }
 
-/// Sizes of one CP rank's attention tensors (its seq/cp tokens, TP's share of the heads).
-struct RankTensors {
-  double b = 0, tokens = 0, heads = 0, kv_heads = 0, d = 0;
-  Bytes q = 0;          ///< Q (as O, dO, dQ), bf16
-  Bytes kv = 0;         ///< K and V together (as dK, dV), bf16
-  double lse_rows = 0;  ///< one log-sum-exp per (sequence, head, query token)
-};
+}  // namespace
 
-RankTensors rank_tensors(const model::TransformerSpec& s, const model::LayerShape& shape) {
-  RankTensors t;
+CpRankTensors cp_rank_tensors(const model::TransformerSpec& s, const model::LayerShape& shape, bool repeated_kv) {
+  CpRankTensors t;
   t.b = static_cast<double>(shape.micro_batch);
   t.tokens = static_cast<double>(s.seq_len);
   t.heads = static_cast<double>(s.heads) / static_cast<double>(shape.tp);
-  t.kv_heads = static_cast<double>(model::kv_heads_of(s)) / static_cast<double>(shape.tp);
+  t.kv_heads = repeated_kv ? t.heads : static_cast<double>(model::kv_heads_of(s)) / static_cast<double>(shape.tp);
   t.d = static_cast<double>(s.hidden) / static_cast<double>(s.heads);
   t.q = kBf16 * t.b * t.tokens * t.heads * t.d;
   t.kv = 2 * kBf16 * t.b * t.tokens * t.kv_heads * t.d;
@@ -40,10 +34,7 @@ RankTensors rank_tensors(const model::TransformerSpec& s, const model::LayerShap
   return t;
 }
 
-/// One unmasked block of a ring step, `q_share` of the rank's query tokens on `kv_share` of its
-/// key tokens (one of them a half). m and n are the real lengths, so the kernel's loop runs
-/// over its real length (model::attention_loop_length).
-Operation half_block(const RankTensors& t, double q_share, double kv_share, bool forward) {
+Operation cp_half_block(const CpRankTensors& t, double q_share, double kv_share, bool forward) {
   const double q_tokens = q_share * t.tokens, kv_tokens = kv_share * t.tokens;
   Operation op;
   op.name = q_share < 1 ? "flash_attention_cp_half_q" : "flash_attention_cp_half_kv";
@@ -57,6 +48,16 @@ Operation half_block(const RankTensors& t, double q_share, double kv_share, bool
   // Q and O of the attending query tokens, K and V of the key tokens, the fp32 log-sum-exp.
   op.bytes = kBf16 * t.b * (2 * q_tokens * t.heads * t.d + 2 * kv_tokens * t.kv_heads * t.d) + kFp32 * t.b * t.heads * q_tokens;
   return forward ? op : model::backward_of({op}).front();
+}
+
+namespace {
+
+using RankTensors = CpRankTensors;
+RankTensors rank_tensors(const model::TransformerSpec& s, const model::LayerShape& shape) {
+  return cp_rank_tensors(s, shape, false);
+}
+Operation half_block(const RankTensors& t, double q_share, double kv_share, bool forward) {
+  return cp_half_block(t, q_share, kv_share, forward);
 }
 
 /// A plain copy of `bytes` (read and written once) at the stream-copy rate.

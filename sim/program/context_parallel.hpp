@@ -76,6 +76,23 @@ struct RingAttentionPass {
   std::vector<model::Operation> after;  ///< the pass's ops after its attention
 };
 
+/// Sizes of one CP rank's attention tensors: its seq/cp tokens, TP's share of the heads; K and V
+/// at the model's KV heads, or (`repeated_kv`) at every query head, as a model that repeats its
+/// KV heads before attention (torchtitan's repeat_kv) hands them over.
+struct CpRankTensors {
+  double b = 0, tokens = 0, heads = 0, kv_heads = 0, d = 0;
+  Bytes q = 0;          ///< Q (as O, dO, dQ), bf16
+  Bytes kv = 0;         ///< K and V together (as dK, dV), bf16
+  double lse_rows = 0;  ///< one log-sum-exp per (sequence, head, query token)
+};
+[[nodiscard]] CpRankTensors cp_rank_tensors(const model::TransformerSpec& rank_model, const model::LayerShape& shape,
+                                            bool repeated_kv);
+
+/// One unmasked block of a ring step, `q_share` of the rank's query tokens on `kv_share` of its
+/// key tokens (one of them a half), forward or its backward. m and n are the real lengths, so
+/// the kernel's loop runs over its real length (model::attention_loop_length).
+[[nodiscard]] model::Operation cp_half_block(const CpRankTensors& t, double q_share, double kv_share, bool forward);
+
 /// Ring steps of a pass.
 [[nodiscard]] std::size_t ring_steps(const RingAttentionPass& pass);
 

@@ -16,7 +16,9 @@
 #include "model/compute_cost.hpp"
 #include "model/fsdp_float8.hpp"
 #include "model/host_dispatch.hpp"
+#include "program/context_parallel.hpp"
 #include "program/memory_bound_task.hpp"
+#include "program/torch_ring_attention.hpp"
 
 namespace trainsim::program {
 
@@ -61,6 +63,46 @@ struct Unit {
   Seconds recompute = 0, recompute_memory = 0;
   int recompute_kernels = 0;
   std::vector<SyncedRun> recompute_runs{};
+  /// Context parallelism: the unit's passes as PyTorch's ring attention (an index into the
+  /// layer rings units_of made), -1 otherwise.
+  int ring = -1;
+};
+
+/// A piece of a ring pass as one compute task.
+struct CostedOps {
+  Seconds duration = 0, memory = 0;
+  int kernels = 0;
+};
+CostedOps costed_ops(const std::vector<model::Operation>& ops, const model::DeviceProfile& dev) {
+  return {ops_duration(ops, dev), model::ops_memory_bound(ops, dev), model::ops_kernels(ops)};
+}
+
+/// One layer pass's ring (torch_ring_attention.hpp), costed piece by piece, with the names of
+/// its tasks but the last (which keeps the pass's own name).
+struct CostedRing {
+  TorchRingPass pass;
+  CostedOps before, after;
+  std::vector<CostedOps> steps, accumulations;
+  std::vector<std::string> labels;  ///< torch_ring_pass_labels without the last
+  int collectives = 0;              ///< the ring's calls, in push order
+};
+CostedRing costed_ring(TorchRingPass pass, const model::DeviceProfile& dev) {
+  CostedRing r;
+  r.before = costed_ops(pass.before, dev);
+  r.after = costed_ops(pass.after, dev);
+  for (const auto& s : pass.steps) r.steps.push_back(costed_ops(s, dev));
+  for (const auto& s : pass.accumulations) r.accumulations.push_back(costed_ops(s, dev));
+  r.labels = torch_ring_pass_labels(pass);
+  r.labels.pop_back();
+  r.collectives = (pass.gathered > 0 ? 1 : 0) + static_cast<int>(pass.dkv_bytes.size());
+  for (const Bytes b : pass.kv_bytes) r.collectives += b > 0 ? 1 : 0;
+  r.pass = std::move(pass);
+  return r;
+}
+
+/// A block's forward and backward (without recompute) rings.
+struct LayerRing {
+  CostedRing forward, backward;
 };
 
 /// Which collectives a unit has under the plan's FSDP runtime, and what they carry.
@@ -72,7 +114,7 @@ struct UnitCollectives {
   double gather_bytes = 0;      ///< what each of its all-gathers moves
 };
 
-std::vector<Unit> units_of(const ScheduleInputs& in) {
+std::vector<Unit> units_of(const ScheduleInputs& in, std::vector<LayerRing>& rings) {
   const auto& s = in.model;
   const auto& p = in.plan;
   const auto& dev = in.device;
@@ -123,6 +165,13 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
       last.memory += model::ops_memory_bound(layer_b, dev);
     }
     const auto lbm = model::ops_memory_bound(layer_b, dev) + lrm;
+    int ring = -1;
+    if (p.cp > 1) {
+      // `in` is a CP rank's view (seq/cp tokens): each layer pass's SDPA as PyTorch's ring.
+      rings.push_back({costed_ring(torch_ring_attention_pass(layer_f, b, shape, p.cp, true, p.cp_rotate, dev), dev),
+                       costed_ring(torch_ring_attention_pass(layer_b, b, shape, p.cp, false, p.cp_rotate, dev), dev)});
+      ring = static_cast<int>(rings.size()) - 1;
+    }
     for (long l = 0; l < g.count; ++l) {
       units.push_back({(g.name == "layer" ? "layer " : g.name + " layer ") + std::to_string(l),
                        model::parameters_per_layer(b) / tp, lf, lb, lfk, lbk, p.tp > 1, true});
@@ -134,6 +183,7 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
       units.back().recompute_memory = lrm;
       units.back().recompute_kernels = lrk;
       units.back().recompute_runs = recompute_runs;
+      units.back().ring = ring;
     }
   }
   if (p.fsdp_float8_all_gather)
@@ -153,16 +203,35 @@ std::vector<Unit> units_of(const ScheduleInputs& in) {
   return units;
 }
 
+Program sharded_program(const ScheduleInputs& in);
+
 }  // namespace
 
 Program build_sharded_data_parallel(const ScheduleInputs& in) {
+  if (in.plan.cp <= 1) return sharded_program(in);
+  // Context parallelism (torch_ring_attention.hpp): each rank runs the model on its 1/cp of the
+  // sequences; a step still trains micro_batch x accumulation x dp sequences.
+  Program prog = sharded_program(context_parallel_rank_view(in));
+  prog.samples_per_step /= in.plan.cp;
+  return prog;
+}
+
+namespace {
+
+Program sharded_program(const ScheduleInputs& in) {
   const auto& p = in.plan;
   const auto& L = in.layout;
   TRAINSIM_CHECK(p.pp == 1, "the sharded schedule has no pipeline stages");
   TRAINSIM_CHECK(!in.stages.empty(), "stage memory is required");
   const long shard = L.shard;
   const long replicas = L.dp / shard;
-  const std::vector<Unit> units = units_of(in);
+  std::vector<LayerRing> rings;
+  const std::vector<Unit> units = units_of(in, rings);
+  // Context parallelism: `in` is a CP rank's view, its data-parallel indices d holding the CP
+  // ranks (plan::context_parallel_rank_layout: CP index d % cp), each CP group cp of them TP apart.
+  const long cp = p.cp;
+  const long cp_groups = cp > 1 ? p.tp * L.dp / cp : 0;
+  const bool full_recompute = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::full;
   const std::size_t n = units.size();
   const double total_params = [&] {
     double t = 0;
@@ -265,6 +334,8 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     std::vector<int> gather_fwd_sp, gather_bwd_sp, gather_recompute_sp;  // likewise
     // The first of each group's per-weight amax all-reduces before each gather (FP8 all-gather).
     std::vector<int> amax_fwd, amax_bwd;  // by group id
+    // Context parallelism: a layer pass's ring calls in push order, by CP group id.
+    std::vector<std::vector<int>> ring_fwd, ring_recompute, ring_bwd;
   };
   std::vector<std::vector<UnitCalls>> calls(static_cast<std::size_t>(p.accumulation),
                                             std::vector<UnitCalls>(n));
@@ -276,6 +347,36 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
     /// The runs of a pass cut at host syncs (Unit::forward_runs) but its last, which keeps the
     /// pass's name: "<pass> to sync k".
     std::vector<InternedName> forward_runs, recompute_runs, backward_runs;
+    /// Context parallelism: a layer pass's ring tasks but its last (CostedRing::labels).
+    std::vector<InternedName> ring_forward, ring_recompute, ring_backward;
+  };
+  // CP group g: the cp view indices (g / tp) x cp .. + cp - 1 at TP index g % tp.
+  auto cp_group = [&](long g) {
+    std::vector<int> members;
+    for (long j = 0; j < cp; ++j) members.push_back(rank_of(in, 0, (g / p.tp) * cp + j, g % p.tp));
+    return members;
+  };
+  // A ring pass's calls for every CP group, in the order its tasks are pushed (its labels').
+  auto ring_calls = [&](const CostedRing& r, const std::vector<InternedName>& task_names) {
+    std::vector<std::vector<int>> by_group;
+    for (long g = 0; g < cp_groups; ++g) {
+      const auto members = cp_group(g);
+      std::vector<int> ids;
+      std::size_t kv = 0, dkv = 0;
+      for (std::size_t k = 0; k < r.labels.size(); ++k) {
+        const std::string& label = r.labels[k];
+        if (label == "cp kv all-gather") {
+          ids.push_back(add_call(task_names[k], collective::Op::all_gather, r.pass.gathered, members));
+        } else if (label.rfind("cp kv rotation", 0) == 0) {
+          ids.push_back(add_call(task_names[k], collective::Op::ring_exchange, r.pass.kv_bytes[kv++], members));
+        } else if (label.rfind("cp dkv rotation", 0) == 0) {
+          ids.push_back(add_call(task_names[k], collective::Op::ring_exchange, r.pass.dkv_bytes[dkv++], members));
+        }
+      }
+      TRAINSIM_CHECK(static_cast<int>(ids.size()) == r.collectives, "a ring pass's calls are its labels' collectives");
+      by_group.push_back(std::move(ids));
+    }
+    return by_group;
   };
   std::vector<std::vector<UnitNames>> names(static_cast<std::size_t>(p.accumulation), std::vector<UnitNames>(n));
   for (long mb = 0; mb < p.accumulation; ++mb) {
@@ -299,6 +400,22 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         name.recompute_runs.emplace_back(name.recompute.str() + " to sync " + std::to_string(r));
       for (std::size_t r = 1; r < unit.backward_runs.size(); ++r)
         name.backward_runs.emplace_back(name.backward.str() + " to sync " + std::to_string(r));
+      if (unit.ring >= 0) {
+        const LayerRing& ring = rings[static_cast<std::size_t>(unit.ring)];
+        auto ring_names = [&](const CostedRing& r, const std::string& pass) {
+          std::vector<InternedName> v;
+          for (const auto& label : r.labels) v.emplace_back(pass + " " + unit.name + tag + " " + label);
+          return v;
+        };
+        name.ring_forward = ring_names(ring.forward, "forward");
+        name.ring_backward = ring_names(ring.backward, "backward");
+        c.ring_fwd = ring_calls(ring.forward, name.ring_forward);
+        if (full_recompute) {
+          name.ring_recompute = ring_names(ring.forward, "recompute");
+          c.ring_recompute = ring_calls(ring.forward, name.ring_recompute);
+        }
+        c.ring_bwd = ring_calls(ring.backward, name.ring_backward);
+      }
       if (unit.fp8_weights > 0) {
         name.amax = "fp8 shard amax " + unit.name + tag;
         name.amax_all_reduce = "fp8 amax all-reduce " + unit.name + tag;
@@ -405,7 +522,6 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // (program/activation_allocations.hpp) where each layer's activations live inside its own
   // passes: kept whole, or fully checkpointed without offloading and recomputed inside its
   // backward task (under TP a separate task recomputes it: lumped, as are selective policies).
-  const bool full_recompute = p.activation_checkpointing && p.checkpoint_policy == plan::CheckpointPolicy::full;
   const bool per_tensor =
       p.allocator_tensor_requests && (!p.activation_checkpointing || (full_recompute && !offload && p.tp == 1));
   enum PassIndex { kEmbeddingForward, kLayerForward, kLastLayerForward, kHeadForward, kLayerBackward,
@@ -522,6 +638,10 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
                     {"reduce-scatter", StreamKind::communication, {}},
                     {"tensor-parallel", StreamKind::communication, {}}};
       if (offload) rp.streams.push_back({"host-copy", StreamKind::copy, {}});
+      // Context parallelism: the CP group's K, V all-gathers and rotations (one communicator).
+      const int kCpRing = static_cast<int>(rp.streams.size());
+      if (cp > 1) rp.streams.push_back({"cp ring", StreamKind::communication, {}});
+      const long cp_gid = cp > 1 ? (d / cp) * p.tp + t : -1;
       auto& comp = rp.streams[kCompute].tasks;
       auto& gather = rp.streams[kGather].tasks;
       auto& reduce = rp.streams[kReduce].tasks;
@@ -590,6 +710,52 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
         whole.kernels = runs.back().kernels;
         whole.host_sync = true;
         return pass(std::move(whole), std::move(ready), tensor_calls, kNoCalls);
+      };
+      // A layer pass with its SDPA as PyTorch's ring (torch_ring_attention.hpp): `before` (after
+      // the SP gathers), the K, V all-gather or rotations and the dK, dV rotations on the CP
+      // stream, each step (backward: its attention, then what needs the dK, dV in flight), and
+      // `whole` last with the duration of `after`, keeping the pass's name and memory, then
+      // its TP calls. Returns what the next pass waits for.
+      auto ring_pass = [&](Task whole, const CostedRing& r, const std::vector<InternedName>& task_names,
+                           const std::vector<int>& ring_call_ids, std::vector<TaskRef> ready, PassCalls tensor_calls,
+                           PassCalls gather_calls) {
+        std::size_t k = 0, c = 0;
+        auto piece = [&](const CostedOps& ops, std::vector<TaskRef> deps, PassCalls gathers) {
+          Task task{task_names[k++], TaskKind::compute, whole.phase, ops.duration, -1, {}};
+          set_memory_bound(task, ops.memory);
+          task.kernels = ops.kernels;
+          return pass(std::move(task), std::move(deps), kNoCalls, gathers);
+        };
+        auto collective = [&](std::vector<TaskRef> deps) {
+          auto& ring = rp.streams[static_cast<std::size_t>(kCpRing)].tasks;
+          ring.push_back({task_names[k++], TaskKind::collective, whole.phase, 0, ring_call_ids[c++], std::move(deps)});
+          return last(ring, kCpRing);
+        };
+        TaskRef previous_piece = piece(r.before, std::move(ready), gather_calls);
+        TaskRef gathered{-1, -1}, kv{-1, -1}, dkv{-1, -1};
+        if (r.pass.gathered > 0) gathered = collective({previous_piece});
+        for (std::size_t i = 0; i < r.steps.size(); ++i) {
+          TaskRef sent{-1, -1};
+          if (i < r.pass.kv_bytes.size() && r.pass.kv_bytes[i] > 0)
+            sent = collective({i == 0 ? previous_piece : kv});  // passes on the K, V it received
+          std::vector<TaskRef> deps{previous_piece};
+          if (i > 0) deps.push_back(gathered.stream >= 0 ? gathered : kv);
+          previous_piece = piece(r.steps[i], std::move(deps), kNoCalls);
+          if (sent.stream >= 0) kv = sent;
+          if (i < r.accumulations.size()) {
+            std::vector<TaskRef> adeps{previous_piece};
+            if (i > 0) adeps.push_back(dkv);
+            previous_piece = piece(r.accumulations[i], std::move(adeps), kNoCalls);
+            dkv = collective({previous_piece});
+          }
+        }
+        TRAINSIM_CHECK(k == task_names.size() && c == ring_call_ids.size(), "a ring pass pushes one task per name");
+        whole.duration = r.after.duration;
+        set_memory_bound(whole, r.after.memory);
+        whole.kernels = r.after.kernels;
+        std::vector<TaskRef> deps{previous_piece};
+        if (dkv.stream >= 0) deps.push_back(dkv);  // dK, dV home
+        return pass(std::move(whole), std::move(deps), tensor_calls, kNoCalls);
       };
       auto sp_gather = [&](const std::vector<int>& by_rank) { return sequence_parallel ? of_rank(by_rank) : kNoCalls; };
       // The FP8 shard casts (and amax all-reduces) before unit u's gather, after `deps`; returns
@@ -668,9 +834,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           }
           if (moved[u].forward_gather && !kept_through_backward(u)) frees_gathered(f, u);
           f.kernels = units[u].forward_kernels;
-          previous = synced_pass(f, units[u].forward_runs, name[u].forward_runs, ready,
+          if (units[u].ring >= 0)
+            previous = ring_pass(f, rings[static_cast<std::size_t>(units[u].ring)].forward, name[u].ring_forward,
+                                 c[u].ring_fwd[static_cast<std::size_t>(cp_gid)], ready,
                                  units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
                                  units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
+          else
+            previous = synced_pass(f, units[u].forward_runs, name[u].forward_runs, ready,
+                                   units[u].tensor_parallel ? of_rank(c[u].tensor_fwd) : kNoCalls,
+                                   units[u].tensor_parallel ? sp_gather(c[u].gather_fwd_sp) : kNoCalls);
           computed.push_back(static_cast<int>(comp.size()) - 1);
           if (offload && units[u].layer)
             offloaded[u] = copy_task(name[u].offload, CopyDirection::to_host,
@@ -719,16 +891,27 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           }
           // A tensor-parallel unit's recomputed forward is a task of its own (its all-reduce sits
           // between it and the backward proper), taken out of `backward`.
-          const bool recompute_apart = p.activation_checkpointing && units[u].tensor_parallel;
+          // Under context parallelism too: the recompute runs its own ring.
+          const bool ring = units[u].ring >= 0;
+          const bool recompute_apart = p.activation_checkpointing && (units[u].tensor_parallel || ring);
           if (recompute_apart) {
             Task r{name[u].recompute, TaskKind::compute, Phase::backward,
                    units[u].recompute, -1, {}};
             set_memory_bound(r, units[u].recompute_memory);
             r.workspace = mem.workspace;
             r.kernels = units[u].recompute_kernels;
-            ready = {synced_pass(r, units[u].recompute_runs, name[u].recompute_runs, ready,
-                                 recompute_keeps_scatters ? kNoCalls : of_rank(c[u].tensor_recompute),
-                                 sp_gather(c[u].gather_recompute_sp))};
+            const PassCalls tensor_calls = !units[u].tensor_parallel || recompute_keeps_scatters
+                                               ? kNoCalls
+                                               : of_rank(c[u].tensor_recompute);
+            const PassCalls gather_calls = units[u].tensor_parallel ? sp_gather(c[u].gather_recompute_sp) : kNoCalls;
+            // (torchtitan's op policy saved the ring attention's output: no ring in its recompute.)
+            if (ring && full_recompute)
+              ready = {ring_pass(r, rings[static_cast<std::size_t>(units[u].ring)].forward, name[u].ring_recompute,
+                                 c[u].ring_recompute[static_cast<std::size_t>(cp_gid)], ready, tensor_calls,
+                                 gather_calls)};
+            else
+              ready = {synced_pass(r, units[u].recompute_runs, name[u].recompute_runs, ready, tensor_calls,
+                                   gather_calls)};
           }
           const Seconds dur = units[u].backward - (recompute_apart ? units[u].recompute : 0);
           Task b{name[u].backward, TaskKind::compute, Phase::backward, dur, -1, {}};
@@ -746,9 +929,15 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
           if (moved[u].backward_gather || kept_through_backward(u)) frees_gathered(b, u);
           b.alloc = gradient_bytes[u];
           static const std::vector<SyncedRun> kOneRun;
-          previous = synced_pass(b, recompute_apart ? kOneRun : units[u].backward_runs, name[u].backward_runs, ready,
+          if (ring)
+            previous = ring_pass(b, rings[static_cast<std::size_t>(units[u].ring)].backward, name[u].ring_backward,
+                                 c[u].ring_bwd[static_cast<std::size_t>(cp_gid)], ready,
                                  units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
                                  units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
+          else
+            previous = synced_pass(b, recompute_apart ? kOneRun : units[u].backward_runs, name[u].backward_runs, ready,
+                                   units[u].tensor_parallel ? of_rank(c[u].tensor_bwd) : kNoCalls,
+                                   units[u].tensor_parallel ? sp_gather(c[u].gather_bwd_sp) : kNoCalls);
           done.push_back(static_cast<int>(comp.size()) - 1);
           if (post && k + 1 < n) gather_backward(k + 1, 2);
           if (shard > 1 && moved[u].reduce) {
@@ -827,5 +1016,7 @@ Program build_sharded_data_parallel(const ScheduleInputs& in) {
   // Ranks in global order (rank_of puts TP innermost, and this loop visits d then t).
   return prog;
 }
+
+}  // namespace
 
 }  // namespace trainsim::program

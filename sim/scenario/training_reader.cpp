@@ -197,16 +197,23 @@ plan::TrainingPlan read_training(JsonObject o) {
     // Modelled as Megatron-core with Transformer Engine runs it (program/context_parallel.hpp):
     // the PTD-P schedule, TE's fused attention split into ring steps, whole layers recomputed.
     if (t.cp > 1) {
-      if (t.sharding != Sharding::none && t.sharding != Sharding::zero1)
-        o.fail("context_parallel", "is modelled in the PTD-P schedule only (schedule ddp or zero1)");
+      // Under schedule fsdp: torchtitan's, PyTorch's ring attention in FSDP2's schedule
+      // (program/torch_ring_attention.hpp; its conditions below, once the FSDP keys are read).
+      if (t.sharding != Sharding::none && t.sharding != Sharding::zero1 && t.sharding != Sharding::fsdp)
+        o.fail("context_parallel", "is modelled in the PTD-P schedule (schedule ddp or zero1) and in FSDP2's "
+                                   "(schedule fsdp, as torchtitan runs it)");
       if (t.shard_degree > 0)
-        o.fail("context_parallel", "with hybrid_shard_degree is not modelled (the distributed optimizer shards over "
-                                   "the whole data-parallel x context-parallel group)");
+        o.fail("context_parallel", "with hybrid_shard_degree is not modelled (the distributed optimizer, or FSDP, "
+                                   "shards over the whole data-parallel x context-parallel group)");
       if (!t.flash_attention)
         o.fail("context_parallel", "splits Transformer Engine's fused attention into ring steps: enable flash_attention");
-      if (t.activation_checkpointing && t.checkpoint_policy != plan::CheckpointPolicy::full)
+      // Full recompute runs the ring again; torchtitan's op policy saves SDPA's output (the ring
+      // attention's, which its dispatch mode sees as one op), so nothing of the ring is recomputed.
+      const bool torchtitan_policy =
+          t.sharding == Sharding::fsdp && t.checkpoint_policy == plan::CheckpointPolicy::selective_op;
+      if (t.activation_checkpointing && t.checkpoint_policy != plan::CheckpointPolicy::full && !torchtitan_policy)
         o.fail("context_parallel", "with selective checkpointing is not modelled (checkpoint_policy \"full\" is: its "
-                                   "recompute runs the KV ring again)");
+                                   "recompute runs the KV ring again; under schedule fsdp also \"selective_op\")");
     }
   }
   t.eager_kernels = o.boolean_or("eager_kernels", false);
@@ -545,6 +552,28 @@ plan::TrainingPlan read_training(JsonObject o) {
     c.reduce_bucket_size = elements("reduce_bucket_size", c.reduce_bucket_size);
     d.allow("note");
     d.finish();
+  }
+  if (t.cp > 1 && t.sharding == Sharding::fsdp) {
+    // torchtitan's context parallelism: PyTorch's ring attention with FSDP2 over dp_shard x cp.
+    if (t.fsdp_implementation != plan::FsdpImplementation::torch_fsdp2)
+      o.fail("context_parallel", "with schedule fsdp is modelled as torchtitan runs it: needs fsdp_implementation "
+                                 "\"torch-fsdp2\"");
+    if (t.activation_offloading)
+      o.fail("activation_offloading", "is not modelled with context_parallel under schedule fsdp");
+    if (t.allocator_tensor_requests)
+      o.fail("allocator_tensor_requests", "is not modelled with context_parallel (a ring pass's tensors)");
+    if (t.composer_train_metrics > 0)
+      o.fail("composer_train_metrics", "Composer's metric updates are not modelled with context_parallel");
+    if (t.module_kernels == plan::ModuleKernels::mpt_flash || t.module_kernels == plan::ModuleKernels::hf_bert)
+      o.fail("module_kernels", "this module's attention is not PyTorch's SDPA, which context_parallel replaces");
+  }
+  if (o.has("context_parallel_rotate_method")) {
+    if (!(t.cp > 1 && t.sharding == Sharding::fsdp))
+      o.fail("context_parallel_rotate_method", "says how PyTorch's ring attention moves K and V: needs "
+                                               "context_parallel > 1 under schedule fsdp");
+    t.cp_rotate = o.choice("context_parallel_rotate_method", {"allgather", "alltoall"}) == "alltoall"
+                      ? plan::CpRotateMethod::alltoall
+                      : plan::CpRotateMethod::allgather;
   }
   if (t.pp > 1 && t.sharding == Sharding::fsdp) {
     // FSDP inside each pipeline stage is modelled as torchtitan runs it (program/pipeline_schedule.hpp):

@@ -653,6 +653,34 @@ TEST(ScenarioErrors, ContextParallelMustDivideTheRanksAndTwiceItTheSequence) {
   EXPECT_TRUE(contains(e.what(), "checkpoint_policy \"full\"")) << e.what();
 }
 
+TEST(ScenarioErrors, ContextParallelUnderFsdpIsTorchtitansWithFsdp2) {
+  // torchtitan's defaults (FSDP2, selective op checkpointing) take CP 2 as they are.
+  json doc = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
+  doc["topology"] = absolute("topologies/p5.48xlarge.json");
+  doc["points"] = json::array({doc["points"][0]});
+  json& point = doc["points"][0];
+  point["training"]["context_parallel"] = 2;
+  point["data_parallel_degree"] = 16;
+  EXPECT_NO_THROW(load_scenario(write(doc, temp_file("tt_cp2"))));
+  point["training"]["context_parallel_rotate_method"] = "alltoall";
+  EXPECT_NO_THROW(load_scenario(write(doc, temp_file("tt_cp2_a2a"))));
+  point["training"]["context_parallel_rotate_method"] = "ring";
+  ConfigError e = error_of(doc, "tt_rotate");
+  EXPECT_EQ(e.json_path(), "/points/0/training/context_parallel_rotate_method");
+  point["training"].erase("context_parallel_rotate_method");
+  point["training"]["fsdp_implementation"] = "torch-fsdp1";
+  e = error_of(doc, "tt_fsdp1");
+  EXPECT_EQ(e.json_path(), "/points/0/training/context_parallel");
+  EXPECT_TRUE(contains(e.what(), "torch-fsdp2")) << e.what();
+  // The rotation is PyTorch's: without CP (or under Megatron's CP) the key is an error.
+  point["training"].erase("fsdp_implementation");
+  point["training"]["context_parallel"] = 1;
+  point["data_parallel_degree"] = 32;
+  point["training"]["context_parallel_rotate_method"] = "allgather";
+  e = error_of(doc, "tt_no_cp");
+  EXPECT_EQ(e.json_path(), "/points/0/training/context_parallel_rotate_method");
+}
+
 TEST(ScenarioErrors, Float8AllGatherNeedsTorchaoFp8UnderFsdp2) {
   json doc = read_json_file("scenarios/p5-llama3-8b-torchtitan.json");
   doc["topology"] = absolute("topologies/p5.48xlarge.json");
