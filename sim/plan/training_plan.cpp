@@ -129,9 +129,10 @@ Layout layout_of(const TrainingPlan& plan, long world, long ranks_per_node) {
 Layout context_parallel_rank_layout(const Layout& layout) {
   Layout l = layout;
   if (layout.cp <= 1) return l;
-  // A shard group spanning the whole data-parallel group spans the CP ranks too; the reader
-  // rejects hybrid sharding with context parallelism.
-  if (l.shard == l.dp) l.shard *= l.cp;
+  // A shard group spans the CP ranks of its data-parallel ranks: the whole DP x CP group, or
+  // under FSDP's hybrid sharding (torchtitan's dp_shard x cp mesh) shard x cp of them, the
+  // replicas outermost. (The reader rejects hybrid sharding with Megatron's CP.)
+  if (l.shard == l.dp || l.shard > 1) l.shard *= l.cp;
   l.dp *= l.cp;
   l.cp = 1;
   return l;

@@ -398,7 +398,8 @@ struct Layout {
 /// of the data-parallel x context-parallel group (Megatron-core's data_parallel_group with
 /// with_context_parallel=True, which reduces the gradients and shards the distributed optimizer),
 /// ranks in Megatron's order (tensor, context, data, pipeline: a CP index is the fastest part of
-/// the combined index). Identity when cp = 1.
+/// the combined index). A hybrid shard group (FSDP under torchtitan: dp_shard x cp) takes its
+/// DP ranks' CP ranks too. Identity when cp = 1.
 [[nodiscard]] Layout context_parallel_rank_layout(const Layout& layout);
 
 /// The named precision recipes: "amp" (fp16/bf16 AMP with fp32 master weights and gradient copy:

@@ -202,9 +202,9 @@ plan::TrainingPlan read_training(JsonObject o) {
       if (t.sharding != Sharding::none && t.sharding != Sharding::zero1 && t.sharding != Sharding::fsdp)
         o.fail("context_parallel", "is modelled in the PTD-P schedule (schedule ddp or zero1) and in FSDP2's "
                                    "(schedule fsdp, as torchtitan runs it)");
-      if (t.shard_degree > 0)
-        o.fail("context_parallel", "with hybrid_shard_degree is not modelled (the distributed optimizer, or FSDP, "
-                                   "shards over the whole data-parallel x context-parallel group)");
+      if (t.shard_degree > 0 && t.sharding != Sharding::fsdp)
+        o.fail("context_parallel", "with hybrid_shard_degree is modelled under schedule fsdp only (Megatron's "
+                                   "distributed optimizer shards over the whole data-parallel x context-parallel group)");
       if (!t.flash_attention)
         o.fail("context_parallel", "splits Transformer Engine's fused attention into ring steps: enable flash_attention");
       // Full recompute runs the ring again; torchtitan's op policy saves SDPA's output (the ring

@@ -202,5 +202,33 @@ TEST(TorchRingAttention, FullRecomputeRunsTheRingAgainBeforeTheBackwardOne) {
             index_of(*ring, "backward layer 1 mb0 cp kv all-gather"));
 }
 
+TEST(TorchRingAttention, HybridShardingShardsOverDpShardTimesCp) {
+  // torchtitan's HSDP with CP: FSDP over dp_shard x cp, replicas outermost. 8 ranks: DP 4
+  // (2 replicas x shard 2) x CP 2.
+  ScheduleInputs in = fsdp2_cp2(false);
+  in.plan.shard_degree = 2;
+  in.layout = plan::layout_of(in.plan, 8, 8);
+  ASSERT_EQ(in.layout.dp, 4);
+  ASSERT_EQ(in.layout.shard, 2);
+  const plan::Layout view = plan::context_parallel_rank_layout(in.layout);
+  EXPECT_EQ(view.dp, 8);
+  EXPECT_EQ(view.shard, 4);
+  const Program prog = build_program(in);
+  validate(prog);
+  bool scattered = false, replicated = false;
+  for (const auto& c : prog.collectives) {
+    if (c.op == collective::Op::reduce_scatter && c.group.front() == 0) {
+      EXPECT_EQ(c.group, (std::vector<int>{0, 1, 2, 3}));  // two DP ranks' CP pairs
+      scattered = true;
+    }
+    if (c.op == collective::Op::all_reduce && c.group.front() == 0 && c.group.size() == 2) {
+      EXPECT_EQ(c.group, (std::vector<int>{0, 4}));  // the same shard position in the other replica
+      replicated = true;
+    }
+  }
+  EXPECT_TRUE(scattered);
+  EXPECT_TRUE(replicated);
+}
+
 }  // namespace
 }  // namespace trainsim::program
