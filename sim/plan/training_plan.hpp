@@ -49,6 +49,10 @@ enum class PipelineEngine { megatron, deepspeed };
 /// _RotateMethod): all-gather once per pass, or all-to-all (a ring exchange) every step.
 enum class CpRotateMethod { allgather, alltoall };
 
+/// Megatron-core's cp_comm_type (Transformer Engine's context-parallel attention): "p2p"
+/// (AttnFuncWithCPAndKVP2P) or "a2a" (AttnFuncWithCPAndQKVOA2A, DeepSpeed-Ulysses' exchange).
+enum class CpCommType { p2p, a2a };
+
 /// How finely tp_comm_overlap's userbuffers passes are simulated (program/tp_comm_overlap.hpp).
 /// per_step: each ring step and each chunk's reduce-scatter its own call, each GEMM chunk its own
 /// task; coarse: a ring's TP - 1 steps one call (repeated), beside one task for the GEMM chunks
@@ -222,6 +226,9 @@ struct TrainingPlan {
   /// How PyTorch's ring attention (schedule fsdp with cp > 1) moves K and V: one all-gather per
   /// pass (torchtitan's default, "allgather") or a ring of exchanges ("alltoall").
   CpRotateMethod cp_rotate = CpRotateMethod::allgather;
+  /// How Megatron-core's CP (Transformer Engine) exchanges: the K, V ring ("p2p") or all-to-alls
+  /// of Q, K, V and O around an attention over the whole sequence on 1/cp of the heads ("a2a").
+  CpCommType cp_comm = CpCommType::p2p;
   PipelineSchedule pipeline = PipelineSchedule::one_f_one_b;
   PipelineEngine pipeline_engine = PipelineEngine::megatron;
   long virtual_stages = 1;           ///< model chunks per stage (interleaved 1F1B: v; ZB-V: 2)

@@ -235,13 +235,59 @@ RingAttentionPass ring_attention_pass(const std::vector<Operation>& ops, const m
   return pass;
 }
 
+RingAttentionPass a2a_attention_pass(const std::vector<Operation>& ops, const model::TransformerSpec& rank_model,
+                                     const model::LayerShape& shape, long cp, bool forward) {
+  const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
+  TRAINSIM_CHECK(at != ops.end(), "an all-to-all attention pass needs a fused attention op");
+  TRAINSIM_CHECK(cp > 1, "an all-to-all attention pass needs a context-parallel degree above 1");
+  const RankTensors t = rank_tensors(rank_model, shape);
+  RingAttentionPass pass;
+  pass.before.assign(ops.begin(), at);
+  pass.after.assign(at + 1, ops.end());
+  // The attention over the whole sequence (cp x the rank's tokens) on 1/cp of the heads: cp
+  // times the work of the rank's causal block, the same tensor bytes.
+  Operation attention = *at;
+  const double c = static_cast<double>(cp);
+  attention.m *= c;
+  attention.n *= c;
+  attention.batch /= c;
+  attention.flops *= c;
+  attention.name += " (a2a)";
+  // The tensors each side trades: Q, K, V in and O out forward; dO in and dQ, dK, dV out backward.
+  const std::vector<Bytes> in = forward ? std::vector<Bytes>{t.q, t.kv / 2, t.kv / 2} : std::vector<Bytes>{t.q};
+  const std::vector<Bytes> out = forward ? std::vector<Bytes>{t.q} : std::vector<Bytes>{t.q, t.kv / 2, t.kv / 2};
+  std::vector<Operation> step;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    // Before the call: the heads split out in front (movedim(-3, 0).contiguous()); after it, the
+    // sequence chunks put back in order (movedim(0, seq).contiguous(), index_select).
+    pass.before.push_back(copy_of("cp_a2a_layout_in " + std::to_string(i), in[i]));
+    step.push_back(copy_of("cp_a2a_gather_seq " + std::to_string(i), in[i]));
+    step.push_back(copy_of("cp_a2a_reorder_in " + std::to_string(i), in[i]));
+    pass.a2a_before.push_back(in[i]);
+  }
+  step.push_back(attention);
+  std::vector<Operation> tail;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    step.push_back(copy_of("cp_a2a_split_seq " + std::to_string(i), out[i]));
+    step.push_back(copy_of("cp_a2a_reorder_out " + std::to_string(i), out[i]));
+    tail.push_back(copy_of("cp_a2a_layout_out " + std::to_string(i), out[i]));
+    pass.a2a_after.push_back(out[i]);
+  }
+  pass.after.insert(pass.after.begin(), tail.begin(), tail.end());
+  pass.rank_steps.assign(static_cast<std::size_t>(cp), {step});
+  pass.ring_bytes = {0};
+  return pass;
+}
+
 std::vector<std::string> ring_pass_labels(const RingAttentionPass& pass) {
   std::vector<std::string> labels;
   if (!pass.before.empty()) labels.push_back(pass.before.front().name + ".." + pass.before.back().name);
+  for (std::size_t k = 0; k < pass.a2a_before.size(); ++k) labels.push_back("cp all-to-all in " + std::to_string(k));
   for (std::size_t i = 0; i < ring_steps(pass); ++i) {
     if (pass.ring_bytes[i] > 0) labels.push_back("cp ring step " + std::to_string(i));
     labels.push_back("cp attention step " + std::to_string(i));
   }
+  for (std::size_t k = 0; k < pass.a2a_after.size(); ++k) labels.push_back("cp all-to-all out " + std::to_string(k));
   if (!pass.after.empty()) labels.push_back(pass.after.front().name + ".." + pass.after.back().name);
   return labels;
 }

@@ -74,6 +74,11 @@ struct RingAttentionPass {
   /// for that step, and the pass goes on only once the last transfer is home.
   bool transfer_after_previous_step = false;
   std::vector<model::Operation> after;  ///< the pass's ops after its attention
+  /// cp_comm_type "a2a" (Ulysses: AttnFuncWithCPAndQKVOA2A): the all-to-alls over the CP group
+  /// before the attention (forward Q, K, V; backward dO) and after it (forward O; backward dQ,
+  /// dK, dV), each an all_to_all_single of the rank's tensor (nccl-tests S), one after another
+  /// on the CP stream; then the pass is one step, ring_bytes {0}. Empty for the ring.
+  std::vector<Bytes> a2a_before, a2a_after;
 };
 
 /// Sizes of one CP rank's attention tensors: its seq/cp tokens, TP's share of the heads; K and V
@@ -110,8 +115,19 @@ struct CpRankTensors {
                                                    const model::TransformerSpec& rank_model,
                                                    const model::LayerShape& shape, long cp, bool forward);
 
+/// `ops` cut around their fused attention op for cp_comm_type "a2a": the attention over the
+/// whole sequence on 1/cp of the heads (the heads and KV heads of a TP rank must divide by cp:
+/// the reader), between all-to-alls that trade sequence shards for head shards and back, each
+/// tensor laid out for the call and its chunks reordered after it (TE's
+/// flash_attn_a2a_communicate: a contiguous copy before, a contiguous copy and an index_select
+/// after, or the reverse around the second call).
+[[nodiscard]] RingAttentionPass a2a_attention_pass(const std::vector<model::Operation>& ops,
+                                                   const model::TransformerSpec& rank_model,
+                                                   const model::LayerShape& shape, long cp, bool forward);
+
 /// Names of the tasks a ring pass becomes, in the order the schedule pushes them: the part
-/// before (if any), per step its transfer (if any) then its attention, the part after (if any).
+/// before (if any), the all-to-alls before the attention (a2a), per step its transfer (if any)
+/// then its attention, the all-to-alls after it (a2a), the part after (if any).
 [[nodiscard]] std::vector<std::string> ring_pass_labels(const RingAttentionPass& pass);
 
 }  // namespace trainsim::program

@@ -261,6 +261,13 @@ Scenario load_scenario_document(const nlohmann::json& doc, const std::string& pa
         po.fail("training", "a context-parallel rank's " + std::to_string(p.model.seq_len / cp) +
                                 " tokens must divide over the tensor-parallel degree " + std::to_string(p.training.tp) +
                                 " (sequence parallelism)");
+      // The all-to-alls trade sequence shards for head shards: a TP rank's heads and KV heads
+      // must divide over the CP group.
+      const long heads = p.model.heads / p.training.tp, kv_heads = model::kv_heads_of(p.model) / p.training.tp;
+      if (p.training.cp_comm == plan::CpCommType::a2a && (heads % cp != 0 || kv_heads % cp != 0))
+        po.fail("training", "cp_comm_type a2a splits a tensor-parallel rank's " + std::to_string(heads) + " heads and " +
+                                std::to_string(kv_heads) + " KV heads over context_parallel " + std::to_string(cp) +
+                                ", which must divide both");
     }
     if (p.model.heads % p.training.tp != 0)
       po.fail("nodes", "tensor-parallel degree " + std::to_string(p.training.tp) +

@@ -567,6 +567,12 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.module_kernels == plan::ModuleKernels::mpt_flash || t.module_kernels == plan::ModuleKernels::hf_bert)
       o.fail("module_kernels", "this module's attention is not PyTorch's SDPA, which context_parallel replaces");
   }
+  if (o.has("cp_comm_type")) {
+    if (!(t.cp > 1 && t.sharding != Sharding::fsdp))
+      o.fail("cp_comm_type", "says how Megatron-core's context parallelism exchanges: needs context_parallel > 1 "
+                             "under schedule ddp or zero1");
+    t.cp_comm = o.choice("cp_comm_type", {"p2p", "a2a"}) == "a2a" ? plan::CpCommType::a2a : plan::CpCommType::p2p;
+  }
   if (o.has("context_parallel_rotate_method")) {
     if (!(t.cp > 1 && t.sharding == Sharding::fsdp))
       o.fail("context_parallel_rotate_method", "says how PyTorch's ring attention moves K and V: needs "

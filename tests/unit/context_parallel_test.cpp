@@ -2,6 +2,7 @@
 // and groups the PTD-P schedule makes of it (no SimGrid).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -318,6 +319,59 @@ TEST(ContextParallel, FullRecomputeRunsTheForwardRingAgainBeforeTheBackwardOne) 
   const Program plain = build_program(cp2_dp2());
   for (const auto& t : stream_named(plain.ranks[0], "compute")->tasks)
     EXPECT_NE(std::string(t.name).rfind("recompute ", 0), 0u) << t.name;
+}
+
+TEST(ContextParallel, AllToAllTradesSequenceShardsForHeadShardsAroundOneWholeSequenceAttention) {
+  // cp_comm_type a2a (TE's AttnFuncWithCPAndQKVOA2A): Q, K, V all-to-all'd in, the attention
+  // over all 16 tokens on 2 of the 4 heads, O all-to-all'd back; backward dO in, dQ, dK, dV out.
+  ScheduleInputs in = cp2_dp2();
+  in.plan.cp_comm = plan::CpCommType::a2a;
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  const model::LayerShape shape = shape_of(view);
+  const auto forward_ops = model::layer_forward_ops(view.model, shape);
+  const RingAttentionPass forward = a2a_attention_pass(forward_ops, view.model, shape, 2, true);
+  const Bytes q = 2.0 * 1 * 8 * 4 * 16, kv = 2 * q;  // bf16, micro-batch 1 x 8 tokens x 4 heads x 16
+  EXPECT_EQ(forward.a2a_before, (std::vector<Bytes>{q, kv / 2, kv / 2}));
+  EXPECT_EQ(forward.a2a_after, (std::vector<Bytes>{q}));
+  ASSERT_EQ(forward.rank_steps.size(), 2u);
+  ASSERT_EQ(forward.rank_steps[0].size(), 1u);
+  const auto& step = forward.rank_steps[0][0];
+  const auto attention = std::find_if(step.begin(), step.end(), [](const model::Operation& op) {
+    return op.kind == model::OpKind::fused_attention;
+  });
+  ASSERT_NE(attention, step.end());
+  const auto rank_block = std::find_if(forward_ops.begin(), forward_ops.end(), [](const model::Operation& op) {
+    return op.kind == model::OpKind::fused_attention;
+  });
+  EXPECT_DOUBLE_EQ(attention->m, 2 * rank_block->m);  // the whole sequence
+  EXPECT_DOUBLE_EQ(attention->batch, rank_block->batch / 2);  // half the heads
+  EXPECT_DOUBLE_EQ(attention->flops, 2 * rank_block->flops);
+  EXPECT_TRUE(attention->causal);
+  const RingAttentionPass backward =
+      a2a_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 2, false);
+  EXPECT_EQ(backward.a2a_before, (std::vector<Bytes>{q}));
+  EXPECT_EQ(backward.a2a_after, (std::vector<Bytes>{q, kv / 2, kv / 2}));
+  // The program: the all-to-alls on the CP stream, one after another, the attention after the
+  // last of them, the pass's rest after the output's.
+  const Program p = build_program(in);
+  validate(p);
+  int compute_index = -1, ring_index = -1;
+  const Stream* compute = stream_named(p.ranks[0], "compute", &compute_index);
+  const Stream* ring = stream_named(p.ranks[0], "cp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  const int in2 = task_named(*ring, "forward mb0 c0 layer 0 cp all-to-all in 2");
+  const int out0 = task_named(*ring, "forward mb0 c0 layer 0 cp all-to-all out 0");
+  const int step0 = task_named(*compute, "forward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(in2, 0);
+  ASSERT_GE(out0, 0);
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step0)], ring_index, in2));
+  EXPECT_TRUE(waits_for(ring->tasks[static_cast<std::size_t>(out0)], compute_index, step0));
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step0 + 1)], ring_index, out0));
+  const auto& call = p.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(in2)].collective)];
+  EXPECT_EQ(call.op, collective::Op::alltoall);
+  EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(call.size, kv / 2);
+  EXPECT_EQ(task_named(*ring, "forward mb0 c0 layer 0 cp ring step 0"), -1);
 }
 
 TEST(ContextParallel, GradientsReduceOverDataTimesContextAndCpGroupsAreTpApart) {

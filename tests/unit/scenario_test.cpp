@@ -651,6 +651,17 @@ TEST(ScenarioErrors, ContextParallelMustDivideTheRanksAndTwiceItTheSequence) {
   e = error_of(doc, "selective");
   EXPECT_EQ(e.json_path(), "/points/8/training/context_parallel");
   EXPECT_TRUE(contains(e.what(), "checkpoint_policy \"full\"")) << e.what();
+  // The all-to-all exchange splits a TP rank's heads over CP: the 70B row's 2 KV heads (8 / TP 4)
+  // do not divide over CP 4 (nor the 8B row's 8 over CP 16).
+  pipelined["training"].erase("activation_checkpointing");
+  pipelined["training"].erase("checkpoint_policy");
+  pipelined["training"]["cp_comm_type"] = "a2a";
+  EXPECT_NO_THROW(load_scenario(write(doc, temp_file("a2a_cp2"))));
+  pipelined["training"]["context_parallel"] = 4;
+  pipelined["data_parallel_degree"] = 1;
+  e = error_of(doc, "a2a_cp4");
+  EXPECT_EQ(e.json_path(), "/points/8/training");
+  EXPECT_TRUE(contains(e.what(), "2 KV heads")) << e.what();
 }
 
 TEST(ScenarioErrors, ContextParallelUnderFsdpIsTorchtitansWithFsdp2) {
