@@ -50,8 +50,9 @@ enum class PipelineEngine { megatron, deepspeed };
 enum class CpRotateMethod { allgather, alltoall };
 
 /// Megatron-core's cp_comm_type (Transformer Engine's context-parallel attention): "p2p"
-/// (AttnFuncWithCPAndKVP2P) or "a2a" (AttnFuncWithCPAndQKVOA2A, DeepSpeed-Ulysses' exchange).
-enum class CpCommType { p2p, a2a };
+/// (AttnFuncWithCPAndKVP2P), "a2a" (AttnFuncWithCPAndQKVOA2A, DeepSpeed-Ulysses' exchange) or
+/// "all_gather" (AttnFuncWithCPAndKVAllGather, the Llama 3 paper's).
+enum class CpCommType { p2p, a2a, all_gather };
 
 /// How finely tp_comm_overlap's userbuffers passes are simulated (program/tp_comm_overlap.hpp).
 /// per_step: each ring step and each chunk's reduce-scatter its own call, each GEMM chunk its own

@@ -279,15 +279,71 @@ RingAttentionPass a2a_attention_pass(const std::vector<Operation>& ops, const mo
   return pass;
 }
 
+RingAttentionPass all_gather_attention_pass(const std::vector<Operation>& ops, const model::TransformerSpec& rank_model,
+                                            const model::LayerShape& shape, long cp, bool forward) {
+  const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
+  TRAINSIM_CHECK(at != ops.end(), "an all-gather attention pass needs a fused attention op");
+  TRAINSIM_CHECK(cp > 1, "an all-gather attention pass needs a context-parallel degree above 1");
+  const RankTensors t = rank_tensors(rank_model, shape);
+  const double c = static_cast<double>(cp), chunk = t.tokens / 2;  // query tokens of a chunk
+  RingAttentionPass pass;
+  pass.before.assign(ops.begin(), at);
+  pass.after.assign(at + 1, ops.end());
+  pass.gather_before = {c * t.kv / 2, c * t.kv / 2};  // K, then V
+  if (!forward) pass.scatter_after = {c * t.kv / 2, c * t.kv / 2};
+  // One chunk's call: `chunk` queries on the first `keys` keys, the last `chunk` of them masked
+  // (bottom-right causal): a square call is the causal kernel, a longer one is costed unmasked
+  // with the masked triangle's work left out.
+  auto block = [&](double keys) {
+    Operation op = *at;  // forward, or the pass's own attention backward
+    op.name += keys > chunk ? " (all-gather, " + std::to_string(static_cast<long>(keys / chunk)) + " chunks of keys)"
+                            : " (all-gather)";
+    op.m = chunk;
+    op.n = keys;
+    op.causal = keys <= chunk;
+    const double scale = (chunk * keys - chunk * chunk / 2) / (t.tokens * t.tokens / 2);
+    op.flops = at->flops * scale;
+    op.bytes = at->bytes * (chunk + keys) / (2 * t.tokens);  // Q, O of the chunk; K, V of the keys
+    return op;
+  };
+  for (long r = 0; r < cp; ++r) {
+    std::vector<Operation> step;
+    // The gathered K and V put in sequence order (index_select); backward also the zeroed
+    // cp x dK, dV buffers.
+    step.push_back(copy_of("cp_kv_gathered_reorder", c * t.kv));
+    if (!forward) step.push_back(model::make_elementwise("cp_dkv_zeros", c * t.kv));
+    const double chunk_ids[2] = {static_cast<double>(r), static_cast<double>(2 * cp - 1 - r)};
+    for (int i = 0; i < 2; ++i) {
+      const std::string at_chunk = " chunk " + std::to_string(i);
+      const double keys = (chunk_ids[i] + 1) * chunk;
+      step.push_back(copy_of("cp_q_chunk_contiguous" + at_chunk, t.q / 2));
+      step.push_back(block(keys));
+      if (forward) {
+        step.push_back(copy_of("cp_out_chunk_copy" + at_chunk, t.q / 2));
+      } else {
+        step.push_back(copy_of("cp_dq_chunk_copy" + at_chunk, t.q / 2));
+        step.push_back(add_into("cp_dkv_add" + at_chunk, t.kv * keys / t.tokens));
+      }
+    }
+    if (!forward) step.push_back(copy_of("cp_dkv_reorder", c * t.kv));
+    pass.rank_steps.push_back({step});
+  }
+  pass.ring_bytes = {0};
+  return pass;
+}
+
 std::vector<std::string> ring_pass_labels(const RingAttentionPass& pass) {
   std::vector<std::string> labels;
   if (!pass.before.empty()) labels.push_back(pass.before.front().name + ".." + pass.before.back().name);
   for (std::size_t k = 0; k < pass.a2a_before.size(); ++k) labels.push_back("cp all-to-all in " + std::to_string(k));
+  for (std::size_t k = 0; k < pass.gather_before.size(); ++k) labels.push_back("cp all-gather " + std::to_string(k));
   for (std::size_t i = 0; i < ring_steps(pass); ++i) {
     if (pass.ring_bytes[i] > 0) labels.push_back("cp ring step " + std::to_string(i));
     labels.push_back("cp attention step " + std::to_string(i));
   }
   for (std::size_t k = 0; k < pass.a2a_after.size(); ++k) labels.push_back("cp all-to-all out " + std::to_string(k));
+  for (std::size_t k = 0; k < pass.scatter_after.size(); ++k)
+    labels.push_back("cp reduce-scatter " + std::to_string(k));
   if (!pass.after.empty()) labels.push_back(pass.after.front().name + ".." + pass.after.back().name);
   return labels;
 }

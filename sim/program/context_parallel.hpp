@@ -79,6 +79,11 @@ struct RingAttentionPass {
   /// dK, dV), each an all_to_all_single of the rank's tensor (nccl-tests S), one after another
   /// on the CP stream; then the pass is one step, ring_bytes {0}. Empty for the ring.
   std::vector<Bytes> a2a_before, a2a_after;
+  /// cp_comm_type "all_gather" (AttnFuncWithCPAndKVAllGather, the Llama 3 paper's): K and V
+  /// all-gathered over the CP group before the attention (nccl-tests S: cp x the rank's K, or V),
+  /// exposed, and (backward) dK, dV reduce-scattered after it; then the pass is one step with
+  /// one attention call per local chunk, ring_bytes {0}. Empty otherwise.
+  std::vector<Bytes> gather_before, scatter_after;
 };
 
 /// Sizes of one CP rank's attention tensors: its seq/cp tokens, TP's share of the heads; K and V
@@ -125,9 +130,18 @@ struct CpRankTensors {
                                                    const model::TransformerSpec& rank_model,
                                                    const model::LayerShape& shape, long cp, bool forward);
 
+/// `ops` cut around their fused attention op for cp_comm_type "all_gather": every rank's K and
+/// V gathered (then put in sequence order: index_select), each of the rank's two chunks of
+/// queries attending to the keys up to its own end (chunk i: (i + 1) x s/2cp keys, the last
+/// s/2cp of them under the causal mask), its output copied into place; backward the same
+/// gathers, dK and dV summed into zeroed cp x K, V buffers and reduce-scattered after.
+[[nodiscard]] RingAttentionPass all_gather_attention_pass(const std::vector<model::Operation>& ops,
+                                                          const model::TransformerSpec& rank_model,
+                                                          const model::LayerShape& shape, long cp, bool forward);
+
 /// Names of the tasks a ring pass becomes, in the order the schedule pushes them: the part
-/// before (if any), the all-to-alls before the attention (a2a), per step its transfer (if any)
-/// then its attention, the all-to-alls after it (a2a), the part after (if any).
+/// before (if any), the all-to-alls or all-gathers before the attention, per step its transfer
+/// (if any) then its attention, the all-to-alls or reduce-scatters after it, the part after.
 [[nodiscard]] std::vector<std::string> ring_pass_labels(const RingAttentionPass& pass);
 
 }  // namespace trainsim::program

@@ -303,8 +303,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     std::vector<int> step_kernels;
   };
   auto costed_ring = [&](const std::vector<model::Operation>& ops, bool forward) {
-    CostedRing r{p.cp_comm == plan::CpCommType::a2a ? a2a_attention_pass(ops, s, shape, cp, forward)
-                                                    : ring_attention_pass(ops, s, shape, cp, forward),
+    CostedRing r{p.cp_comm == plan::CpCommType::a2a          ? a2a_attention_pass(ops, s, shape, cp, forward)
+                 : p.cp_comm == plan::CpCommType::all_gather ? all_gather_attention_pass(ops, s, shape, cp, forward)
+                                                             : ring_attention_pass(ops, s, shape, cp, forward),
                  {}, 0, 0, 0, 0, {}, {}};
     r.labels = ring_pass_labels(r.pass);
     r.before = ops_duration(r.pass.before, in.device);
@@ -1063,18 +1064,18 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           auto ring_pass = [&](const CostedRing& r, const InternedName* labels, std::vector<TaskRef> deps) {
             std::size_t n = 0;
             if (!r.pass.before.empty()) deps = {compute(labels[n++], r.before, r.before_kernels, deps)};
-            // cp_comm_type a2a: the all-to-alls one after another on the CP stream around the
-            // one step (context_parallel.hpp).
-            auto all_to_alls = [&](const std::vector<Bytes>& sizes, std::vector<TaskRef> after) {
+            // cp_comm_type a2a and all_gather: the calls one after another on the CP stream around
+            // the one step (context_parallel.hpp).
+            auto cp_collectives = [&](collective::Op op, const std::vector<Bytes>& sizes, std::vector<TaskRef> after) {
               for (const Bytes size : sizes) {
                 const InternedName& name = labels[n++];
                 after = {push(kCpRing, {name, TaskKind::collective, phase, 0,
-                                        request({CallRequest::Group::context, name, collective::Op::alltoall, size}),
-                                        after})};
+                                        request({CallRequest::Group::context, name, op, size}), after})};
               }
               return after;
             };
-            if (!r.pass.a2a_before.empty()) deps = all_to_alls(r.pass.a2a_before, deps);
+            if (!r.pass.a2a_before.empty()) deps = cp_collectives(collective::Op::alltoall, r.pass.a2a_before, deps);
+            if (!r.pass.gather_before.empty()) deps = cp_collectives(collective::Op::all_gather, r.pass.gather_before, deps);
             TaskRef transfer{-1, -1}, block{-1, -1};
             for (std::size_t i = 0; i < r.steps.size(); ++i) {
               TaskRef sent{-1, -1};
@@ -1095,7 +1096,9 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             }
             deps = {block};
             if (r.pass.transfer_after_previous_step && transfer.stream >= 0) deps.push_back(transfer);
-            if (!r.pass.a2a_after.empty()) deps = all_to_alls(r.pass.a2a_after, deps);
+            if (!r.pass.a2a_after.empty()) deps = cp_collectives(collective::Op::alltoall, r.pass.a2a_after, deps);
+            if (!r.pass.scatter_after.empty())
+              deps = cp_collectives(collective::Op::reduce_scatter, r.pass.scatter_after, deps);
             if (!r.pass.after.empty()) deps = {compute(labels[n++], r.after, r.after_kernels, deps)};
             TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
             return deps;

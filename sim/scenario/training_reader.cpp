@@ -571,7 +571,9 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (!(t.cp > 1 && t.sharding != Sharding::fsdp))
       o.fail("cp_comm_type", "says how Megatron-core's context parallelism exchanges: needs context_parallel > 1 "
                              "under schedule ddp or zero1");
-    t.cp_comm = o.choice("cp_comm_type", {"p2p", "a2a"}) == "a2a" ? plan::CpCommType::a2a : plan::CpCommType::p2p;
+    const std::string comm = o.choice("cp_comm_type", {"p2p", "a2a", "all_gather"});
+    t.cp_comm = comm == "a2a" ? plan::CpCommType::a2a : comm == "all_gather" ? plan::CpCommType::all_gather
+                                                                            : plan::CpCommType::p2p;
   }
   if (o.has("context_parallel_rotate_method")) {
     if (!(t.cp > 1 && t.sharding == Sharding::fsdp))

@@ -374,6 +374,60 @@ TEST(ContextParallel, AllToAllTradesSequenceShardsForHeadShardsAroundOneWholeSeq
   EXPECT_EQ(task_named(*ring, "forward mb0 c0 layer 0 cp ring step 0"), -1);
 }
 
+TEST(ContextParallel, AllGatherGathersKvOnceAndEachChunkAttendsToTheKeysUpToItsEnd) {
+  // cp_comm_type all_gather (TE's AttnFuncWithCPAndKVAllGather): K and V gathered, exposed; rank r
+  // holds chunks r and 2cp-1-r, which attend to r + 1 and 2cp - r chunks of keys: 2cp + 1 chunk
+  // pairs of work on every rank. Backward reduce-scatters dK and dV after.
+  ScheduleInputs in = cp2_dp2();
+  in.plan.cp_comm = plan::CpCommType::all_gather;
+  const ScheduleInputs view = context_parallel_rank_view(in);
+  const model::LayerShape shape = shape_of(view);
+  const auto forward_ops = model::layer_forward_ops(view.model, shape);
+  const RingAttentionPass forward = all_gather_attention_pass(forward_ops, view.model, shape, 2, true);
+  const Bytes kv = 2 * 2.0 * 1 * 8 * 4 * 16;  // K and V of the rank's 8 tokens, bf16
+  EXPECT_EQ(forward.gather_before, (std::vector<Bytes>{kv, kv}));  // cp x each of K, V
+  EXPECT_TRUE(forward.scatter_after.empty());
+  ASSERT_EQ(forward.rank_steps.size(), 2u);
+  auto keys_of = [](const std::vector<model::Operation>& step) {
+    std::vector<double> keys;
+    for (const auto& op : step)
+      if (op.kind == model::OpKind::fused_attention || op.kind == model::OpKind::fused_attention_backward)
+        keys.push_back(op.n);
+    return keys;
+  };
+  EXPECT_EQ(keys_of(forward.rank_steps[0][0]), (std::vector<double>{4, 16}));  // chunks 0 and 3 of 4 tokens
+  EXPECT_EQ(keys_of(forward.rank_steps[1][0]), (std::vector<double>{8, 12}));  // chunks 1 and 2
+  auto flops_of = [](const std::vector<model::Operation>& step) {
+    double f = 0;
+    for (const auto& op : step) f += op.kind == model::OpKind::fused_attention ? op.flops : 0;
+    return f;
+  };
+  EXPECT_DOUBLE_EQ(flops_of(forward.rank_steps[0][0]), flops_of(forward.rank_steps[1][0]));
+  const RingAttentionPass backward =
+      all_gather_attention_pass(model::layer_backward_ops(view.model, shape), view.model, shape, 2, false);
+  EXPECT_EQ(backward.gather_before, (std::vector<Bytes>{kv, kv}));
+  EXPECT_EQ(backward.scatter_after, (std::vector<Bytes>{kv, kv}));
+  // The program: the two gathers on the CP stream, then the step, then (backward) the scatters.
+  const Program p = build_program(in);
+  validate(p);
+  int compute_index = -1, ring_index = -1;
+  const Stream* compute = stream_named(p.ranks[0], "compute", &compute_index);
+  const Stream* ring = stream_named(p.ranks[0], "cp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  const int gathered = task_named(*ring, "forward mb0 c0 layer 0 cp all-gather 1");
+  const int step0 = task_named(*compute, "forward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(gathered, 0);
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step0)], ring_index, gathered));
+  const auto& call = p.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(gathered)].collective)];
+  EXPECT_EQ(call.op, collective::Op::all_gather);
+  EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+  const int scattered = task_named(*ring, "backward mb0 c0 layer 0 cp reduce-scatter 1");
+  const int back0 = task_named(*compute, "backward mb0 c0 layer 0 cp attention step 0");
+  ASSERT_GE(scattered, 0);
+  EXPECT_TRUE(waits_for(ring->tasks[static_cast<std::size_t>(scattered) - 1], compute_index, back0));
+  EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(back0 + 1)], ring_index, scattered));
+}
+
 TEST(ContextParallel, GradientsReduceOverDataTimesContextAndCpGroupsAreTpApart) {
   ScheduleInputs in = testing_support::tiny_tp2_pp2_dp2();
   in.plan.cp = 2;

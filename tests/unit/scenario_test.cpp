@@ -683,6 +683,12 @@ TEST(ScenarioErrors, ContextParallelUnderFsdpIsTorchtitansWithFsdp2) {
   e = error_of(doc, "tt_fsdp1");
   EXPECT_EQ(e.json_path(), "/points/0/training/context_parallel");
   EXPECT_TRUE(contains(e.what(), "torch-fsdp2")) << e.what();
+  // Megatron's exchange choice is not PyTorch's ring's.
+  point["training"].erase("fsdp_implementation");
+  point["training"]["cp_comm_type"] = "a2a";
+  e = error_of(doc, "tt_cp_comm_type");
+  EXPECT_EQ(e.json_path(), "/points/0/training/cp_comm_type");
+  point["training"].erase("cp_comm_type");
   // The rotation is PyTorch's: without CP (or under Megatron's CP) the key is an error.
   point["training"].erase("fsdp_implementation");
   point["training"]["context_parallel"] = 1;
