@@ -38,7 +38,6 @@ std::string unsupported_plan(const ScheduleInputs& in) {
     return "";
   }
   if (p.tp > 1 || p.pp > 1 || p.cp > 1) {
-    if (plan::fsdp_inside_pipeline_stages(p) && p.cp > 1) return "FSDP inside pipeline stages with context parallelism has no time schedule";
     if (p.cp > 1 && p.activation_checkpointing && p.checkpoint_policy != plan::CheckpointPolicy::full)
       return "context parallelism with selective recompute has no time schedule";
     if (p.sharding == plan::Sharding::zero2 && p.pp > 1)

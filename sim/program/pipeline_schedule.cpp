@@ -13,6 +13,7 @@
 #include "plan/gradient_state.hpp"
 #include "model/fp8_amax_reduction.hpp"
 #include "program/context_parallel.hpp"
+#include "program/torch_ring_attention.hpp"
 #include "program/pipeline_exchanges.hpp"
 #include "program/tp_comm_overlap.hpp"
 
@@ -293,7 +294,11 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
   // With recompute (full checkpointing only: the reader) a backward pass runs the forward's ring
   // again before its own: Megatron-core checkpoints whole layers, TE's attention included, so the
   // recomputed attention exchanges K and V around the ring as the forward did.
-  TRAINSIM_CHECK(!context_parallel || !partial_recompute, "context parallelism with selective recompute has no schedule");
+  // torchtitan's CP (FSDP2 inside the stages): PyTorch's ring attention (torch_ring_attention.hpp),
+  // whose output the op policy saves, so its selective recompute runs no part of the ring.
+  const bool torch_cp = context_parallel && fsdp_stages;
+  TRAINSIM_CHECK(!context_parallel || !partial_recompute || (torch_cp && op_recompute),
+                 "context parallelism with selective recompute has no schedule");
   struct CostedRing {
     RingAttentionPass pass;
     std::vector<std::string> labels;
@@ -373,9 +378,41 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     }
   }
   std::vector<CostedRing> ring_forward, ring_backward;  // without tp_comm_overlap: the whole pass
-  if (context_parallel && !tp_overlap) {
+  if (context_parallel && !tp_overlap && !torch_cp) {
     ring_forward.push_back(costed_ring(layer_f, true));
     ring_backward.push_back(costed_ring(layer_b, false));
+  }
+  // torchtitan's CP: each piece of a layer pass's PyTorch ring as one compute task.
+  struct CostedTorchRing {
+    TorchRingPass pass;
+    std::vector<std::string> labels;
+    Seconds before = 0, after = 0;
+    int before_kernels = 0, after_kernels = 0;
+    std::vector<Seconds> steps, accumulations;
+    std::vector<int> step_kernels, accumulation_kernels;
+  };
+  auto costed_torch_ring = [&](const std::vector<model::Operation>& ops, bool forward) {
+    CostedTorchRing r;
+    r.pass = torch_ring_attention_pass(ops, s, shape, cp, forward, p.cp_rotate, in.device);
+    r.labels = torch_ring_pass_labels(r.pass);
+    r.before = ops_duration(r.pass.before, in.device);
+    r.after = ops_duration(r.pass.after, in.device);
+    r.before_kernels = model::ops_kernels(r.pass.before);
+    r.after_kernels = model::ops_kernels(r.pass.after);
+    for (const auto& step : r.pass.steps) {
+      r.steps.push_back(ops_duration(step, in.device));
+      r.step_kernels.push_back(model::ops_kernels(step));
+    }
+    for (const auto& acc : r.pass.accumulations) {
+      r.accumulations.push_back(ops_duration(acc, in.device));
+      r.accumulation_kernels.push_back(model::ops_kernels(acc));
+    }
+    return r;
+  };
+  std::vector<CostedTorchRing> torch_forward, torch_backward;
+  if (torch_cp) {
+    torch_forward.push_back(costed_torch_ring(layer_f, true));
+    torch_backward.push_back(costed_torch_ring(layer_b, false));
   }
   // The ends of the model, per rank. Megatron ties the output projection to the word embedding
   // and, with pipeline stages, keeps a copy of the (vocabulary-parallel) table on the last stage
@@ -586,10 +623,12 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
       if (context_parallel && !tp_overlap)
         for (long l = 0; l < layers_per_chunk; ++l) {
           auto& ring = names.ring.emplace_back();
+          const auto& forward_labels = torch_cp ? torch_forward.front().labels : ring_forward.front().labels;
+          const auto& backward_labels = torch_cp ? torch_backward.front().labels : ring_backward.front().labels;
           if (!slot.forward && full_recompute)
-            for (const auto& label : ring_forward.front().labels)
+            for (const auto& label : forward_labels)
               ring.emplace_back("recompute" + tag + " layer " + std::to_string(l) + " " + label);
-          for (const auto& label : (slot.forward ? ring_forward : ring_backward).front().labels)
+          for (const auto& label : slot.forward ? forward_labels : backward_labels)
             ring.emplace_back((slot.forward ? "forward" : "backward") + tag + " layer " + std::to_string(l) + " " + label);
         }
       if (!slot.forward) {
@@ -1103,6 +1142,39 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
             TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
             return deps;
           };
+          // torchtitan's CP: a pass's SDPA as PyTorch's ring (torch_ring_attention.hpp), as the
+          // sharded schedule runs it: the K, V all-gather (or rotations) and the dK, dV rotations
+          // on the CP stream, each backward step's update of the dK, dV in flight a task of its own.
+          auto torch_ring_pass = [&](const CostedTorchRing& r, const InternedName* labels, std::vector<TaskRef> deps) {
+            std::size_t n = 0;
+            auto collective = [&](collective::Op op, Bytes size, std::vector<TaskRef> after) {
+              const InternedName& name = labels[n++];
+              return push(kCpRing, {name, TaskKind::collective, phase, 0,
+                                     request({CallRequest::Group::context, name, op, size}), std::move(after)});
+            };
+            TaskRef piece = compute(labels[n++], r.before, r.before_kernels, deps);
+            TaskRef gathered{-1, -1}, kv{-1, -1}, dkv{-1, -1};
+            if (r.pass.gathered > 0) gathered = collective(collective::Op::all_gather, r.pass.gathered, {piece});
+            for (std::size_t i = 0; i < r.steps.size(); ++i) {
+              TaskRef sent{-1, -1};
+              if (i < r.pass.kv_bytes.size() && r.pass.kv_bytes[i] > 0)
+                sent = collective(collective::Op::ring_exchange, r.pass.kv_bytes[i], {i == 0 ? piece : kv});
+              std::vector<TaskRef> step_deps{piece};
+              if (i > 0) step_deps.push_back(gathered.stream >= 0 ? gathered : kv);
+              piece = compute(labels[n++], r.steps[i], r.step_kernels[i], step_deps);
+              if (sent.stream >= 0) kv = sent;
+              if (i < r.accumulations.size()) {
+                std::vector<TaskRef> acc_deps{piece};
+                if (i > 0) acc_deps.push_back(dkv);
+                piece = compute(labels[n++], r.accumulations[i], r.accumulation_kernels[i], acc_deps);
+                dkv = collective(collective::Op::ring_exchange, r.pass.dkv_bytes[i], {piece});
+              }
+            }
+            std::vector<TaskRef> after_deps{piece};
+            if (dkv.stream >= 0) after_deps.push_back(dkv);
+            TRAINSIM_CHECK(n + 1 == r.labels.size(), "a ring pass pushes one task per name");
+            return std::vector<TaskRef>{compute(labels[n++], r.after, r.after_kernels, after_deps)};
+          };
           // tp_comm_overlap or Megatron's sequence parallelism: one layer pass's pieces as tasks,
           // named in push order; returns what the pass's successor waits for, its last compute
           // task first.
@@ -1319,6 +1391,20 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
               previous = ready.front();
               if (accumulates(slot)) {
                 // Megatron 2021's autograd (or FSDP2's) accumulation after the pass (layer_b's ops have none).
+                previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation_of(slot),
+                                   layer_accumulation_kernels, ready);
+                ready = {previous};
+              }
+            } else if (torch_cp) {
+              const InternedName* labels = names.ring[static_cast<std::size_t>(l)].data();
+              if (!slot.forward && full_recompute) {
+                ready = torch_ring_pass(torch_forward.front(), labels, ready);
+                labels += torch_forward.front().labels.size();
+              }
+              ready = torch_ring_pass((slot.forward ? torch_forward : torch_backward).front(), labels, ready);
+              previous = ready.front();
+              if (accumulates(slot)) {
+                // FSDP2's post-backward accumulation into the fp32 gradient (layer_b's ops have none).
                 previous = compute(names.layers[static_cast<std::size_t>(l)], layer_accumulation_of(slot),
                                    layer_accumulation_kernels, ready);
                 ready = {previous};

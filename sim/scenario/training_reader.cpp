@@ -590,7 +590,6 @@ plan::TrainingPlan read_training(JsonObject o) {
     if (t.fsdp_implementation != plan::FsdpImplementation::torch_fsdp2)
       o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled as torchtitan runs it: needs "
                                   "fsdp_implementation \"torch-fsdp2\"");
-    if (t.cp > 1) o.fail("pipeline_parallel", "FSDP inside pipeline stages is modelled without context_parallel");
     if (t.overlap_grad_reduce)
       o.fail("overlap_grad_reduce", "FSDP inside pipeline stages reduces each unit after the stage's last backward "
                                     "(PyTorch's pipelining stage): needs overlap_grad_reduce false");

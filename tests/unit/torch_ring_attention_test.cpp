@@ -230,5 +230,29 @@ TEST(TorchRingAttention, HybridShardingShardsOverDpShardTimesCp) {
   EXPECT_TRUE(replicated);
 }
 
+TEST(TorchRingAttention, FsdpInsidePipelineStagesRunsTheSameRingPerLayer) {
+  // torchtitan's PP with CP: 8 ranks, CP 2 x DP 2 x PP 2, FSDP2 inside each stage, 1F1B.
+  ScheduleInputs in = fsdp2_cp2(false);
+  in.plan.pp = 2;
+  in.plan.accumulation = 2;
+  in.layout = plan::layout_of(in.plan, 8, 8);
+  in.stages = {{1000, 100, 10}, {1000, 100, 10}};
+  const Program prog = build_program(in);
+  validate(prog);
+  EXPECT_EQ(prog.samples_per_step, 2 * 2 * 2);  // micro-batch x micro-batches x DP 2
+  const RankProgram& r = prog.ranks[0];         // stage 0
+  int ring_index = -1;
+  const Stream* compute = stream_named(r, "compute");
+  const Stream* ring = stream_named(r, "cp ring", &ring_index);
+  ASSERT_TRUE(compute && ring);
+  const int gather = index_of(*ring, "forward mb1 c0 layer 0 cp kv all-gather");
+  EXPECT_TRUE(waits_for(find_task(*compute, "forward mb1 c0 layer 0 cp attention step 1"), ring_index, gather));
+  const int sent1 = index_of(*ring, "backward mb1 c0 layer 0 cp dkv rotation step 1");
+  EXPECT_GE(sent1, 0);
+  // The CP pair is ranks 0 and 1 (TP 1, CP next to it), stage 0.
+  const auto& call = prog.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(gather)].collective)];
+  EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
+}
+
 }  // namespace
 }  // namespace trainsim::program
