@@ -44,6 +44,15 @@ def set_training(key, value):
     return (f"training.{key}={value}", lambda d: training(d).__setitem__(key, value))
 
 
+def context_parallel(k, **extra):
+    """context_parallel k with other training keys set together (the exchange, recompute)."""
+    def apply(d):
+        training(d)["context_parallel"] = k
+        for key, value in extra.items():
+            training(d)[key] = value
+    return (f"training.context_parallel={k}" + "".join(f",{key}={value}" for key, value in extra.items()), apply)
+
+
 def set_model(key, value):
     return (f"model.{key}={value}", lambda d: d["model"].__setitem__(key, value))
 
@@ -187,6 +196,9 @@ def valid_mutations():
     m += [fsdp2_pipeline(k) for k in (2, 4)]
     m += [set_training("eager_kernels", True)]
     m += [set_training("context_parallel", k) for k in (2, 4)]
+    m += [context_parallel(2, cp_comm_type="a2a"), context_parallel(4, cp_comm_type="all_gather"),
+          context_parallel(2, context_parallel_rotate_method="alltoall"),
+          context_parallel(2, activation_checkpointing=True, checkpoint_policy="full")]
     m += [set_training("linear_precision", "fp8")]
     m += [set_model("seq_len", s) for s in (128, 32768)]
     m += [replace_model(TINY_MODEL, "tiny"), replace_model(HUGE_MODEL, "1T")]
