@@ -387,6 +387,9 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   }
   training["tensor_parallel"] = c.tp;
   if (c.cp > 1 || training.contains("context_parallel")) training["context_parallel"] = c.cp;
+  // How a CP group exchanges means nothing without one (the loader would reject it).
+  if (c.cp == 1)
+    for (const char* key : {"cp_comm_type", "context_parallel_rotate_method"}) training.erase(key);
   training["pipeline_parallel"] = c.pp;
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;

@@ -193,6 +193,21 @@ TEST(LayoutCandidates, TheDocumentMergesTrainingAndDropsWhatTheLayoutCannotUse) 
   EXPECT_EQ(kept["hybrid_shard_degree"], 8);
 }
 
+TEST(LayoutCandidates, ACandidateWithoutContextParallelismDropsHowItsGroupWouldExchange) {
+  const json doc = json::parse(R"({"training": {"schedule": "zero1", "context_parallel": 2, "cp_comm_type": "a2a"},
+                                   "points": [{"nodes": 1, "label": "mine"}]})");
+  Candidate c;
+  c.schedule = "zero1";
+  c.cp = 2;
+  c.dp = 4;
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["cp_comm_type"], "a2a");
+  c.cp = 1;
+  c.dp = 8;
+  const json t = candidate_document(doc, 0, c)["training"];
+  EXPECT_EQ(t["context_parallel"], 1);
+  EXPECT_FALSE(t.contains("cp_comm_type"));
+}
+
 TEST(LayoutCandidates, FullShardingFollowsTheLayoutsDataParallelGroup) {
   // A point that shards over its 256 ranks, searched on 8 nodes: full sharding is over DP 64.
   const json doc = json::parse(R"({"training": {"schedule": "fsdp", "hybrid_shard_degree": 256},
