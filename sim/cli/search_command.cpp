@@ -12,7 +12,7 @@ namespace trainsim::cli {
 
 const char* const kSearchUsage =
     "trainsim search SCENARIO [--point LABEL] [--nodes LIST] [--global-batch B] [--schedule LIST]\n"
-    "                [--tp LIST] [--cp LIST] [--pp LIST] [--pipeline-schedule LIST]\n"
+    "                [--tp LIST] [--cp LIST] [--cp-comm-type LIST] [--pp LIST] [--pipeline-schedule LIST]\n"
     "                [--virtual-stages LIST] [--micro-batch LIST]\n"
     "                [--checkpointing LIST] [--checkpoint-policy LIST] [--offloading LIST]\n"
     "                [--sequence-parallel LIST]\n"
@@ -34,6 +34,9 @@ const char* const kSearchUsage =
     "           accelerators when the point is model-parallel, every power-of-two micro-batch\n"
     "           that divides a replica's batch, else the point's own values (CP: context\n"
     "           parallelism, Megatron-core's ring attention, the point's own by default)\n"
+    "  --cp-comm-type  p2p,a2a,all_gather: how a Megatron-core CP group exchanges (the K, V\n"
+    "           ring, all-to-alls of Q, K, V and O, or K, V all-gathered), tried at CP > 1\n"
+    "           (default: the point's own)\n"
     "  --pipeline-schedule  gpipe,1f1b,zb-h1,zb-v: the schedule of pipelines without virtual stages\n"
     "           (default: the point's own); only at PP > 1\n"
     "  --virtual-stages  model chunks per pipeline stage: 1 is the point's plain schedule, more\n"
@@ -118,6 +121,13 @@ int search_command(const std::vector<std::string>& args) {
       options.space.tp = degrees(a, cursor.value(a));
     } else if (a == "--cp") {
       options.space.cp = degrees(a, cursor.value(a));
+    } else if (a == "--cp-comm-type") {
+      for (const auto& v : split(cursor.value(a))) {
+        const auto& names = search::cp_comm_type_names();
+        if (std::find(names.begin(), names.end(), v) == names.end())
+          throw UsageError("--cp-comm-type expects p2p, a2a and/or all_gather, not \"" + v + "\"");
+        options.space.cp_comm_type.push_back(v);
+      }
     } else if (a == "--pipeline-schedule") {
       for (const auto& v : split(cursor.value(a))) {
         const auto& names = search::pipeline_schedule_names();

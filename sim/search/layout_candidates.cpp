@@ -93,10 +93,17 @@ const char* schedule_label(const std::string& schedule) {
   return "DDP";
 }
 
+const std::vector<std::string>& cp_comm_type_names() {
+  static const std::vector<std::string> names{"p2p", "a2a", "all_gather"};
+  return names;
+}
+
 std::string Candidate::label() const {
+  const bool comm = cp > 1 && (cp_comm_searched || cp_comm != "p2p");
   std::string s = std::string(schedule_searched ? schedule_label(schedule) : "") +
                   (schedule_searched ? ", " : "") + "TP " + std::to_string(tp) +
-                  (cp > 1 ? ", CP " + std::to_string(cp) : "") + ", PP " + std::to_string(pp) +
+                  (cp > 1 ? ", CP " + std::to_string(cp) + (comm ? " " + cp_comm : "") : "") +
+                  ", PP " + std::to_string(pp) +
                   ", DP " + std::to_string(dp) + ", micro-batch " + std::to_string(micro_batch) +
                   " x " + std::to_string(accumulation) + (checkpointing ? ", checkpointing" : "") +
                   (checkpointing && policy_searched ? " " + checkpoint_policy : "") +
@@ -121,6 +128,8 @@ SearchSpace complete_space(SearchSpace given, const PointShape& shape, long laye
   }
   if (given.cp.empty()) given.cp = {shape.context_parallel};
   given.cp = sorted_unique(given.cp);
+  if (given.cp_comm_type.empty()) given.cp_comm_type = {shape.cp_comm_type};
+  given.cp_comm_type = in_order_of(cp_comm_type_names(), given.cp_comm_type);
   if (given.pp.empty()) {
     const long world = static_cast<long>(shape.nodes) * shape.ranks_per_node;
     given.pp =
@@ -221,7 +230,8 @@ struct ScheduleAxes {
   std::string schedule;
   bool schedule_searched = false;
   std::vector<long> cp, chunks;
-  std::vector<std::string> pipelines;
+  std::vector<std::string> pipelines, cp_comms;
+  bool cp_comm_searched = false;
   bool has_full = false;  ///< the shard axis has full sharding (0)
 };
 
@@ -266,7 +276,8 @@ void add_variants(const Candidate& base, const std::vector<long>& micro, long pe
           // A shard group as large as the data-parallel group is full sharding.
           const long group = shard == k.dp ? 0 : shard;
           k.is_original = k.schedule == shape.schedule && k.tp == shape.tp &&
-                          k.cp == shape.context_parallel && k.pp == shape.pp &&
+                          k.cp == shape.context_parallel && (k.cp == 1 || k.cp_comm == shape.cp_comm_type) &&
+                          k.pp == shape.pp &&
                           k.virtual_stages == shape.virtual_stages && k.pipeline == own_pipeline &&
                           mb == shape.micro_batch && on == own && group == shape.shard;
           e.candidates.push_back(k);
@@ -282,12 +293,15 @@ void add_layouts(const ScheduleAxes& axes, const SearchSpace& space, const Point
   for (const long tp : space.tp) {
     const auto switches = switch_combinations(space, shape, tp);
     for (const long cp : axes.cp) {
+      for (const auto& comm : cp > 1 ? axes.cp_comms : std::vector<std::string>{"p2p"})
       for (const long pp : space.pp) {
         Candidate base;
         base.schedule = axes.schedule;
         base.schedule_searched = axes.schedule_searched;
         base.tp = tp;
         base.cp = cp;
+        base.cp_comm = comm;
+        base.cp_comm_searched = axes.cp_comm_searched;
         base.pp = pp;
         const long model_parallel = tp * pp * cp;
         if (world % model_parallel != 0) {
@@ -329,6 +343,8 @@ Enumeration enumerate_layouts(const SearchSpace& space, const PointShape& shape)
   axes.schedule_searched = schedule_searched;
   axes.has_full = has_full;
   axes.cp = space.cp.empty() ? std::vector<long>{shape.context_parallel} : space.cp;
+  axes.cp_comms = space.cp_comm_type.empty() ? std::vector<std::string>{shape.cp_comm_type} : space.cp_comm_type;
+  axes.cp_comm_searched = axes.cp_comms.size() > 1 || axes.cp_comms != std::vector<std::string>{shape.cp_comm_type};
   axes.chunks =
       space.virtual_stages.empty() ? std::vector<long>{shape.virtual_stages} : space.virtual_stages;
   axes.pipelines = space.pipeline_schedule.empty()
@@ -390,6 +406,8 @@ nlohmann::json candidate_document(const nlohmann::json& doc, std::size_t point_i
   // How a CP group exchanges means nothing without one (the loader would reject it).
   if (c.cp == 1)
     for (const char* key : {"cp_comm_type", "context_parallel_rotate_method"}) training.erase(key);
+  else if (c.cp_comm_searched || c.cp_comm != "p2p" || training.contains("cp_comm_type"))
+    training["cp_comm_type"] = c.cp_comm;
   training["pipeline_parallel"] = c.pp;
   training["micro_batch"] = c.micro_batch;
   training["gradient_accumulation"] = c.accumulation;

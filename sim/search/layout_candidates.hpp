@@ -22,6 +22,9 @@ struct SearchSpace {
   /// Context-parallel degrees (Megatron-core's ring attention): each rank holds 1/cp of every
   /// sequence; empty: the point's own
   std::vector<long> cp;
+  /// How a CP group exchanges under Megatron-core (training.cp_comm_type: p2p, a2a,
+  /// all_gather), tried wherever CP > 1; empty: the point's own
+  std::vector<std::string> cp_comm_type;
   std::vector<long> pp;
   /// Schedules of a pipeline without virtual stages: "gpipe" (every micro-batch's forward, then
   /// every backward: all their activations held), "1f1b", "zb-h1" (1F1B with weight gradients
@@ -50,6 +53,7 @@ struct PointShape {
   int nodes = 1;
   long ranks_per_node = 1;
   long context_parallel = 1;
+  std::string cp_comm_type = "p2p";  ///< the point's own (p2p where it has no CP)
   long global_batch = 1;  ///< sequences per optimizer step: micro-batch x accumulation x DP
   long tp = 1, pp = 1, micro_batch = 1;
   long virtual_stages = 1;  ///< 1 unless the point runs interleaved 1F1B
@@ -74,6 +78,9 @@ struct PointShape {
 /// order a search tries them.
 [[nodiscard]] const std::vector<std::string>& pipeline_schedule_names();
 
+/// The CP exchanges --cp-comm-type names, in the order a search tries them.
+[[nodiscard]] const std::vector<std::string>& cp_comm_type_names();
+
 /// training.schedule's values, in the order a search tries them.
 [[nodiscard]] const std::vector<std::string>& schedule_names();
 
@@ -85,6 +92,10 @@ struct Candidate {
   /// The search tries other schedules than the point's: the label names each candidate's
   bool schedule_searched = false;
   long tp = 1, cp = 1, pp = 1, dp = 1, micro_batch = 1, accumulation = 1, shard = 0;
+  /// How the CP group exchanges (training.cp_comm_type) where CP > 1; the label and the
+  /// scenario name it where the search tried several or it is not the ring
+  std::string cp_comm = "p2p";
+  bool cp_comm_searched = false;
   long virtual_stages = 1;
   /// The schedule of a pipeline without virtual stages ("1f1b", "gpipe", "zb-h1", "zb-v"; others only at
   /// PP > 1 without virtual stages)

@@ -98,6 +98,10 @@ SearchResult run_search(const std::string& scenario_file, const SearchOptions& o
   shape.nodes = out.nodes;
   shape.ranks_per_node = p.layout.ranks_per_node;
   shape.context_parallel = p.training.cp;
+  if (p.training.cp > 1)
+    shape.cp_comm_type = p.training.cp_comm == plan::CpCommType::a2a          ? "a2a"
+                         : p.training.cp_comm == plan::CpCommType::all_gather ? "all_gather"
+                                                                              : "p2p";
   shape.global_batch =
       options.global_batch.value_or(p.training.micro_batch * p.training.accumulation * p.layout.dp);
   shape.tp = p.training.tp;

@@ -97,10 +97,11 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       any_candidate(r, [](const Candidate& c) { return c.sequence_parallel; });
   const bool offloading = any_candidate(r, [](const Candidate& c) { return c.offloading; });
   const bool context = any_candidate(r, [](const Candidate& c) { return c.cp > 1; });
+  const bool comm = any_candidate(r, [](const Candidate& c) { return c.cp > 1 && (c.cp_comm_searched || c.cp_comm != "p2p"); });
   const bool gpipe = any_candidate(r, [](const Candidate& c) { return c.pp > 1 && c.pipeline != "1f1b"; });
   if (!best.empty()) {
     os << "rank" << (schedules ? "  schedule" : "") << "  TP" << (sequence_parallel ? "  SP" : "")
-       << (context ? "  CP" : "") << "  PP" << (gpipe ? "     pipeline" : "")
+       << (context ? "  CP" : "") << (comm ? "    CP comm" : "") << "  PP" << (gpipe ? "     pipeline" : "")
        << (interleaved ? "  chunks" : "") << "    DP  micro-batch  accumulation  checkpointing"
        << (offloading ? "  offloading" : "") << (shard ? "  shard" : "")
        << "  memory (GiB)    samples/s  TFLOP/s/acc    step (s)\n";
@@ -112,6 +113,7 @@ void write_search_table(std::ostream& os, const SearchResult& r, std::size_t top
       os << pad(std::to_string(c.tp), 4);
       if (sequence_parallel) os << pad(c.sequence_parallel ? "yes" : "no", 4);
       if (context) os << pad(std::to_string(c.cp), 4);
+      if (comm) os << pad(c.cp > 1 ? c.cp_comm : "-", 11);
       os << pad(std::to_string(c.pp), 4);
       if (gpipe) os << pad(c.pp == 1 ? "-" : pipeline_schedule_of(c), 13);  // "interleaved" fits
       if (interleaved) os << pad(std::to_string(c.virtual_stages), 8);
@@ -203,6 +205,7 @@ nlohmann::ordered_json trial_json(const Trial& t) {
   j["schedule"] = c.schedule;
   j["tensor_parallel"] = c.tp;
   j["context_parallel"] = c.cp;
+  j["cp_comm_type"] = c.cp > 1 ? nlohmann::ordered_json(c.cp_comm) : nlohmann::ordered_json(nullptr);
   j["pipeline_parallel"] = c.pp;
   j["pipeline_schedule"] = pipeline_schedule_json(c);
   j["virtual_stages"] = c.virtual_stages;
@@ -288,7 +291,7 @@ std::string search_csv_header() {
          "hybrid_shard_degree,"
          "original,outcome,"
          "memory_peak_gib,memory_capacity_gib,samples_per_s,tflops_per_accelerator,step_time_s,"
-         "reason";
+         "reason,cp_comm_type";  // the last column since session 27 (earlier columns keep their places)
 }
 
 void write_search_csv(std::ostream& os, const SearchResult& r) {
@@ -312,7 +315,8 @@ void write_search_csv_rows(std::ostream& os, const SearchResult& r, const std::s
        << (t.memory.ranks.empty() ? "" : fmt("%.3f", t.memory.ranks.front().capacity / kGiB)) << ","
        << (ranked_result ? fmt("%.6g", t.result->samples_per_s) : "") << ","
        << (ranked_result ? fmt("%.6g", t.tflops_per_accelerator) : "") << ","
-       << (ranked_result ? fmt("%.6g", t.result->step_time) : "") << ",\"" << reason << "\"\n";
+       << (ranked_result ? fmt("%.6g", t.result->step_time) : "") << ",\"" << reason << "\","
+       << (c.cp > 1 ? c.cp_comm : "") << "\n";
   };
   std::size_t k = 0;
   for (const auto* t : ranked(r)) line(std::to_string(++k), *t);

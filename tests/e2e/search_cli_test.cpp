@@ -302,6 +302,34 @@ TEST(CliSearch, ContextParallelismSplitsEachSequencesActivations) {
   EXPECT_NE(table.out.find("  TP  CP  PP    DP"), std::string::npos) << table.out;
 }
 
+TEST(CliSearch, CpCommTypeIsAnAxisAtEachContextParallelDegree) {
+  // NeMo's Llama 3 8B row at CP 2 and 4 with each of Megatron-core's exchanges: the ring, the
+  // all-to-alls and the all-gather, one layout each, named in the label and the JSON.
+  const auto r = trainsim(
+      "search scenarios/nemo-h100-fp8.json --point 'Llama3-8B, 8 GPUs, CP2' --cp 2,4 --cp-comm-type p2p,a2a,all_gather"
+      " --checkpointing off --micro-batch 1 --format json --jobs 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::map<std::pair<long, std::string>, double> rate;
+  int original = 0;
+  for (const auto& t : j["ranked"]) {
+    rate[{t["context_parallel"].get<long>(), t["cp_comm_type"].get<std::string>()}] = t["samples_per_s"].get<double>();
+    EXPECT_NE(t["label"].get<std::string>().find(" " + t["cp_comm_type"].get<std::string>()), std::string::npos) << t;
+    if (t["original"].get<bool>()) {
+      ++original;
+      EXPECT_EQ(t["cp_comm_type"], "p2p");
+      EXPECT_EQ(t["context_parallel"], 2);
+    }
+  }
+  EXPECT_EQ(original, 1);
+  ASSERT_EQ(rate.size(), 6u) << r.out;
+  for (const long cp : {2L, 4L})
+    for (const char* comm : {"p2p", "a2a", "all_gather"}) EXPECT_GT((rate[{cp, comm}]), 0) << cp << comm;
+  const auto bad = trainsim("search scenarios/nemo-h100-fp8.json --cp-comm-type ring");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--cp-comm-type expects p2p, a2a and/or all_gather"), std::string::npos) << bad.err;
+}
+
 TEST(CliSearch, GpipeHoldsEveryMicroBatchsActivationsWhere1F1BHoldsAStagesWorth) {
   // Source 002's 10B model under SMP v1's pipeline (its "simple" schedule is GPipe): at the same
   // layout GPipe keeps all 16 micro-batches' activations until their backward, 1F1B at most PP.

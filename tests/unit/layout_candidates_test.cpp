@@ -199,8 +199,11 @@ TEST(LayoutCandidates, ACandidateWithoutContextParallelismDropsHowItsGroupWouldE
   Candidate c;
   c.schedule = "zero1";
   c.cp = 2;
+  c.cp_comm = "a2a";
   c.dp = 4;
   EXPECT_EQ(candidate_document(doc, 0, c)["training"]["cp_comm_type"], "a2a");
+  c.cp_comm = "all_gather";
+  EXPECT_EQ(candidate_document(doc, 0, c)["training"]["cp_comm_type"], "all_gather");
   c.cp = 1;
   c.dp = 8;
   const json t = candidate_document(doc, 0, c)["training"];
