@@ -52,14 +52,6 @@ Operation cp_half_block(const CpRankTensors& t, double q_share, double kv_share,
 
 namespace {
 
-using RankTensors = CpRankTensors;
-RankTensors rank_tensors(const model::TransformerSpec& s, const model::LayerShape& shape) {
-  return cp_rank_tensors(s, shape, false);
-}
-Operation half_block(const RankTensors& t, double q_share, double kv_share, bool forward) {
-  return cp_half_block(t, q_share, kv_share, forward);
-}
-
 /// A plain copy of `bytes` (read and written once) at the stream-copy rate.
 Operation copy_of(std::string name, Bytes bytes) { return model::make_elementwise(std::move(name), 2 * bytes); }
 /// An in-place add of `bytes` into a buffer (both read, one written), PyTorch's add kernel.
@@ -70,7 +62,7 @@ Operation add_into(std::string name, Bytes bytes) {
 Operation cat_of(std::string name, Bytes bytes) { return model::make_elementwise(std::move(name), 2 * bytes, 0, "chunk_grad_cat"); }
 
 /// Forward ring steps of CP rank `r` (AttnFuncWithCPAndKVP2P.forward, causal, sbhd).
-std::vector<std::vector<Operation>> forward_steps(const Operation& diagonal, const RankTensors& t, long cp, long r) {
+std::vector<std::vector<Operation>> forward_steps(const Operation& diagonal, const CpRankTensors& t, long cp, long r) {
   std::vector<std::vector<Operation>> steps;
   std::vector<double> q_shares;  // share of the rank's queries each step's output covers
   for (long i = 0; i < cp; ++i) {
@@ -91,7 +83,7 @@ std::vector<std::vector<Operation>> forward_steps(const Operation& diagonal, con
       // chunk on both KV chunks. Then the log-sum-exp of the rows it covered corrected (fp64
       // running value read and written, the step's fp32 one read).
       const double q_share = i <= r ? 1.0 : 0.5;
-      Operation block = half_block(t, q_share, q_share < 1 ? 1.0 : 0.5, true);
+      Operation block = cp_half_block(t, q_share, q_share < 1 ? 1.0 : 0.5, true);
       block.name += at;
       step.push_back(block);
       step.push_back(model::make_elementwise("cp_lse_correction" + at, (2 * kFp64 + kFp32) * q_share * t.lse_rows));
@@ -118,7 +110,7 @@ std::vector<std::vector<Operation>> forward_steps(const Operation& diagonal, con
 /// the half blocks first, the causal one last; after each the step's dQ into the rank's dQ and
 /// the step's dK, dV (concatenated) into the buffer that travels on, copied where the step is
 /// the first to write those rows, added otherwise.
-std::vector<std::vector<Operation>> backward_steps(const Operation& diagonal, const RankTensors& t, long cp, long r) {
+std::vector<std::vector<Operation>> backward_steps(const Operation& diagonal, const CpRankTensors& t, long cp, long r) {
   std::vector<std::vector<Operation>> steps;
   if (cp == 1) return {{diagonal}};
   for (long i = 0; i < cp; ++i) {
@@ -128,7 +120,7 @@ std::vector<std::vector<Operation>> backward_steps(const Operation& diagonal, co
     if (last) {
       step.push_back(diagonal);
     } else {
-      Operation block = half_block(t, half_kv ? 1.0 : 0.5, half_kv ? 0.5 : 1.0, false);
+      Operation block = cp_half_block(t, half_kv ? 1.0 : 0.5, half_kv ? 0.5 : 1.0, false);
       block.name += at;
       step.push_back(block);
     }
@@ -211,7 +203,7 @@ RingAttentionPass ring_attention_pass(const std::vector<Operation>& ops, const m
   pass.before.assign(ops.begin(), at);
   pass.after.assign(at + 1, ops.end());
   pass.transfer_after_previous_step = !forward;
-  const RankTensors t = rank_tensors(rank_model, shape);
+  const CpRankTensors t = cp_rank_tensors(rank_model, shape, false);
   if (cp > 1) {
     if (forward) {
       // K and V packed into the first send buffer (p2p_comm_buffers[0] = torch.cat(k, v)).
@@ -240,7 +232,7 @@ RingAttentionPass a2a_attention_pass(const std::vector<Operation>& ops, const mo
   const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
   TRAINSIM_CHECK(at != ops.end(), "an all-to-all attention pass needs a fused attention op");
   TRAINSIM_CHECK(cp > 1, "an all-to-all attention pass needs a context-parallel degree above 1");
-  const RankTensors t = rank_tensors(rank_model, shape);
+  const CpRankTensors t = cp_rank_tensors(rank_model, shape, false);
   RingAttentionPass pass;
   pass.before.assign(ops.begin(), at);
   pass.after.assign(at + 1, ops.end());
@@ -284,7 +276,7 @@ RingAttentionPass all_gather_attention_pass(const std::vector<Operation>& ops, c
   const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
   TRAINSIM_CHECK(at != ops.end(), "an all-gather attention pass needs a fused attention op");
   TRAINSIM_CHECK(cp > 1, "an all-gather attention pass needs a context-parallel degree above 1");
-  const RankTensors t = rank_tensors(rank_model, shape);
+  const CpRankTensors t = cp_rank_tensors(rank_model, shape, false);
   const double c = static_cast<double>(cp), chunk = t.tokens / 2;  // query tokens of a chunk
   RingAttentionPass pass;
   pass.before.assign(ops.begin(), at);

@@ -382,31 +382,17 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
     ring_forward.push_back(costed_ring(layer_f, true));
     ring_backward.push_back(costed_ring(layer_b, false));
   }
-  // torchtitan's CP: each piece of a layer pass's PyTorch ring as one compute task.
+  // torchtitan's CP: a layer pass's PyTorch ring, costed piece by piece, and its task names.
   struct CostedTorchRing {
     TorchRingPass pass;
+    TorchRingCosts costs;
     std::vector<std::string> labels;
-    Seconds before = 0, after = 0;
-    int before_kernels = 0, after_kernels = 0;
-    std::vector<Seconds> steps, accumulations;
-    std::vector<int> step_kernels, accumulation_kernels;
   };
   auto costed_torch_ring = [&](const std::vector<model::Operation>& ops, bool forward) {
     CostedTorchRing r;
     r.pass = torch_ring_attention_pass(ops, s, shape, cp, forward, p.cp_rotate, in.device);
+    r.costs = torch_ring_costs(r.pass, in.device);
     r.labels = torch_ring_pass_labels(r.pass);
-    r.before = ops_duration(r.pass.before, in.device);
-    r.after = ops_duration(r.pass.after, in.device);
-    r.before_kernels = model::ops_kernels(r.pass.before);
-    r.after_kernels = model::ops_kernels(r.pass.after);
-    for (const auto& step : r.pass.steps) {
-      r.steps.push_back(ops_duration(step, in.device));
-      r.step_kernels.push_back(model::ops_kernels(step));
-    }
-    for (const auto& acc : r.pass.accumulations) {
-      r.accumulations.push_back(ops_duration(acc, in.device));
-      r.accumulation_kernels.push_back(model::ops_kernels(acc));
-    }
     return r;
   };
   std::vector<CostedTorchRing> torch_forward, torch_backward;
@@ -1147,33 +1133,21 @@ Program build_pipeline(const ScheduleInputs& in, bool share) {
           // on the CP stream, each backward step's update of the dK, dV in flight a task of its own.
           auto torch_ring_pass = [&](const CostedTorchRing& r, const InternedName* labels, std::vector<TaskRef> deps) {
             std::size_t n = 0;
-            auto collective = [&](collective::Op op, Bytes size, std::vector<TaskRef> after) {
+            auto piece = [&](RingPiece which, std::size_t i, std::vector<TaskRef> after) {
+              const RingPieceCost& cost = which == RingPiece::before  ? r.costs.before
+                                          : which == RingPiece::after ? r.costs.after
+                                          : which == RingPiece::step  ? r.costs.steps[i]
+                                                                      : r.costs.accumulations[i];
+              return compute(labels[n++], cost.duration, cost.kernels, std::move(after));
+            };
+            auto call = [&](collective::Op op, Bytes size, std::vector<TaskRef> after) {
               const InternedName& name = labels[n++];
               return push(kCpRing, {name, TaskKind::collective, phase, 0,
                                      request({CallRequest::Group::context, name, op, size}), std::move(after)});
             };
-            TaskRef piece = compute(labels[n++], r.before, r.before_kernels, deps);
-            TaskRef gathered{-1, -1}, kv{-1, -1}, dkv{-1, -1};
-            if (r.pass.gathered > 0) gathered = collective(collective::Op::all_gather, r.pass.gathered, {piece});
-            for (std::size_t i = 0; i < r.steps.size(); ++i) {
-              TaskRef sent{-1, -1};
-              if (i < r.pass.kv_bytes.size() && r.pass.kv_bytes[i] > 0)
-                sent = collective(collective::Op::ring_exchange, r.pass.kv_bytes[i], {i == 0 ? piece : kv});
-              std::vector<TaskRef> step_deps{piece};
-              if (i > 0) step_deps.push_back(gathered.stream >= 0 ? gathered : kv);
-              piece = compute(labels[n++], r.steps[i], r.step_kernels[i], step_deps);
-              if (sent.stream >= 0) kv = sent;
-              if (i < r.accumulations.size()) {
-                std::vector<TaskRef> acc_deps{piece};
-                if (i > 0) acc_deps.push_back(dkv);
-                piece = compute(labels[n++], r.accumulations[i], r.accumulation_kernels[i], acc_deps);
-                dkv = collective(collective::Op::ring_exchange, r.pass.dkv_bytes[i], {piece});
-              }
-            }
-            std::vector<TaskRef> after_deps{piece};
-            if (dkv.stream >= 0) after_deps.push_back(dkv);
-            TRAINSIM_CHECK(n + 1 == r.labels.size(), "a ring pass pushes one task per name");
-            return std::vector<TaskRef>{compute(labels[n++], r.after, r.after_kernels, after_deps)};
+            const TaskRef end = push_torch_ring(r.pass, std::move(deps), piece, call);
+            TRAINSIM_CHECK(n == r.labels.size(), "a ring pass pushes one task per name");
+            return std::vector<TaskRef>{end};
           };
           // tp_comm_overlap or Megatron's sequence parallelism: one layer pass's pieces as tasks,
           // named in push order; returns what the pass's successor waits for, its last compute

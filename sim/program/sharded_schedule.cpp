@@ -68,30 +68,17 @@ struct Unit {
   int ring = -1;
 };
 
-/// A piece of a ring pass as one compute task.
-struct CostedOps {
-  Seconds duration = 0, memory = 0;
-  int kernels = 0;
-};
-CostedOps costed_ops(const std::vector<model::Operation>& ops, const model::DeviceProfile& dev) {
-  return {ops_duration(ops, dev), model::ops_memory_bound(ops, dev), model::ops_kernels(ops)};
-}
-
 /// One layer pass's ring (torch_ring_attention.hpp), costed piece by piece, with the names of
 /// its tasks but the last (which keeps the pass's own name).
 struct CostedRing {
   TorchRingPass pass;
-  CostedOps before, after;
-  std::vector<CostedOps> steps, accumulations;
+  TorchRingCosts costs;
   std::vector<std::string> labels;  ///< torch_ring_pass_labels without the last
   int collectives = 0;              ///< the ring's calls, in push order
 };
 CostedRing costed_ring(TorchRingPass pass, const model::DeviceProfile& dev) {
   CostedRing r;
-  r.before = costed_ops(pass.before, dev);
-  r.after = costed_ops(pass.after, dev);
-  for (const auto& s : pass.steps) r.steps.push_back(costed_ops(s, dev));
-  for (const auto& s : pass.accumulations) r.accumulations.push_back(costed_ops(s, dev));
+  r.costs = torch_ring_costs(pass, dev);
   r.labels = torch_ring_pass_labels(pass);
   r.labels.pop_back();
   r.collectives = (pass.gathered > 0 ? 1 : 0) + static_cast<int>(pass.dkv_bytes.size());
@@ -720,42 +707,29 @@ Program sharded_program(const ScheduleInputs& in) {
                            const std::vector<int>& ring_call_ids, std::vector<TaskRef> ready, PassCalls tensor_calls,
                            PassCalls gather_calls) {
         std::size_t k = 0, c = 0;
-        auto piece = [&](const CostedOps& ops, std::vector<TaskRef> deps, PassCalls gathers) {
-          Task task{task_names[k++], TaskKind::compute, whole.phase, ops.duration, -1, {}};
-          set_memory_bound(task, ops.memory);
-          task.kernels = ops.kernels;
-          return pass(std::move(task), std::move(deps), kNoCalls, gathers);
+        auto compute = [&](RingPiece piece, std::size_t i, std::vector<TaskRef> deps) {
+          if (piece == RingPiece::after) {
+            whole.duration = r.costs.after.duration;
+            set_memory_bound(whole, r.costs.after.memory);
+            whole.kernels = r.costs.after.kernels;
+            return pass(std::move(whole), std::move(deps), tensor_calls, kNoCalls);
+          }
+          const RingPieceCost& cost = piece == RingPiece::before ? r.costs.before
+                                      : piece == RingPiece::step ? r.costs.steps[i]
+                                                                 : r.costs.accumulations[i];
+          Task task{task_names[k++], TaskKind::compute, whole.phase, cost.duration, -1, {}};
+          set_memory_bound(task, cost.memory);
+          task.kernels = cost.kernels;
+          return pass(std::move(task), std::move(deps), kNoCalls, piece == RingPiece::before ? gather_calls : kNoCalls);
         };
-        auto collective = [&](std::vector<TaskRef> deps) {
+        auto collective = [&](collective::Op, Bytes, std::vector<TaskRef> deps) {  // the call made for it
           auto& ring = rp.streams[static_cast<std::size_t>(kCpRing)].tasks;
           ring.push_back({task_names[k++], TaskKind::collective, whole.phase, 0, ring_call_ids[c++], std::move(deps)});
           return last(ring, kCpRing);
         };
-        TaskRef previous_piece = piece(r.before, std::move(ready), gather_calls);
-        TaskRef gathered{-1, -1}, kv{-1, -1}, dkv{-1, -1};
-        if (r.pass.gathered > 0) gathered = collective({previous_piece});
-        for (std::size_t i = 0; i < r.steps.size(); ++i) {
-          TaskRef sent{-1, -1};
-          if (i < r.pass.kv_bytes.size() && r.pass.kv_bytes[i] > 0)
-            sent = collective({i == 0 ? previous_piece : kv});  // passes on the K, V it received
-          std::vector<TaskRef> deps{previous_piece};
-          if (i > 0) deps.push_back(gathered.stream >= 0 ? gathered : kv);
-          previous_piece = piece(r.steps[i], std::move(deps), kNoCalls);
-          if (sent.stream >= 0) kv = sent;
-          if (i < r.accumulations.size()) {
-            std::vector<TaskRef> adeps{previous_piece};
-            if (i > 0) adeps.push_back(dkv);
-            previous_piece = piece(r.accumulations[i], std::move(adeps), kNoCalls);
-            dkv = collective({previous_piece});
-          }
-        }
+        const TaskRef end = push_torch_ring(r.pass, std::move(ready), compute, collective);
         TRAINSIM_CHECK(k == task_names.size() && c == ring_call_ids.size(), "a ring pass pushes one task per name");
-        whole.duration = r.after.duration;
-        set_memory_bound(whole, r.after.memory);
-        whole.kernels = r.after.kernels;
-        std::vector<TaskRef> deps{previous_piece};
-        if (dkv.stream >= 0) deps.push_back(dkv);  // dK, dV home
-        return pass(std::move(whole), std::move(deps), tensor_calls, kNoCalls);
+        return end;
       };
       auto sp_gather = [&](const std::vector<int>& by_rank) { return sequence_parallel ? of_rank(by_rank) : kNoCalls; };
       // The FP8 shard casts (and amax all-reduces) before unit u's gather, after `deps`; returns

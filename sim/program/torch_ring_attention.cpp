@@ -11,8 +11,8 @@ namespace trainsim::program {
 
 namespace {
 
-using model::OpKind;
 using model::Operation;
+using model::OpKind;
 
 constexpr double kFp32 = 4.0;
 
@@ -23,7 +23,9 @@ bool is_attention(const Operation& op) {
 // Eager elementwise kernels, each one launch: copies and casts at the stream-copy rate, binary
 // arithmetic at PyTorch's add kernel's, torch.cat at its CatArrayBatchedCopy's (the device
 // profile's classes). `bytes` is what the kernel reads and writes.
-Operation copy_op(std::string name, Bytes bytes) { return model::make_elementwise(std::move(name), bytes); }
+Operation copy_op(std::string name, Bytes bytes) {
+  return model::make_elementwise(std::move(name), bytes);
+}
 Operation binary_op(std::string name, Bytes bytes, double elements) {
   return model::make_elementwise(std::move(name), bytes, elements, "residual_add");
 }
@@ -95,12 +97,14 @@ RankPass backward_rank(const Operation& diagonal, const CpRankTensors& t, long c
     // dK, dV: the step's bf16 gradients added into the fp32 ones (from step 1 on, those that
     // arrived); on the half-KV steps into the first half, then a torch.cat of both halves.
     const bool half_kv = i > 0 && i <= r;
-    acc.push_back(binary_op("cp_dkv_add" + at, (2 * kFp32 + 2) * (half_kv ? kv / 2 : kv), half_kv ? kv / 2 : kv));
+    acc.push_back(binary_op("cp_dkv_add" + at, (2 * kFp32 + 2) * (half_kv ? kv / 2 : kv),
+                            half_kv ? kv / 2 : kv));
     if (half_kv) acc.push_back(cat_op("cp_dkv_rebuild" + at, 2 * kFp32 * kv));
     acc.push_back(cat_op("cp_dkv_send_buffer" + at, 2 * kFp32 * kv));
     // dQ: all of it where the step's queries were, else its second half, then a torch.cat.
     const bool half_q = i > r;
-    acc.push_back(binary_op("cp_dq_add" + at, (2 * kFp32 + 2) * (half_q ? q / 2 : q), half_q ? q / 2 : q));
+    acc.push_back(
+        binary_op("cp_dq_add" + at, (2 * kFp32 + 2) * (half_q ? q / 2 : q), half_q ? q / 2 : q));
     if (half_q) acc.push_back(cat_op("cp_dq_rebuild" + at, 2 * kFp32 * q));
     p.steps.push_back(std::move(step));
     p.accumulations.push_back(std::move(acc));
@@ -117,9 +121,11 @@ Seconds rank_time(const RankPass& p, const model::DeviceProfile& dev) {
 
 }  // namespace
 
-TorchRingPass torch_ring_attention_pass(const std::vector<Operation>& ops, const model::TransformerSpec& rank_model,
+TorchRingPass torch_ring_attention_pass(const std::vector<Operation>& ops,
+                                        const model::TransformerSpec& rank_model,
                                         const model::LayerShape& shape, long cp, bool forward,
-                                        plan::CpRotateMethod rotate, const model::DeviceProfile& dev) {
+                                        plan::CpRotateMethod rotate,
+                                        const model::DeviceProfile& dev) {
   const auto at = std::find_if(ops.begin(), ops.end(), is_attention);
   TRAINSIM_CHECK(at != ops.end(), "a ring attention pass needs a fused attention op");
   TRAINSIM_CHECK(cp > 1, "PyTorch's ring attention needs a context-parallel degree above 1");
@@ -171,7 +177,8 @@ std::vector<std::string> torch_ring_pass_labels(const TorchRingPass& pass) {
   labels.push_back(pass.before.front().name + ".." + pass.before.back().name);
   if (pass.gathered > 0) labels.push_back("cp kv all-gather");
   for (std::size_t i = 0; i < pass.steps.size(); ++i) {
-    if (i < pass.kv_bytes.size() && pass.kv_bytes[i] > 0) labels.push_back("cp kv rotation step " + std::to_string(i));
+    if (i < pass.kv_bytes.size() && pass.kv_bytes[i] > 0)
+      labels.push_back("cp kv rotation step " + std::to_string(i));
     labels.push_back("cp attention step " + std::to_string(i));
     if (i < pass.accumulations.size()) {
       labels.push_back("cp dkv step " + std::to_string(i));
@@ -180,6 +187,45 @@ std::vector<std::string> torch_ring_pass_labels(const TorchRingPass& pass) {
   }
   labels.push_back(pass.after.front().name + ".." + pass.after.back().name);
   return labels;
+}
+
+TorchRingCosts torch_ring_costs(const TorchRingPass& pass, const model::DeviceProfile& dev) {
+  auto cost = [&](const std::vector<Operation>& ops) {
+    return RingPieceCost{model::ops_duration(ops, dev), model::ops_memory_bound(ops, dev),
+                         model::ops_kernels(ops)};
+  };
+  TorchRingCosts c;
+  c.before = cost(pass.before);
+  c.after = cost(pass.after);
+  for (const auto& s : pass.steps) c.steps.push_back(cost(s));
+  for (const auto& s : pass.accumulations) c.accumulations.push_back(cost(s));
+  return c;
+}
+
+TaskRef push_torch_ring(const TorchRingPass& pass, std::vector<TaskRef> deps,
+                        const RingComputePush& compute, const RingCollectivePush& collective) {
+  TaskRef previous = compute(RingPiece::before, 0, std::move(deps));
+  TaskRef gathered{-1, -1}, kv{-1, -1}, dkv{-1, -1};
+  if (pass.gathered > 0)
+    gathered = collective(collective::Op::all_gather, pass.gathered, {previous});
+  for (std::size_t i = 0; i < pass.steps.size(); ++i) {
+    TaskRef sent{-1, -1};
+    if (i < pass.kv_bytes.size() && pass.kv_bytes[i] > 0)  // passes on the K, V it received
+      sent = collective(collective::Op::ring_exchange, pass.kv_bytes[i], {i == 0 ? previous : kv});
+    std::vector<TaskRef> step_deps{previous};
+    if (i > 0) step_deps.push_back(gathered.stream >= 0 ? gathered : kv);
+    previous = compute(RingPiece::step, i, std::move(step_deps));
+    if (sent.stream >= 0) kv = sent;
+    if (i < pass.accumulations.size()) {
+      std::vector<TaskRef> acc_deps{previous};
+      if (i > 0) acc_deps.push_back(dkv);
+      previous = compute(RingPiece::accumulation, i, std::move(acc_deps));
+      dkv = collective(collective::Op::ring_exchange, pass.dkv_bytes[i], {previous});
+    }
+  }
+  std::vector<TaskRef> after_deps{previous};
+  if (dkv.stream >= 0) after_deps.push_back(dkv);  // dK, dV home
+  return compute(RingPiece::after, 0, std::move(after_deps));
 }
 
 }  // namespace trainsim::program

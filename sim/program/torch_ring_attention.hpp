@@ -31,12 +31,17 @@
 // Not modelled: the all-to-all rotation's per-step torch.cat on the received buffer's view
 // (counted as the same copy), FP8, the flex-attention path, selective checkpointing's save list
 // under CP (the reader allows full recompute or none).
+#include <cstddef>
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "collective/collective_plan.hpp"
 #include "model/device_profile.hpp"
 #include "model/operation.hpp"
 #include "model/transformer.hpp"
 #include "plan/training_plan.hpp"
+#include "program/program.hpp"
 
 namespace trainsim::program {
 
@@ -60,19 +65,51 @@ struct TorchRingPass {
   /// Backward: the fp32 dK, dV each rank sends to the next after step i (the last returns
   /// them home); after the K, V rotation's call of the same step. Empty forward.
   std::vector<Bytes> dkv_bytes;
-  std::vector<model::Operation> after;  ///< casts back to bf16, then the pass's ops after its attention
+  std::vector<model::Operation>
+      after;  ///< casts back to bf16, then the pass's ops after its attention
 };
 
 /// `ops` (a layer pass of the rank's view, seq/cp tokens) cut around their fused attention op.
 /// Throws InvariantError when `ops` have no fused attention.
 [[nodiscard]] TorchRingPass torch_ring_attention_pass(const std::vector<model::Operation>& ops,
                                                       const model::TransformerSpec& rank_model,
-                                                      const model::LayerShape& shape, long cp, bool forward,
-                                                      plan::CpRotateMethod rotate, const model::DeviceProfile& dev);
+                                                      const model::LayerShape& shape, long cp,
+                                                      bool forward, plan::CpRotateMethod rotate,
+                                                      const model::DeviceProfile& dev);
 
 /// Task names of a pass in push order: "<first>..<last>" of `before`, then per step its
 /// all-gather or rotation (if any), "cp attention step i", (backward) "cp dkv step i" and its
 /// send, then "<first>..<last>" of `after`.
 [[nodiscard]] std::vector<std::string> torch_ring_pass_labels(const TorchRingPass& pass);
+
+/// A piece of a pass run as one compute task: its time, memory-bound part and kernels.
+struct RingPieceCost {
+  Seconds duration = 0, memory = 0;
+  int kernels = 0;
+};
+/// A pass's pieces costed on `dev`.
+struct TorchRingCosts {
+  RingPieceCost before, after;
+  std::vector<RingPieceCost> steps, accumulations;
+};
+[[nodiscard]] TorchRingCosts torch_ring_costs(const TorchRingPass& pass,
+                                              const model::DeviceProfile& dev);
+
+/// Which compute piece of a pass a task is: `before`, step i, step i's accumulation, `after`.
+enum class RingPiece { before, step, accumulation, after };
+using RingComputePush =
+    std::function<TaskRef(RingPiece piece, std::size_t step, std::vector<TaskRef> deps)>;
+using RingCollectivePush =
+    std::function<TaskRef(collective::Op op, Bytes size, std::vector<TaskRef> deps)>;
+
+/// Pushes a pass's tasks in the order torch_ring_pass_labels names them, each through the
+/// schedule's own builder (which names, costs and places it), with the ring's dependencies:
+/// `before` after `deps`; the all-gather after `before`; a K, V rotation after the one before it
+/// (the first after `before`); step i after the previous compute task and (i > 0) the gathered
+/// or rotated K, V; (backward) step i's accumulation after it and the previous step's dK, dV
+/// rotation, its own rotation after it; `after` after the last compute task and the last dK, dV
+/// rotation. Returns the `after` task.
+TaskRef push_torch_ring(const TorchRingPass& pass, std::vector<TaskRef> deps,
+                        const RingComputePush& compute, const RingCollectivePush& collective);
 
 }  // namespace trainsim::program

@@ -1,6 +1,8 @@
 // torchtitan's context parallelism as plain data: a layer pass's SDPA as PyTorch's ring
 // attention (program/torch_ring_attention.hpp), and the tasks, calls and groups FSDP2's sharded
 // schedule makes of it (no SimGrid).
+#include "program/torch_ring_attention.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include "model/transformer.hpp"
 #include "program/build_program.hpp"
 #include "program/context_parallel.hpp"
-#include "program/torch_ring_attention.hpp"
 #include "support/fixtures.hpp"
 #include "support/program_lookup.hpp"
 
@@ -51,8 +52,8 @@ bool has(const std::vector<model::Operation>& ops, const std::string& name) {
 TEST(TorchRingAttention, ForwardGathersEveryRanksKvOnceAndMergesEachStepInFp32) {
   const RankView v(2);
   const auto dev = testing_support::round_number_device();
-  const TorchRingPass pass =
-      torch_ring_attention_pass(v.forward, v.model, v.shape, 2, true, plan::CpRotateMethod::allgather, dev);
+  const TorchRingPass pass = torch_ring_attention_pass(v.forward, v.model, v.shape, 2, true,
+                                                       plan::CpRotateMethod::allgather, dev);
   // K and V of the rank's 8 tokens at every query head (repeated), bf16: 2 x 2 B x 2 x 8 x 4 x 16.
   const Bytes kv = 2.0 * 2 * 2 * 8 * 4 * 16;
   EXPECT_DOUBLE_EQ(pass.gathered, 2 * kv);  // nccl-tests S: both ranks' K, V
@@ -73,17 +74,18 @@ TEST(TorchRingAttention, ForwardGathersEveryRanksKvOnceAndMergesEachStepInFp32) 
   EXPECT_TRUE(has(pass.steps[1], "cp_out_rebuild step 1"));
   EXPECT_EQ(pass.steps[1].size(), 1u + 9 + 2);
   EXPECT_TRUE(has(pass.after, "cp_out_to_bf16"));
-  EXPECT_EQ(torch_ring_pass_labels(pass),
-            (std::vector<std::string>{pass.before.front().name + ".." + pass.before.back().name, "cp kv all-gather",
-                                      "cp attention step 0", "cp attention step 1",
-                                      pass.after.front().name + ".." + pass.after.back().name}));
+  EXPECT_EQ(
+      torch_ring_pass_labels(pass),
+      (std::vector<std::string>{pass.before.front().name + ".." + pass.before.back().name,
+                                "cp kv all-gather", "cp attention step 0", "cp attention step 1",
+                                pass.after.front().name + ".." + pass.after.back().name}));
 }
 
 TEST(TorchRingAttention, AllToAllRotatesKvEveryStepButTheLast) {
   const RankView v(4);
   const auto dev = testing_support::round_number_device();
-  const TorchRingPass pass =
-      torch_ring_attention_pass(v.forward, v.model, v.shape, 4, true, plan::CpRotateMethod::alltoall, dev);
+  const TorchRingPass pass = torch_ring_attention_pass(v.forward, v.model, v.shape, 4, true,
+                                                       plan::CpRotateMethod::alltoall, dev);
   const Bytes kv = 2.0 * 2 * 2 * 4 * 4 * 16;  // 4 tokens a rank
   EXPECT_EQ(pass.gathered, 0);
   EXPECT_EQ(pass.kv_bytes, (std::vector<Bytes>{kv, kv, kv, 0}));
@@ -92,16 +94,17 @@ TEST(TorchRingAttention, AllToAllRotatesKvEveryStepButTheLast) {
   EXPECT_TRUE(has(pass.steps[2], "cp_kv_send_buffer step 2"));
   EXPECT_FALSE(has(pass.steps[3], "cp_kv_send_buffer step 3"));
   const auto labels = torch_ring_pass_labels(pass);
-  EXPECT_EQ(std::count_if(labels.begin(), labels.end(),
-                          [](const std::string& l) { return l.rfind("cp kv rotation step ", 0) == 0; }),
-            3);
+  EXPECT_EQ(
+      std::count_if(labels.begin(), labels.end(),
+                    [](const std::string& l) { return l.rfind("cp kv rotation step ", 0) == 0; }),
+      3);
 }
 
 TEST(TorchRingAttention, BackwardSendsFp32DkvEveryStepAfterAddingItsOwn) {
   const RankView v(2);
   const auto dev = testing_support::round_number_device();
-  const TorchRingPass pass =
-      torch_ring_attention_pass(v.backward, v.model, v.shape, 2, false, plan::CpRotateMethod::allgather, dev);
+  const TorchRingPass pass = torch_ring_attention_pass(v.backward, v.model, v.shape, 2, false,
+                                                       plan::CpRotateMethod::allgather, dev);
   const Bytes kv = 2.0 * 2 * 2 * 8 * 4 * 16;
   EXPECT_DOUBLE_EQ(pass.gathered, 2 * kv);
   EXPECT_EQ(pass.dkv_bytes, (std::vector<Bytes>{2 * kv, 2 * kv}));  // fp32, the last one home
@@ -161,7 +164,8 @@ TEST(TorchRingAttention, Fsdp2RunsEachLayersAttentionAroundItsCpPair) {
   EXPECT_TRUE(waits_for(compute->tasks[static_cast<std::size_t>(step1)], ring_index, gather));
   EXPECT_TRUE(waits_for(find_task(*compute, "forward layer 0 mb0"), compute_index, step1));
   // The call: an all-gather over the CP pair (ranks 0 and 1: TP 1, CP next to it).
-  const auto& call = prog.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(gather)].collective)];
+  const auto& call = prog.collectives[static_cast<std::size_t>(
+      ring->tasks[static_cast<std::size_t>(gather)].collective)];
   EXPECT_EQ(call.op, collective::Op::all_gather);
   EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
   // Backward: step i's dK, dV update waits for step i - 1's rotation, its own rotation for it,
@@ -246,11 +250,13 @@ TEST(TorchRingAttention, FsdpInsidePipelineStagesRunsTheSameRingPerLayer) {
   const Stream* ring = stream_named(r, "cp ring", &ring_index);
   ASSERT_TRUE(compute && ring);
   const int gather = index_of(*ring, "forward mb1 c0 layer 0 cp kv all-gather");
-  EXPECT_TRUE(waits_for(find_task(*compute, "forward mb1 c0 layer 0 cp attention step 1"), ring_index, gather));
+  EXPECT_TRUE(waits_for(find_task(*compute, "forward mb1 c0 layer 0 cp attention step 1"),
+                        ring_index, gather));
   const int sent1 = index_of(*ring, "backward mb1 c0 layer 0 cp dkv rotation step 1");
   EXPECT_GE(sent1, 0);
   // The CP pair is ranks 0 and 1 (TP 1, CP next to it), stage 0.
-  const auto& call = prog.collectives[static_cast<std::size_t>(ring->tasks[static_cast<std::size_t>(gather)].collective)];
+  const auto& call = prog.collectives[static_cast<std::size_t>(
+      ring->tasks[static_cast<std::size_t>(gather)].collective)];
   EXPECT_EQ(call.group, (std::vector<int>{0, 1}));
 }
 
